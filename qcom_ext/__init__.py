@@ -1,0 +1,44 @@
+"""qcom_ext: Qualcomm Adreno OpenCL vendor extensions from Python, portable everywhere.
+
+>>> import qcom_ext
+>>> caps = qcom_ext.probe()
+>>> sorted({s.tier for s in caps.statuses.values()}) <= ["fallback", "khr", "native",
+...                                                      "unavailable"]
+True
+"""
+
+from .caps import DeviceCaps, Limits
+from .errors import (
+    BuildError,
+    CLError,
+    ConfigError,
+    ExtensionUnavailable,
+    LibraryNotFound,
+    NoPlatformError,
+    OpenCLUnavailable,
+    QcomExtError,
+    QcomExtWarning,
+)
+from .extensions import REGISTRY, ExtensionStatus
+from .probe import probe, probe_all
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "REGISTRY",
+    "BuildError",
+    "CLError",
+    "ConfigError",
+    "DeviceCaps",
+    "ExtensionStatus",
+    "ExtensionUnavailable",
+    "LibraryNotFound",
+    "Limits",
+    "NoPlatformError",
+    "OpenCLUnavailable",
+    "QcomExtError",
+    "QcomExtWarning",
+    "__version__",
+    "probe",
+    "probe_all",
+]

@@ -1,0 +1,186 @@
+"""Probe OpenCL devices: ``probe()`` for one, ``probe_all()`` for every device.
+
+Everything is read through cffi (no kernel is compiled), and each report is cached
+per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup.
+
+>>> caps = probe()                      # the device pyopencl would pick
+>>> caps.path("cl_qcom_recordable_queues") in ("native", "khr:cl_khr_command_buffer",
+...                                              "fallback")
+True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from . import _info
+from ._lib import C, driver, handle_int
+from .caps import DISABLE_ENV, DeviceCaps, Limits
+from .errors import CLError, NoPlatformError, QcomExtError
+
+__all__ = ["clear_cache", "default_device", "probe", "probe_all"]
+
+_lock = threading.Lock()
+_cache: dict[tuple[int, str], DeviceCaps] = {}
+_default: dict[str, int] = {}
+
+# (Limits field, what must be present to ask, query token names). "images" means
+# CL_DEVICE_IMAGE_SUPPORT; None means every device. A failed query of an advertised
+# extension is reported in DeviceCaps.problems (advertised is not always usable).
+_LIMIT_QUERIES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+    ("max_mem_alloc_size", None, ("CL_DEVICE_MAX_MEM_ALLOC_SIZE",)),
+    ("image2d_max_size", "images",
+     ("CL_DEVICE_IMAGE2D_MAX_WIDTH", "CL_DEVICE_IMAGE2D_MAX_HEIGHT")),
+    ("image_pitch_alignment", "images", ("CL_DEVICE_IMAGE_PITCH_ALIGNMENT",)),
+    ("image_base_address_alignment", "images", ("CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT",)),
+    ("page_size", "cl_qcom_ext_host_ptr", ("CL_DEVICE_PAGE_SIZE_QCOM",)),
+    ("ext_mem_padding", "cl_qcom_ext_host_ptr", ("CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM",)),
+    ("recordable_queue_max_size", "cl_qcom_recordable_queues",
+     ("CL_DEVICE_RECORDABLE_QUEUE_MAX_SIZE",)),
+    ("onchip_global_mem_size", "cl_qcom_onchip_global_memory",
+     ("CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM",)),
+    ("hof_max_filter_size", "cl_qcom_accelerated_image_ops",
+     ("CL_DEVICE_HOF_MAX_FILTER_SIZE_X_QCOM", "CL_DEVICE_HOF_MAX_FILTER_SIZE_Y_QCOM")),
+    ("hof_max_num_phases", "cl_qcom_accelerated_image_ops",
+     ("CL_DEVICE_HOF_MAX_NUM_PHASES_QCOM",)),
+    ("block_matching_max_region", "cl_qcom_accelerated_image_ops",
+     ("CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_X_QCOM",
+      "CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_Y_QCOM")),
+    ("extended_image2d_max_size", "cl_qcom_extended_images",
+     ("CL_DEVICE_EXTENDED_IMAGE2D_MAX_WIDTH_QCOM", "CL_DEVICE_EXTENDED_IMAGE2D_MAX_HEIGHT_QCOM")),
+    ("extended_image3d_max_size", "cl_qcom_extended_images",
+     ("CL_DEVICE_EXTENDED_IMAGE3D_MAX_WIDTH_QCOM", "CL_DEVICE_EXTENDED_IMAGE3D_MAX_HEIGHT_QCOM",
+      "CL_DEVICE_EXTENDED_IMAGE3D_MAX_DEPTH_QCOM")),
+    ("printf_buffer_size", "cl_qcom_limited_printf", ("CL_DEVICE_PRINTF_BUFFER_SIZE_QCOM",)),
+    ("sub_group_sizes", "cl_intel_required_subgroup_size", ("CL_DEVICE_SUB_GROUP_SIZES_INTEL",)),
+    ("max_num_sub_groups", "cl_khr_subgroups", ("CL_DEVICE_MAX_NUM_SUB_GROUPS",)),
+    ("command_buffer_capabilities", "cl_khr_command_buffer",
+     ("CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR",)),
+    ("integer_dot_product_capabilities", "cl_khr_integer_dot_product",
+     ("CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR",)),
+)  # fmt: skip
+
+_DEVICE_TYPES = (("gpu", "CL_DEVICE_TYPE_GPU"), ("cpu", "CL_DEVICE_TYPE_CPU"),
+                 ("accelerator", "CL_DEVICE_TYPE_ACCELERATOR"),
+                 ("custom", "CL_DEVICE_TYPE_CUSTOM"))  # fmt: skip
+
+
+def _device_type(bits: int) -> str:
+    for name, token in _DEVICE_TYPES:
+        if bits & getattr(C, token):
+            return name
+    return "device"
+
+
+def _opencl_major(version: str) -> int:
+    parts = version.split()
+    try:
+        return int(parts[1].split(".")[0]) if len(parts) > 1 else 0
+    except ValueError:
+        return 0
+
+
+def _read_limits(device: int, extensions: frozenset[str], images: bool) -> tuple[Limits, list]:
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for field_name, needs, tokens in _LIMIT_QUERIES:
+        if (needs == "images" and not images) or needs not in (None, "images", *extensions):
+            continue
+        try:
+            if field_name == "sub_group_sizes":
+                value: Any = _info.device_sizes(device, getattr(C, tokens[0]))
+            else:
+                numbers = tuple(_info.device_uint(device, getattr(C, t)) for t in tokens)
+                value = numbers[0] if len(numbers) == 1 else numbers
+        except (CLError, ValueError) as exc:
+            if needs not in (None, "images"):  # optional core queries may just be absent
+                problems.append(f"{needs} is advertised but {tokens[0]} failed: {exc}")
+            continue
+        values[field_name] = value
+    return Limits(**values), problems
+
+
+def read_device(device: Any) -> DeviceCaps:
+    """Probe one device (uncached); ``device`` is a pyopencl.Device or a raw handle."""
+    dev = handle_int(device)
+    platform = _info.device_uint(dev, C.CL_DEVICE_PLATFORM)
+    extensions = frozenset(_info.device_str(dev, C.CL_DEVICE_EXTENSIONS).split())
+    device_version = _info.device_str(dev, C.CL_DEVICE_VERSION)
+    images = bool(_info.device_uint(dev, C.CL_DEVICE_IMAGE_SUPPORT))
+    versions: dict[str, str] = {}
+    if _opencl_major(device_version) >= 3:
+        try:
+            packed = _info.device_name_versions(dev, C.CL_DEVICE_EXTENSIONS_WITH_VERSION)
+            versions = {name: _info.version_string(v) for name, v in packed.items()}
+        except CLError:
+            pass  # optional: 3.0 drivers are allowed to get this wrong
+    limits, problems = _read_limits(dev, extensions, images)
+    return DeviceCaps.from_info(
+        extensions=extensions,
+        device_version=device_version,
+        driver_version=_info.device_str(dev, C.CL_DRIVER_VERSION),
+        device_name=_info.device_str(dev, C.CL_DEVICE_NAME),
+        vendor_id=_info.device_uint(dev, C.CL_DEVICE_VENDOR_ID),
+        opencl_c_version=_info.device_str(dev, C.CL_DEVICE_OPENCL_C_VERSION),
+        device_type=_device_type(_info.device_uint(dev, C.CL_DEVICE_TYPE)),
+        platform_name=_info.platform_str(platform, C.CL_PLATFORM_NAME),
+        platform_version=_info.platform_str(platform, C.CL_PLATFORM_VERSION),
+        platform_extensions=_info.platform_str(platform, C.CL_PLATFORM_EXTENSIONS),
+        extension_versions=versions,
+        image_support=images,
+        limits=limits,
+        problems=problems,
+        platform_id=platform,
+        device_id=dev,
+    )
+
+
+def _require_platforms() -> list[int]:
+    platforms = _info.platform_ids()
+    if not platforms:
+        raise NoPlatformError(driver.library.path)
+    return platforms
+
+
+def default_device() -> int:
+    """The device ``pyopencl.create_some_context(interactive=False)`` would use.
+
+    Honours ``PYOPENCL_CTX`` (``"<platform>:<device>"``, indices or name substrings).
+    """
+    spec = os.environ.get("PYOPENCL_CTX", "")
+    if spec not in _default:
+        _require_platforms()
+        import pyopencl
+
+        try:
+            chosen = pyopencl.choose_devices(interactive=False)[0]
+        except (RuntimeError, pyopencl.Error) as exc:
+            raise QcomExtError(f"cannot choose a device (PYOPENCL_CTX={spec!r}): {exc}") from exc
+        _default[spec] = handle_int(chosen)
+    return _default[spec]
+
+
+def probe(device: Any = None) -> DeviceCaps:
+    """The capability report of ``device`` (default: the device pyopencl would pick)."""
+    handle = default_device() if device is None else handle_int(device)
+    key = (handle, os.environ.get(DISABLE_ENV, ""))
+    caps = _cache.get(key)
+    if caps is None:
+        caps = read_device(handle)
+        with _lock:
+            caps = _cache.setdefault(key, caps)
+    return caps
+
+
+def probe_all() -> list[DeviceCaps]:
+    """Reports for every device of every platform, in platform order."""
+    return [probe(d) for p in _require_platforms() for d in _info.device_ids(p)]
+
+
+def clear_cache() -> None:
+    """Forget cached reports (for example after changing drivers in-process)."""
+    with _lock:
+        _cache.clear()
+        _default.clear()

@@ -1,0 +1,61 @@
+"""cdefs/ and kernels/ ship inside the wheel and are found from it and from a checkout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from qcom_ext._resources import cdefs_dir, kernels_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECK = """
+import qcom_ext, qcom_ext._resources as r, qcom_ext._lib as lib
+print(qcom_ext.__file__); print(r.cdefs_dir()); print(r.kernels_dir())
+print(len(lib.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM)
+"""
+
+
+def test_checkout_layout_is_found():
+    if not (ROOT / "cdefs").is_dir():
+        pytest.skip("not running from a source checkout")
+    assert cdefs_dir() in (ROOT / "cdefs", ROOT / "qcom_ext" / "cdefs")
+    assert (kernels_dir() / "qcom_ext.h").is_file()
+
+
+@pytest.mark.slow
+def test_installed_wheel_carries_and_finds_its_data(tmp_path):
+    if not (ROOT / "pyproject.toml").is_file():
+        pytest.skip("not running from a source checkout")
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(wheels), str(ROOT)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = wheels.glob("qcom_ext-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for path in (ROOT / "cdefs").glob("*.h"):
+        assert f"qcom_ext/cdefs/{path.name}" in names
+    for path in (ROOT / "kernels").iterdir():
+        assert f"qcom_ext/kernels/{path.name}" in names
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+         str(wheel)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK], cwd=tmp_path, env=env, capture_output=True, text=True,
+        check=True, timeout=120,
+    ).stdout.split("\n")  # fmt: skip
+    package = Path(out[0]).parent
+    assert package.is_relative_to(target)
+    assert Path(out[1]) == package / "cdefs"
+    assert Path(out[2]) == package / "kernels"
+    assert out[3] == f"{len(list((ROOT / 'cdefs').glob('*.h')))} {1 << 30}"

@@ -1,0 +1,26 @@
+"""The examples in the docstrings run (those that probe need an OpenCL device)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+from qcom_ext.errors import OpenCLUnavailable
+
+MODULES = ["qcom_ext", "qcom_ext.errors", "qcom_ext._resources", "qcom_ext._lib",
+           "qcom_ext._info", "qcom_ext.extensions", "qcom_ext.caps", "qcom_ext.probe"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    if name in ("qcom_ext", "qcom_ext.probe"):
+        try:
+            module.probe()
+        except OpenCLUnavailable as exc:
+            pytest.skip(f"needs an OpenCL device: {exc}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert result.attempted > 0, f"{name} has no runnable example"

@@ -1,0 +1,52 @@
+"""Every sample runs to success on every device that can run it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+
+
+def run_sample(name: str, *args: str) -> subprocess.CompletedProcess:
+    if not (SAMPLES / name).is_file():
+        pytest.skip("not running from a source checkout")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, str(SAMPLES / name), *args],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+
+
+def device_spec(caps) -> str:
+    import pyopencl as cl
+
+    for p_index, platform in enumerate(cl.get_platforms()):
+        for d_index, device in enumerate(platform.get_devices()):
+            if device.int_ptr == caps.device_id:
+                return f"{p_index}:{d_index}"
+    raise AssertionError(f"{caps.label} not found among pyopencl's devices")
+
+
+def test_probe_sample_lists_every_device(device_caps):
+    result = run_sample("probe.py")
+    assert result.returncode == 0, result.stderr
+    assert device_caps.label in result.stdout
+
+
+def test_probe_sample_one_device(device_caps):
+    result = run_sample("probe.py", "--device", device_spec(device_caps))
+    assert result.returncode == 0, result.stderr
+    assert "cl_qcom_protected_context" in result.stdout
+
+
+def test_bitreverse_sample(device_caps, kernel_context):
+    result = run_sample("bitreverse.py", "--device", device_spec(device_caps), "--bits", "12")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK" in result.stdout
+    assert device_caps.path("cl_qcom_bitreverse") in result.stdout

@@ -1,0 +1,391 @@
+"""Run benchmark cases side by side: ``python -m benchmarks.run [CASE|GROUP ...]``.
+
+Cases come from ``benchmarks/cases_*.py``. The cases of a group are timed interleaved
+(each round times one batch of every case in turn), a batch repeating the call until
+it takes at least ``--batch-ms``. Reported per call: median, min and interquartile
+range over the rounds, and the ratio of the median to the group baseline's median.
+
+``--device 1:0`` (or a name such as ``nvidia``) picks the device like ``PYOPENCL_CTX``;
+``--json`` and ``--markdown`` write the results with a header of stamps (device,
+driver, Python, qcom_ext, host CPU, date).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import math
+import os
+import pkgutil
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+import qcom_ext
+from qcom_ext import DeviceCaps, QcomExtError
+
+from ._case import Case, Target, format_seconds
+
+__all__ = [
+    "Report",
+    "Result",
+    "UnknownCaseError",
+    "discover",
+    "main",
+    "measure",
+    "select",
+    "stamps",
+    "write",
+]
+
+DEFAULT_ROUNDS = 15
+DEFAULT_BATCH_S = 0.020
+_MAX_LOOPS = 10_000_000
+
+
+class UnknownCaseError(ValueError):
+    """Raised by :func:`select` for names that are neither a case nor a group."""
+
+    def __init__(self, unknown: Sequence[str], known: Sequence[str]) -> None:
+        self.unknown, self.known = list(unknown), list(known)
+        super().__init__(
+            f"unknown benchmark case or group: {', '.join(self.unknown)}; "
+            f"known: {', '.join(self.known)}"
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    """The measurement of one case; times are seconds per call."""
+
+    name: str
+    group: str
+    baseline: bool
+    note: str
+    rounds: int
+    loops: int
+    median_s: float
+    min_s: float
+    iqr_s: float
+    ratio: float | None
+    target: str | None
+    target_met: bool | None
+
+
+@dataclass(frozen=True)
+class Report:
+    """Stamps of where and when, and one :class:`Result` per case."""
+
+    header: dict[str, Any]
+    results: list[Result]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"header": self.header, "results": [asdict(r) for r in self.results]}
+
+    def to_markdown(self) -> str:
+        """A stamp line, then ``group | case | median | min | IQR | ratio | note``."""
+        lines = [
+            _stamp_line(self.header),
+            "",
+            "| group | case | median | min | IQR | ratio | note |",
+            "|---|---|--:|--:|--:|--:|---|",
+        ]
+        for r in self.results:
+            cells = (
+                r.group,
+                f"`{r.name}`",
+                format_seconds(r.median_s),
+                format_seconds(r.min_s),
+                format_seconds(r.iqr_s),
+                _ratio_text(r),
+                _note_text(r),
+            )
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(lines) + "\n"
+
+
+def discover() -> list[Case]:
+    """Every case of every ``benchmarks/cases_*.py`` module, in module order."""
+    package = importlib.import_module(__package__ or "benchmarks")
+    cases: list[Case] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("cases_"):
+            cases += importlib.import_module(f"{package.__name__}.{info.name}").CASES
+    _check(cases)
+    return cases
+
+
+def _check(cases: Iterable[Case]) -> None:
+    names: set[str] = set()
+    baselines: dict[str, str] = {}
+    for case in cases:
+        if case.name in names:
+            raise ValueError(f"two benchmark cases are named {case.name!r}")
+        names.add(case.name)
+        if case.baseline and baselines.setdefault(case.group, case.name) != case.name:
+            raise ValueError(
+                f"group {case.group!r} has two baselines: {baselines[case.group]}, {case.name}"
+            )
+
+
+def select(cases: Sequence[Case], wanted: Sequence[str]) -> list[Case]:
+    """The cases named, or in a group named (all if none); each group keeps its baseline."""
+    if not wanted:
+        return list(cases)
+    known = [c.name for c in cases] + sorted({c.group for c in cases})
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise UnknownCaseError(unknown, known)
+    groups = {c.group for c in cases if c.name in wanted or c.group in wanted}
+    return [c for c in cases if c.group in groups and (c.baseline or _chosen(c, wanted))]
+
+
+def _chosen(case: Case, wanted: Sequence[str]) -> bool:
+    return case.name in wanted or case.group in wanted
+
+
+def _time_batch(case: Case, state: Any, loops: int) -> int:
+    """Nanoseconds for ``loops`` calls of ``case.run`` with the garbage collector off."""
+    run, gc_was_on = case.run, gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter_ns()
+        for _ in range(loops):
+            run(state)
+        return time.perf_counter_ns() - start
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _calibrate(case: Case, state: Any, batch_ns: int) -> int:
+    """The loop count whose batch takes at least ``batch_ns`` (the first try warms up)."""
+    loops = 1
+    while True:
+        elapsed = _time_batch(case, state, loops)
+        if elapsed >= batch_ns or loops >= _MAX_LOOPS:
+            return loops
+        estimate = math.ceil(loops * 1.1 * batch_ns / max(elapsed, 1))
+        loops = min(max(loops * 2, estimate), _MAX_LOOPS)
+
+
+def _stats(samples: list[float]) -> tuple[float, float, float]:
+    if len(samples) < 2:
+        return samples[0], samples[0], 0.0
+    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return median, min(samples), q3 - q1
+
+
+def _groups(cases: Sequence[Case]) -> dict[str, list[Case]]:
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(case.group, []).append(case)
+    return groups
+
+
+def _measure_group(
+    members: list[Case], caps: DeviceCaps, rounds: int, batch_ns: int
+) -> list[Result]:
+    states = [case.setup(caps) for case in members]
+    loops = [
+        _calibrate(case, state, batch_ns) for case, state in zip(members, states, strict=True)
+    ]
+    limits = [min(rounds, case.max_rounds or rounds) for case in members]
+    samples: list[list[float]] = [[] for _ in members]
+    for r in range(max(limits)):
+        for offset in range(len(members)):  # rotate the order so no case always goes first
+            i = (r + offset) % len(members)
+            if r < limits[i]:
+                samples[i].append(_time_batch(members[i], states[i], loops[i]) / loops[i] / 1e9)
+    stats = [_stats(s) for s in samples]
+    base = next((stats[i][0] for i, c in enumerate(members) if c.baseline), None)
+    results = []
+    for case, n, limit, (median, low, iqr) in zip(members, loops, limits, stats, strict=True):
+        met = None if case.target is None else _target_met(case.target, median, base)
+        results.append(
+            Result(
+                name=case.name,
+                group=case.group,
+                baseline=case.baseline,
+                note=case.note,
+                rounds=limit,
+                loops=n,
+                median_s=median,
+                min_s=low,
+                iqr_s=iqr,
+                ratio=None if base is None else median / base,
+                target=None if case.target is None else case.target.describe(),
+                target_met=met,
+            )
+        )
+    return results
+
+
+def _target_met(target: Target, median: float, base: float | None) -> bool | None:
+    if target.over_baseline:
+        return None if base is None else median - base < target.limit_s
+    return median < target.limit_s
+
+
+def _host_cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def stamps(caps: DeviceCaps) -> dict[str, Any]:
+    """Where and when: device, driver, Python, qcom_ext, host CPU and the date."""
+    return {
+        "device_label": caps.label,
+        "device_name": caps.device_name.strip(),
+        "driver_version": caps.driver_version,
+        "platform_version": caps.platform_version,
+        "opencl_c_version": caps.opencl_c_version,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "qcom_ext": qcom_ext.__version__,
+        "host_cpu": _host_cpu(),
+        "host_cpus": os.cpu_count(),
+        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+
+
+def _stamp_line(h: dict[str, Any]) -> str:
+    return (
+        f"**{h['device_label']}** ({h['device_name']}) · driver {h['driver_version']} · "
+        f"platform {h['platform_version']} · {h['opencl_c_version']} · {h['python']} · "
+        f"qcom_ext {h['qcom_ext']} · host {h['host_cpu']} ({h['host_cpus']} CPUs) · "
+        f"{h['date']}"
+    )
+
+
+def measure(
+    cases: Sequence[Case],
+    caps: DeviceCaps,
+    rounds: int = DEFAULT_ROUNDS,
+    batch_s: float = DEFAULT_BATCH_S,
+    console: Console | None = None,
+) -> Report:
+    """Time ``cases`` group by group on the device ``caps`` describes."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, not {rounds}")
+    results: list[Result] = []
+    for group, members in _groups(cases).items():
+        if console is not None:
+            console.print(f"[dim]timing group {group}: {', '.join(c.name for c in members)}[/]")
+        results += _measure_group(members, caps, rounds, max(1, int(batch_s * 1e9)))
+    return Report(header=stamps(caps), results=results)
+
+
+def _ratio_text(r: Result) -> str:
+    if r.ratio is None:
+        return "—"
+    text = f"{r.ratio:.2f}" if r.ratio >= 0.1 else f"{r.ratio:.2g}"
+    return f"{text} (baseline)" if r.baseline else text
+
+
+def _target_text(r: Result) -> str:
+    if r.target is None:
+        return ""
+    verdict = {True: "met", False: "NOT met", None: "no baseline"}[r.target_met]
+    return f"target {r.target}: {verdict}"
+
+
+def _note_text(r: Result) -> str:
+    return "; ".join(part for part in (r.note, _target_text(r)) if part)
+
+
+def write(
+    report: Report, json_path: Path | None = None, markdown_path: Path | None = None
+) -> None:
+    """Write the report as JSON and/or markdown."""
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    if markdown_path is not None:
+        Path(markdown_path).write_text(report.to_markdown())
+
+
+def render(report: Report, console: Console) -> None:
+    """The results as a rich table, under the stamp line."""
+    h = report.header
+    console.print(
+        f"[bold]{h['device_label']}[/] ({h['device_name']}) · {h['driver_version']}"
+        f" · {h['python']} · qcom_ext {h['qcom_ext']} · {h['host_cpu']} · {h['date']}"
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("group", "case", "median", "min", "IQR", "ratio", "target", "note"):
+        justify = "right" if column in ("median", "min", "IQR", "ratio") else "left"
+        table.add_column(column, justify=justify, overflow="fold")
+    for r in report.results:
+        style = {True: "green", False: "bold red", None: "yellow"}[r.target_met]
+        target = f"[{style}]{_target_text(r)}[/]" if r.target else ""
+        table.add_row(
+            r.group,
+            r.name,
+            format_seconds(r.median_s),
+            format_seconds(r.min_s),
+            format_seconds(r.iqr_s),
+            _ratio_text(r),
+            target,
+            r.note,
+        )
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description="Time qcom_ext cases side by side."
+    )
+    parser.add_argument("cases", nargs="*", metavar="CASE", help="case or group names (all)")
+    parser.add_argument("--device", help="device like PYOPENCL_CTX: '1:0', 'nvidia'")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per group")
+    parser.add_argument(
+        "--batch-ms",
+        type=float,
+        default=DEFAULT_BATCH_S * 1e3,
+        help="least time of one timed batch (ms)",
+    )
+    parser.add_argument("--json", type=Path, help="write the results as JSON")
+    parser.add_argument("--markdown", type=Path, help="write the results as a markdown table")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    try:
+        chosen = select(discover(), args.cases)
+    except UnknownCaseError as exc:
+        parser.error(str(exc))
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    if args.list:
+        for case in chosen:
+            mark = " (baseline)" if case.baseline else ""
+            console.print(f"{case.group:<12} {case.name}{mark}  [dim]{case.note}[/]")
+        return 0
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    try:
+        caps = qcom_ext.probe()
+    except QcomExtError as exc:
+        parser.exit(1, f"benchmarks: no device to run on: {exc}\n")
+    report = measure(chosen, caps, args.rounds, args.batch_ms / 1e3, Console(stderr=True))
+    render(report, console)
+    write(report, json_path=args.json, markdown_path=args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

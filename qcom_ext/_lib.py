@@ -27,17 +27,15 @@ import os
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import cffi
-
-from ._resources import cdefs_dir
-from .errors import CLError, EntryPointMissing, LibraryNotFound
+from ._cdefs import cdef_texts, cdefs_hash, parse
+from .errors import CLError, EntryPointMissing, LibraryNotFound, QcomExtWarning
 
 ENV_LIBRARY = "QCOM_EXT_OPENCL_LIBRARY"
 ANDROID_VENDOR_LIBRARIES = (
@@ -46,38 +44,29 @@ ANDROID_VENDOR_LIBRARIES = (
     "/vendor/lib/libOpenCL.so",
     "/system/vendor/lib/libOpenCL.so",
 )
-_CORE = "cl_core.h"
-_HOST_PTR_BASE = "cl_qcom_ext_host_ptr.h"
 _DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\S+)", re.MULTILINE)
 
 
-def cdef_files() -> list[Path]:
-    """The cdef files in load order: core, Khronos/Intel tiers, host-pointer base, the rest.
-
-    >>> [p.name for p in cdef_files()][:2]
-    ['cl_core.h', 'cl_intel_required_subgroup_size.h']
-    """
-    directory = cdefs_dir()
-    names = sorted(p.name for p in directory.glob("*.h"))
-    tiers = [n for n in names if n.startswith(("cl_khr_", "cl_intel_"))]
-    rest = [n for n in names if n not in tiers and n not in (_CORE, _HOST_PTR_BASE)]
-    return [directory / n for n in (_CORE, *tiers, _HOST_PTR_BASE, *rest)]
-
-
-def _build_ffi() -> tuple[cffi.FFI, list[str]]:
-    ffi = cffi.FFI()
-    names: list[str] = []
-    for path in cdef_files():
-        text = path.read_text(encoding="utf-8")
-        try:
-            ffi.cdef(text)
-        except cffi.CDefError as exc:  # name the file: cffi's message does not
-            raise cffi.CDefError(f"{path.name}: {exc}") from exc
-        names.extend(m.group(1) for m in _DEFINE.finditer(text))
-    return ffi, names
+def _load_ffi() -> tuple[Any, list[str]]:
+    """The generated out-of-line FFI, or an in-line parse when cdefs/ changed since."""
+    texts = cdef_texts()
+    names = [m.group(1) for _, text in texts for m in _DEFINE.finditer(text)]
+    try:
+        from . import _cl_ffi
+    except ImportError:  # a checkout where it was never generated
+        _cl_ffi = None
+    if _cl_ffi is not None and cdefs_hash(texts) == _cl_ffi.CDEFS_SHA256:
+        return _cl_ffi.ffi, names
+    warnings.warn(
+        "qcom_ext/_cl_ffi.py does not match cdefs/; parsing the cdefs at import "
+        "(slow). Regenerate it with: python -m qcom_ext._ffi_build",
+        QcomExtWarning,
+        stacklevel=2,
+    )
+    return parse(texts), names
 
 
-ffi, _CONSTANT_NAMES = _build_ffi()
+ffi, _CONSTANT_NAMES = _load_ffi()
 
 
 def _constants_library() -> Any:

@@ -8,8 +8,10 @@ from collections import Counter
 import cffi
 import pytest
 
-from qcom_ext import REGISTRY
-from qcom_ext._lib import C, cdef_files, constant_names, error_codes, ffi
+from qcom_ext import REGISTRY, _cl_ffi, _lib
+from qcom_ext._cdefs import cdef_files
+from qcom_ext._ffi_build import GENERATED, generate
+from qcom_ext._lib import C, constant_names, error_codes, ffi
 from qcom_ext._resources import cdefs_dir
 
 FILES = cdef_files()
@@ -75,3 +77,22 @@ def test_error_code_table_is_built_from_the_constants():
     negative = [n for n in constant_names() if getattr(C, n) < 0]
     assert set(codes.values()) - {"CL_SUCCESS"} <= set(negative)
     assert all(name.startswith("CL_") for name in codes.values())
+
+
+def test_generated_ffi_module_is_up_to_date():
+    assert GENERATED.read_text() == generate(), (
+        "qcom_ext/_cl_ffi.py is stale: run python -m qcom_ext._ffi_build"
+    )
+
+
+def test_the_generated_ffi_is_the_one_in_use():
+    assert ffi is _cl_ffi.ffi
+
+
+def test_stale_generated_module_falls_back_to_parsing(monkeypatch):
+    monkeypatch.setattr(_cl_ffi, "CDEFS_SHA256", "0" * 64)
+    with pytest.warns(_lib.QcomExtWarning, match="python -m qcom_ext._ffi_build"):
+        fresh, names = _lib._load_ffi()
+    assert fresh is not _cl_ffi.ffi
+    assert fresh.sizeof("cl_weight_image_desc_qcom") == ffi.sizeof("cl_weight_image_desc_qcom")
+    assert names == constant_names()

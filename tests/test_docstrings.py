@@ -9,8 +9,17 @@ import pytest
 
 from qcom_ext.errors import OpenCLUnavailable
 
-MODULES = ["qcom_ext", "qcom_ext.errors", "qcom_ext._resources", "qcom_ext._lib",
-           "qcom_ext._info", "qcom_ext.extensions", "qcom_ext.caps", "qcom_ext.probe"]  # fmt: skip
+MODULES = [
+    "qcom_ext",
+    "qcom_ext.errors",
+    "qcom_ext._resources",
+    "qcom_ext._cdefs",
+    "qcom_ext._lib",
+    "qcom_ext._info",
+    "qcom_ext.extensions",
+    "qcom_ext.caps",
+    "qcom_ext.probe",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -14,9 +14,9 @@ from qcom_ext._resources import cdefs_dir, kernels_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK = """
-import qcom_ext, qcom_ext._resources as r, qcom_ext._lib as lib
+import qcom_ext, qcom_ext._resources as r, qcom_ext._lib as lib, qcom_ext._cdefs as cd
 print(qcom_ext.__file__); print(r.cdefs_dir()); print(r.kernels_dir())
-print(len(lib.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM)
+print(len(cd.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM, lib.ffi is qcom_ext._cl_ffi.ffi)
 """
 
 
@@ -58,4 +58,4 @@ def test_installed_wheel_carries_and_finds_its_data(tmp_path):
     assert package.is_relative_to(target)
     assert Path(out[1]) == package / "cdefs"
     assert Path(out[2]) == package / "kernels"
-    assert out[3] == f"{len(list((ROOT / 'cdefs').glob('*.h')))} {1 << 30}"
+    assert out[3] == f"{len(list((ROOT / 'cdefs').glob('*.h')))} {1 << 30} True"

@@ -9,7 +9,7 @@ import cffi
 import pytest
 
 from qcom_ext import REGISTRY, _cl_ffi, _lib
-from qcom_ext._cdefs import cdef_files
+from qcom_ext._cdefs import cdef_files, cdef_texts, cdefs_hash, parse
 from qcom_ext._ffi_build import GENERATED, generate
 from qcom_ext._lib import C, constant_names, error_codes, ffi
 from qcom_ext._resources import cdefs_dir
@@ -80,9 +80,19 @@ def test_error_code_table_is_built_from_the_constants():
 
 
 def test_generated_ffi_module_is_up_to_date():
-    assert GENERATED.read_text() == generate(), (
-        "qcom_ext/_cl_ffi.py is stale: run python -m qcom_ext._ffi_build"
+    assert cdefs_hash(cdef_texts()) == _cl_ffi.CDEFS_SHA256, (
+        f"{GENERATED.name} is stale: run python -m qcom_ext._ffi_build"
     )
+    assert "CDEFS_SHA256" in generate()
+
+
+def test_generated_ffi_agrees_with_a_fresh_parse():
+    fresh = parse(cdef_texts())
+    text = "\n".join(t for _, t in cdef_texts())
+    for name in set(re.findall(r"}\s*(\w+)\s*;", text)):  # struct typedef names
+        assert ffi.sizeof(name) == fresh.sizeof(name), name
+    for name in re.findall(r"\(\s*\*\s*(cl\w+_fn)\s*\)", text):
+        assert str(ffi.typeof(name)) == str(fresh.typeof(name)), name
 
 
 def test_the_generated_ffi_is_the_one_in_use():

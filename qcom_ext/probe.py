@@ -144,21 +144,48 @@ def _require_platforms() -> list[int]:
     return platforms
 
 
+def _pick(handles: list[int], answer: str, name_of: Any, what: str, last: bool) -> int:
+    """pyopencl's rule: an index, else a case-insensitive name substring."""
+    if not answer:
+        return handles[0]
+    if answer.isdigit() and int(answer) < len(handles):
+        return handles[int(answer)]
+    matches = [h for h in handles if answer.lower() in name_of(h).lower()]
+    if not matches:
+        names = ", ".join(f"{i}: {name_of(h)}" for i, h in enumerate(handles))
+        raise QcomExtError(f"PYOPENCL_CTX: {answer!r} matches no {what} (have {names})")
+    return matches[-1] if last else matches[0]
+
+
 def default_device() -> int:
     """The device ``pyopencl.create_some_context(interactive=False)`` would use.
 
-    Honours ``PYOPENCL_CTX`` (``"<platform>:<device>"``, indices or name substrings).
+    Follows ``PYOPENCL_CTX`` (``"<platform>:<device>"``, indices or name substrings) by
+    pyopencl's rules, on qcom_ext's own enumeration, so it also works when qcom_ext had
+    to open a library other than pyopencl's (an Android vendor library).
     """
     spec = os.environ.get("PYOPENCL_CTX", "")
     if spec not in _default:
-        _require_platforms()
-        import pyopencl
-
-        try:
-            chosen = pyopencl.choose_devices(interactive=False)[0]
-        except (RuntimeError, pyopencl.Error) as exc:
-            raise QcomExtError(f"cannot choose a device (PYOPENCL_CTX={spec!r}): {exc}") from exc
-        _default[spec] = handle_int(chosen)
+        answers = spec.split(":") if spec else []
+        if len(answers) > 2:
+            raise QcomExtError(f"PYOPENCL_CTX={spec!r}: expected '<platform>:<device>'")
+        platform = _pick(
+            _require_platforms(),
+            answers[0] if answers else "",
+            lambda p: _info.platform_str(p, C.CL_PLATFORM_NAME),
+            "platform",
+            last=True,  # pyopencl keeps the last platform whose name matches
+        )
+        devices = _info.device_ids(platform)
+        if not devices:
+            raise QcomExtError(f"PYOPENCL_CTX={spec!r}: the chosen platform has no device")
+        _default[spec] = _pick(
+            devices,
+            answers[1].split(",")[0] if len(answers) > 1 else "",
+            lambda d: _info.device_str(d, C.CL_DEVICE_NAME),
+            "device",
+            last=False,
+        )
     return _default[spec]
 
 

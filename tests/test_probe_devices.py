@@ -92,17 +92,27 @@ def test_report_is_json(device_caps):
     assert set(data["qcom"]) == set(REGISTRY)
 
 
-def test_default_device_follows_pyopencl_ctx(monkeypatch):
-    devices = [(p, d) for p in cl.get_platforms() for d in p.get_devices()]
-    if not devices:
-        pytest.skip("no OpenCL device")
-    platform_index = len(cl.get_platforms()) - 1
-    monkeypatch.setenv("PYOPENCL_CTX", f"{platform_index}:0")
-    expected = cl.get_platforms()[platform_index].get_devices()[0]
-    assert default_device() == expected.int_ptr
-    assert probe().device_id == expected.int_ptr
-    monkeypatch.setenv("PYOPENCL_CTX", "no-such-platform-name")
-    with pytest.raises(qcom_ext.QcomExtError, match="no-such-platform-name"):
+@pytest.mark.parametrize("spec", ["", "0", "0:0", "1:0", "portable", "portable:0", "1:pthread"])
+def test_default_device_follows_pyopencl_ctx(monkeypatch, spec):
+    platforms = cl.get_platforms()
+    try:
+        expected = cl.choose_devices(interactive=False, answers=spec.split(":") if spec else [])
+    except (RuntimeError, IndexError, cl.Error):
+        pytest.skip(
+            f"PYOPENCL_CTX={spec!r} selects nothing on this machine's {len(platforms)} platforms"
+        )
+    monkeypatch.setenv("PYOPENCL_CTX", spec)
+    clear_cache()
+    assert default_device() == expected[0].int_ptr
+    assert probe().device_id == expected[0].int_ptr
+    clear_cache()
+
+
+@pytest.mark.parametrize("spec", ["no-such-platform-name", "0:no-such-device", "0:0:0"])
+def test_default_device_bad_spec_is_a_clear_error(monkeypatch, spec):
+    monkeypatch.setenv("PYOPENCL_CTX", spec)
+    clear_cache()
+    with pytest.raises(qcom_ext.QcomExtError, match="PYOPENCL_CTX"):
         default_device()
     clear_cache()
 

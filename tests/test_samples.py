@@ -16,7 +16,8 @@ SAMPLES = ROOT / "samples"
 def run_sample(name: str, *args: str) -> subprocess.CompletedProcess:
     if not (SAMPLES / name).is_file():
         pytest.skip("not running from a source checkout")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
     return subprocess.run(
         [sys.executable, str(SAMPLES / name), *args],
         capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,

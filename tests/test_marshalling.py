@@ -333,13 +333,9 @@ def test_ext_host_ptr_structs_reach_clCreateBuffer(struct_name, allocation_type,
     mem = ffi.new(f"{struct_name} *")
     mem.ext_host_ptr.allocation_type = getattr(C, allocation_type)
     mem.ext_host_ptr.host_cache_policy = C.CL_MEM_HOST_WRITEBACK_QCOM
+    kinds = {field: spec.type.kind for field, spec in ffi.typeof(struct_name).fields}
     for name, value in fields.items():
-        is_pointer = ffi.typeof(mem[0]).fields[
-            [f for f, _ in ffi.typeof(mem[0]).fields].index(name)
-        ]
-        setattr(
-            mem, name, ffi.cast("void *", value) if is_pointer[1].type.kind == "pointer" else value
-        )
+        setattr(mem, name, ffi.cast("void *", value) if kinds[name] == "pointer" else value)
     err = ffi.new("cl_int *")
     flags = C.CL_MEM_USE_HOST_PTR | C.CL_MEM_EXT_HOST_PTR_QCOM
     with driver.substitute(clCreateBuffer=create_buffer):

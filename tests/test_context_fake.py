@@ -119,6 +119,7 @@ class Stand:
 @pytest.fixture(autouse=True)
 def fake_wrapping(monkeypatch):
     clear_cache()  # the probe caches by handle: forget the fake device afterwards
+    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)  # tests that want it set it
     monkeypatch.setattr(context_module, "_wrap_context", Stand)
     monkeypatch.setattr(context_module, "_wrap_queue", Stand)
     yield

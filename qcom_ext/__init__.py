@@ -9,6 +9,7 @@ True
 """
 
 from .caps import DeviceCaps, Limits
+from .context import ContextInfo, context_info, create_context, create_queue, set_perf_hint
 from .errors import (
     BuildError,
     CLError,
@@ -30,6 +31,7 @@ __all__ = [
     "BuildError",
     "CLError",
     "ConfigError",
+    "ContextInfo",
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
@@ -40,6 +42,10 @@ __all__ = [
     "QcomExtError",
     "QcomExtWarning",
     "__version__",
+    "context_info",
+    "create_context",
+    "create_queue",
     "probe",
     "probe_all",
+    "set_perf_hint",
 ]

@@ -19,13 +19,15 @@ MODULES = [
     "qcom_ext.extensions",
     "qcom_ext.caps",
     "qcom_ext.probe",
+    "qcom_ext._hints",
+    "qcom_ext.context",
 ]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    if name in ("qcom_ext", "qcom_ext.probe"):
+    if name in ("qcom_ext", "qcom_ext.probe", "qcom_ext.context"):
         try:
             module.probe()
         except OpenCLUnavailable as exc:

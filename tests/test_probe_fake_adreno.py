@@ -7,89 +7,12 @@ checks both what the probe asks (exact reference tokens) and how it decodes answ
 
 from __future__ import annotations
 
-import struct
-
 import pytest
+from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 from conftest import adreno_strings
 
 from qcom_ext import REGISTRY
-from qcom_ext._lib import C, driver, ffi
 from qcom_ext.probe import read_device
-
-PLATFORM, DEVICE = 0x2000, 0x1000
-
-
-def cstr(text: str) -> bytes:
-    return text.encode() + b"\0"
-
-
-def name_versions(entries: dict[str, tuple[int, int, int]]) -> bytes:
-    out = b""
-    for name, (major, minor, patch) in entries.items():
-        out += struct.pack("<I64s", (major << 22) | (minor << 12) | patch, name.encode())
-    return out
-
-
-def fake_driver(device_info: dict[int, bytes], platform_info: dict[int, bytes], asked: list):
-    def serve(table, handle, expected, param, size, value, size_ret):
-        asked.append(param)
-        if int(ffi.cast("uintptr_t", handle)) != expected or param not in table:
-            return C.CL_INVALID_VALUE
-        data = table[param]
-        if size_ret != ffi.NULL:
-            size_ret[0] = len(data)
-        if value != ffi.NULL:
-            if size < len(data):
-                return C.CL_INVALID_VALUE
-            ffi.memmove(value, data, len(data))
-        return 0
-
-    return driver.substitute(
-        clGetDeviceInfo=lambda h, p, s, v, r: serve(device_info, h, DEVICE, p, s, v, r),
-        clGetPlatformInfo=lambda h, p, s, v, r: serve(platform_info, h, PLATFORM, p, s, v, r),
-    )
-
-
-def adreno740_device_info() -> dict[int, bytes]:
-    u32, u64 = (lambda v: struct.pack("<I", v)), (lambda v: struct.pack("<Q", v))
-    return {
-        0x1031: u64(PLATFORM),  # CL_DEVICE_PLATFORM
-        0x1030: cstr(adreno_strings()["adreno740-cl3.0"]),
-        0x102F: cstr("OpenCL 3.0 Adreno(TM) 740"),
-        0x102D: cstr("OpenCL 3.0 QUALCOMM build: commit unknown Compiler E031.42.02.00"),
-        0x102B: cstr("QUALCOMM Adreno(TM)"),
-        0x1001: u32(0x5143),
-        0x103D: cstr("OpenCL C 3.0 Adreno(TM) 740"),
-        0x1000: u64(4),  # CL_DEVICE_TYPE_GPU
-        0x1016: u32(1),
-        0x1060: name_versions(
-            {"cl_qcom_recordable_queues": (1, 0, 1), "cl_qcom_perf_hint": (1, 0, 4)}
-        ),
-        0x1010: u64(1 << 30),
-        0x1011: u64(16384),
-        0x1012: u64(16384),
-        0x104A: u32(64),  # CL_DEVICE_IMAGE_PITCH_ALIGNMENT
-        0x104B: u32(64),
-        0x40A1: u64(4096),  # CL_DEVICE_PAGE_SIZE_QCOM, as size_t
-        0x40A0: u64(0),  # CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM
-        0x41DE: u32(64),  # CL_DEVICE_RECORDABLE_QUEUE_MAX_SIZE, as cl_uint
-        0x41A4: u64(3 << 20),  # CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM
-        0x4111: u32(16),  # HOF max phases
-        0x4112: u32(16),  # HOF max filter x
-        0x4113: u32(8),  # HOF max filter y
-        0x4114: u32(32),  # block matching region x
-        0x4115: u32(24),  # block matching region y
-        0x105C: u32(1),  # CL_DEVICE_MAX_NUM_SUB_GROUPS (cl_khr_subgroups)
-        0x1073: u64(3),  # integer dot product capabilities
-    }
-
-
-def platform_info() -> dict[int, bytes]:
-    return {
-        0x0902: cstr("QUALCOMM Snapdragon(TM)"),
-        0x0901: cstr("OpenCL 3.0 QUALCOMM build: commit unknown Compiler E031.42.02.00"),
-        0x0904: cstr("cl_khr_icd"),
-    }
 
 
 def test_fake_adreno740_probe():

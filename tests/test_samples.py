@@ -51,3 +51,30 @@ def test_bitreverse_sample(device_caps, kernel_context):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK" in result.stdout
     assert device_caps.path("cl_qcom_bitreverse") in result.stdout
+
+
+def test_perf_hint_sample_paths(device_caps):
+    result = run_sample("perf_hint.py", "--device", device_spec(device_caps), "--runs", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = device_caps.path("cl_qcom_perf_hint")
+    for hint in ("high", "normal", "low"):
+        assert f"perf_hint={hint:<6} path={path}" in result.stdout
+    assert result.stdout.rstrip().endswith("OK")
+
+
+def test_perf_hint_sample_times_the_kernel(device_caps, kernel_context):
+    result = run_sample("perf_hint.py", "--device", device_spec(device_caps), "--runs", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count(" us  exact") == 3
+
+
+def test_protected_context_sample(device_caps):
+    result = run_sample("protected_context.py", "--device", device_spec(device_caps))
+    assert result.returncode == 0, result.stdout + result.stderr
+    if device_caps.path("cl_qcom_protected_context") == "native":
+        assert "protected context created" in result.stdout
+    else:
+        assert "refused, as expected" in result.stdout
+        assert (
+            f"cl_qcom_protected_context is not available on {device_caps.label}" in result.stdout
+        )

@@ -22,6 +22,7 @@ from .errors import (
 )
 from .extensions import REGISTRY, ExtensionStatus
 from .probe import probe, probe_all
+from .recording import Recording
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,7 @@ __all__ = [
     "OpenCLUnavailable",
     "QcomExtError",
     "QcomExtWarning",
+    "Recording",
     "__version__",
     "probe",
     "probe_all",

@@ -10,13 +10,14 @@ import pytest
 from qcom_ext.errors import OpenCLUnavailable
 
 MODULES = ["qcom_ext", "qcom_ext.errors", "qcom_ext._resources", "qcom_ext._lib",
-           "qcom_ext._info", "qcom_ext.extensions", "qcom_ext.caps", "qcom_ext.probe"]  # fmt: skip
+           "qcom_ext._info", "qcom_ext.extensions", "qcom_ext.caps", "qcom_ext.probe",
+           "qcom_ext.recording", "qcom_ext._recording_args"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    if name in ("qcom_ext", "qcom_ext.probe"):
+    if name in ("qcom_ext", "qcom_ext.probe", "qcom_ext.recording"):
         try:
             module.probe()
         except OpenCLUnavailable as exc:

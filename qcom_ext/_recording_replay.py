@@ -45,13 +45,13 @@ class ReplayBackend:
         changed = self._changed
         for key in [k for k in changed if k not in updates]:
             d, a = key
-            self._launches[d][0].set_arg(a, self._dispatches[d].args[a].value)
+            self._dispatches[d].args[a].set_on(self._launches[d][0], a)
             del changed[key]
         for key, arg in updates.items():
             current = changed.get(key) or self._dispatches[key[0]].args[key[1]]
             if current.same_as(arg):
                 continue
-            self._launches[key[0]][0].set_arg(key[1], arg.value)
+            arg.set_on(self._launches[key[0]][0], key[1])
             if self._dispatches[key[0]].args[key[1]].same_as(arg):
                 changed.pop(key, None)
             else:

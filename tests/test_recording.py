@@ -349,3 +349,47 @@ def test_no_crash_when_collected_or_left_at_exit(kernel_context, path_env, devic
 
 def test_public_name():
     assert qcom_ext.Recording is Recording and "Recording" in qcom_ext.__all__
+
+
+def test_docs_example_runs(kernel_context, device_caps, monkeypatch, capsys):
+    import re
+
+    from test_samples import device_spec
+
+    doc = ROOT / "docs" / "recording.md"
+    if not doc.is_file():
+        pytest.skip("not running from a source checkout")
+    code = re.search(r"```python\n(.*?)```", doc.read_text(), re.S).group(1)
+    monkeypatch.setenv("PYOPENCL_CTX", device_spec(device_caps))
+    namespace: dict = {}
+    exec(compile(code, str(doc), "exec"), namespace)
+    assert (
+        capsys.readouterr().out.strip()
+        == EXPECTED_PATH[device_caps.path("cl_qcom_recordable_queues")]
+    )
+    out = np.empty(1024, np.int32)
+    cl.enqueue_copy(namespace["queue"], out, namespace["a"])
+    assert (out[:512] == 11 + 1 + 100).all() and (out[512:] == 11 + 100).all()
+
+
+def test_khr_incompatible_queue_replays_directly_and_errors_surface(kernel_context,
+                                                                    device_caps):  # fmt: skip
+    from qcom_ext import CLError
+    from qcom_ext._lib import C, driver
+
+    if not device_caps.path("cl_qcom_recordable_queues").startswith("khr:"):
+        pytest.skip(f"{device_caps.label} has no cl_khr_command_buffer")
+    queue = cl.CommandQueue(kernel_context)
+    a = zeros(kernel_context)
+    answer = [C.CL_INCOMPATIBLE_COMMAND_QUEUE_KHR]
+    with driver.substitute(clEnqueueCommandBufferKHR=lambda *args: answer[0]):
+        with Recording(kernel_context) as rec:
+            rec.enqueue(adder(kernel_context), (N,), None, a, np.int32(2))
+        rec.replay(queue).wait()
+        assert rec.last_path == "replay"
+        answer[0] = C.CL_OUT_OF_RESOURCES
+        with pytest.raises(CLError, match="clEnqueueCommandBufferKHR failed: CL_OUT_OF_RES"):
+            rec.replay(queue)
+    queue.finish()
+    assert (read(queue, a) == 2).all()
+    rec.release()

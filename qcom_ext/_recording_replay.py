@@ -23,7 +23,7 @@ _Launch = tuple[cl.Kernel, tuple[int, ...], "tuple[int, ...] | None", "tuple[int
 class ReplayBackend:
     """Enqueues the recorded dispatches one by one on the replay queue."""
 
-    path = "replay"
+    path = last_path = "replay"
 
     def __init__(self) -> None:
         self._dispatches: list[Dispatch] = []

@@ -130,7 +130,7 @@ class Recording:
     @property
     def last_path(self) -> str:
         """How the latest replay ran (the Khronos path replays updates directly)."""
-        return self._backend.last_path if self.path != "replay" else "replay"
+        return self._backend.last_path
 
     @property
     def max_dispatches(self) -> int | None:
@@ -159,7 +159,11 @@ class Recording:
         if not self._dispatches:
             self.release()
             raise ConfigError("the recording holds no dispatch: call rec.enqueue(...) inside with")
-        self._backend.end()
+        try:
+            self._backend.end()
+        except BaseException:
+            self.release()
+            raise
         self._state = "ready"
 
     def enqueue(

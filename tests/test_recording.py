@@ -393,3 +393,15 @@ def test_khr_incompatible_queue_replays_directly_and_errors_surface(kernel_conte
     queue.finish()
     assert (read(queue, a) == 2).all()
     rec.release()
+
+
+def test_a_failure_to_end_the_recording_releases_it(kernel_context, path_env, monkeypatch):
+    from qcom_ext import CLError
+
+    backend = Recording(kernel_context)._backend
+    monkeypatch.setattr(type(backend), "end", lambda self: (_ for _ in ()).throw(
+        CLError("clEndRecording", -5)))  # fmt: skip
+    rec = Recording(kernel_context)
+    with pytest.raises(CLError, match="CL_OUT_OF_RESOURCES"), rec:
+        rec.enqueue(adder(kernel_context), (N,), None, zeros(kernel_context), np.int32(1))
+    assert "released" in repr(rec) and len(rec) == 0

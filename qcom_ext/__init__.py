@@ -23,6 +23,7 @@ from .errors import (
 )
 from .extensions import REGISTRY, ExtensionStatus
 from .probe import probe, probe_all
+from .recording import Recording
 
 __version__ = "0.1.0"
 
@@ -41,6 +42,7 @@ __all__ = [
     "OpenCLUnavailable",
     "QcomExtError",
     "QcomExtWarning",
+    "Recording",
     "__version__",
     "context_info",
     "create_context",

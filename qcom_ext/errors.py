@@ -23,6 +23,7 @@ __all__ = [
     "OpenCLUnavailable",
     "QcomExtError",
     "QcomExtWarning",
+    "RecordingStateError",
     "error_name",
 ]
 
@@ -95,6 +96,11 @@ class BuildError(QcomExtError):
 
 class ConfigError(QcomExtError, ValueError):
     """A setting (argument or environment variable) has a value qcom_ext does not accept."""
+
+
+class RecordingStateError(QcomExtError):
+    """A :class:`~qcom_ext.Recording` was used out of order (enqueue outside ``with``,
+    replay before recording or after release, recording twice)."""
 
 
 class EntryPointMissing(QcomExtError, AttributeError):

@@ -21,13 +21,15 @@ MODULES = [
     "qcom_ext.probe",
     "qcom_ext._hints",
     "qcom_ext.context",
+    "qcom_ext.recording",
+    "qcom_ext._recording_args",
 ]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    if name in ("qcom_ext", "qcom_ext.probe", "qcom_ext.context"):
+    if name in ("qcom_ext", "qcom_ext.probe", "qcom_ext.context", "qcom_ext.recording"):
         try:
             module.probe()
         except OpenCLUnavailable as exc:

@@ -13,11 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
 
-def run_sample(name: str, *args: str) -> subprocess.CompletedProcess:
+def run_sample(name: str, *args: str, env: dict[str, str] | None = None
+               ) -> subprocess.CompletedProcess:  # fmt: skip
     if not (SAMPLES / name).is_file():
         pytest.skip("not running from a source checkout")
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path}
+    env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run(
         [sys.executable, str(SAMPLES / name), *args],
         capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
@@ -78,3 +79,26 @@ def test_protected_context_sample(device_caps):
         assert (
             f"cl_qcom_protected_context is not available on {device_caps.label}" in result.stdout
         )
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["probed", "replay"])
+def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
+    env = {"QCOM_EXT_DISABLE": "cl_qcom_recordable_queues"} if forced else {}
+    png = tmp_path / "last.png"
+    options = ["--frames", "5", "--size", "96x40", "--png", str(png)]
+    result = run_sample("recordable_queue.py", "--device", device_spec(device_caps), *options,
+                        env=env)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    paths = {"native": "native", "khr:cl_khr_command_buffer": "khr_command_buffer",
+             "fallback": "replay"}  # fmt: skip
+    expected = "replay" if forced else paths[device_caps.path("cl_qcom_recordable_queues")]
+    assert f"Recording path {expected} " in lines[0] and "4 dispatches" in lines[0]
+    assert sum(line.startswith("frame ") for line in lines) == 5
+    assert "µs per dispatch" in result.stdout and lines[-1] == "OK"
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(png) as image:
+        assert image.size == (96, 40) and image.mode == "L"

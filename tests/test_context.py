@@ -64,10 +64,12 @@ def test_reference_counts_prove_ownership_is_handed_over(device_caps):
     assert ctx.get_info(cl.context_info.REFERENCE_COUNT) == 1
     queue = qcom_ext.create_queue(ctx)
     assert queue.get_info(cl.command_queue_info.REFERENCE_COUNT) == 1
-    assert ctx.get_info(cl.context_info.REFERENCE_COUNT) == 2  # the queue holds one
+    # Whether a queue's hold on its context shows in the count is up to the driver
+    # (pocl: 2, NVIDIA: 1); either way it must be given back when the queue goes.
+    assert ctx.get_info(cl.context_info.REFERENCE_COUNT) in (1, 2)
     del queue
     gc.collect()
-    assert ctx.get_info(cl.context_info.REFERENCE_COUNT) == 1  # ... and gave it back
+    assert ctx.get_info(cl.context_info.REFERENCE_COUNT) == 1
 
 
 def _rss() -> int:

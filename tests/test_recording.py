@@ -339,7 +339,8 @@ def test_no_crash_when_collected_or_left_at_exit(kernel_context, path_env, devic
     if path_env == "native":
         pytest.skip("the fake native driver lives in this process only")
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYOPENCL_CTX": device_spec(device_caps)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "PYOPENCL_CTX": device_spec(device_caps)}
     result = subprocess.run([sys.executable, "-c", GC_SCRIPT], capture_output=True, text=True,
                             env=env, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -10,26 +10,19 @@ cl_khr_extended_bit_ops its bit_reverse; elsewhere the portable code of
 
 from __future__ import annotations
 
-import argparse
-import os
-
+import _common
 import numpy as np
 import pyopencl as cl
 
-import qcom_ext
 from qcom_ext._resources import kernels_dir
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser = _common.parser(__doc__)
     parser.add_argument("--bits", type=int, default=10, choices=range(1, 25), metavar="1..24")
     args = parser.parse_args()
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
-    caps = qcom_ext.probe()
-    status = caps.status("cl_qcom_bitreverse")
-    print(f"{caps.label}: cl_qcom_bitreverse -> {status.path} ({status.reason})")
+    caps = _common.probe_device(args)
+    _common.report(caps, "cl_qcom_bitreverse")
 
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)

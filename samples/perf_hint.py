@@ -13,11 +13,10 @@ exit status 1 when a check fails.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import warnings
 
+import _common
 import numpy as np
 import pyopencl as cl
 
@@ -61,15 +60,11 @@ def time_kernel(ctx: cl.Context, runs: int) -> tuple[float, bool]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser = _common.parser(__doc__)
     parser.add_argument("--runs", type=int, default=20, help="kernel runs per hint")
     args = parser.parse_args()
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
-    caps = qcom_ext.probe()
-    status = caps.status("cl_qcom_perf_hint")
-    print(f"{caps.label}: cl_qcom_perf_hint -> {status.path} ({status.reason})")
+    caps = _common.probe_device(args)
+    status = _common.report(caps, "cl_qcom_perf_hint")
     ok, can_build = True, True
     for hint in ("high", "normal", "low"):
         with warnings.catch_warnings(record=True) as caught:

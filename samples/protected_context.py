@@ -12,8 +12,7 @@ happens disagrees with the probe.
 
 from __future__ import annotations
 
-import argparse
-import os
+import _common
 
 import qcom_ext
 
@@ -21,14 +20,10 @@ EXTENSION = "cl_qcom_protected_context"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser = _common.parser(__doc__)
     args = parser.parse_args()
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
-    caps = qcom_ext.probe()
-    status = caps.status(EXTENSION)
-    print(f"{caps.label}: {EXTENSION} -> {status.path}")
+    caps = _common.probe_device(args)
+    status = _common.report(caps, EXTENSION)
     try:
         ctx = qcom_ext.create_context(protected=True)
     except qcom_ext.ExtensionUnavailable as exc:

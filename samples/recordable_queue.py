@@ -15,11 +15,10 @@ installed.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import time
 
+import _common
 import numpy as np
 import pyopencl as cl
 
@@ -56,8 +55,7 @@ def reference(image: np.ndarray, gain_q8: int, bias: int, level: int) -> np.ndar
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser = _common.parser(__doc__)
     parser.add_argument("--frames", type=int, default=12)
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT, multiples of 16x8")
     parser.add_argument("--png", help="write the last frame here (needs Pillow)")
@@ -65,10 +63,8 @@ def main() -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
     if width % 16 or height % 8 or args.frames < 1:
         parser.error("--size must be multiples of 16x8 and --frames at least 1")
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
 
-    caps = qcom_ext.probe()
+    caps = _common.probe_device(args)
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)
     program = cl.Program(ctx, (kernels_dir() / "image_pipeline.cl").read_text()).build()

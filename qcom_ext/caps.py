@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import ConfigError
-from .extensions import REGISTRY, ExtensionStatus, khronos_names, resolve
+from .extensions import REGISTRY, ExtensionStatus, khronos_names, khronos_problem, resolve
 
 __all__ = ["DISABLE_ENV", "DeviceCaps", "Limits", "parse_disabled"]
 
@@ -133,6 +133,15 @@ def _label(platform_name: str, device_name: str, driver: str, device_type: str, 
     return f"{short}{version}-{device_type}"
 
 
+def _resolve(name: str, extensions: frozenset[str], platform_extensions: frozenset[str],
+             versions: Mapping[str, str], limits: Limits, image_support: bool,
+             disabled: frozenset[str]) -> ExtensionStatus:  # fmt: skip
+    """The one call of the path rule that every DeviceCaps answer goes through."""
+    return resolve(name, extensions, khronos_available=platform_extensions, versions=versions,
+                   limits=dict(limits.items()), image_support=image_support,
+                   disabled=disabled)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class DeviceCaps:
     """A frozen capability report for one device. Build with ``probe()`` or ``from_info``."""
@@ -199,19 +208,8 @@ class DeviceCaps:
             f"{device_name} {device_version} {opencl_c_version}".lower()
         )
         model = parse_adreno_model(device_version, device_name, opencl_c_version)
-        limit_map = dict(limits.items())
-        statuses = {
-            name: resolve(
-                name,
-                exts,
-                khronos_available=platform_exts,
-                versions=versions,
-                limits=limit_map,
-                image_support=image_support,
-                disabled=off,
-            )
-            for name in REGISTRY
-        }
+        statuses = {name: _resolve(name, exts, platform_exts, versions, limits, image_support, off)
+                    for name in REGISTRY}  # fmt: skip
         return cls(
             device_name=device_name,
             device_version=device_version,
@@ -256,6 +254,28 @@ class DeviceCaps:
     def path(self, extension: str) -> str:
         """``native``, ``khr:<ext>``, ``fallback`` or ``unavailable``."""
         return self.status(extension).path
+
+    def khronos_usable(self, tier: str) -> bool:
+        """Whether Khronos extension ``tier`` is usable (listed, not disabled, not blocked)."""
+        available = self.extensions | self.platform_extensions
+        limits = dict(self.limits.items())
+        return khronos_problem(tier, available, disabled=self.disabled, limits=limits) is None
+
+    def status_without(self, extension: str) -> ExtensionStatus:
+        """The path ``extension`` takes if treated as absent: for a driver that advertises
+        it but lacks its entry points.
+
+        >>> caps = DeviceCaps.from_info(extensions="cl_qcom_recordable_queues "
+        ...                             "cl_khr_command_buffer", disabled=())
+        >>> caps.path("cl_qcom_recordable_queues")
+        'native'
+        >>> caps.status_without("cl_qcom_recordable_queues").path
+        'khr:cl_khr_command_buffer'
+        """
+        self.status(extension)  # a KeyError naming the known extensions
+        return _resolve(extension, self.extensions - {extension}, self.platform_extensions,
+                        self.extension_versions, self.limits, self.image_support,
+                        self.disabled)  # fmt: skip
 
     def compiler_options(self) -> tuple[str, ...]:
         """The ``-D`` flags that pick each kernel-side path in ``kernels/qcom_ext.h``.

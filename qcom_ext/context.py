@@ -34,7 +34,6 @@ from . import _hints
 from ._lib import C, check, driver, ffi
 from .caps import DeviceCaps
 from .errors import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
-from .extensions import resolve
 from .probe import _opencl_major, probe
 
 if TYPE_CHECKING:
@@ -142,12 +141,7 @@ def _path(devices: Sequence[DeviceCaps], extension: str) -> str:
 
 def _absent_path(devices: Sequence[DeviceCaps], extension: str) -> str:
     """The path ``extension`` takes when its entry point turns out to be missing."""
-    paths = {
-        resolve(extension, c.extensions - {extension}, khronos_available=c.platform_extensions,
-                versions=c.extension_versions, limits=dict(c.limits.items()),
-                image_support=c.image_support, disabled=c.disabled).path
-        for c in devices
-    }  # fmt: skip
+    paths = {c.status_without(extension).path for c in devices}
     return paths.pop() if len(paths) == 1 else "fallback"
 
 
@@ -323,11 +317,6 @@ def _queue_device(context: Any, state: _State | None, device: Any) -> DeviceCaps
     raise ConfigError(f"device {device!r} is not a device of this context ({_labels(members)})")
 
 
-def _khr_usable(caps: DeviceCaps, tier: str) -> bool:
-    listed = tier in caps.extensions or tier in caps.platform_extensions
-    return listed and tier not in caps.disabled
-
-
 def create_queue(
     context: pyopencl.Context,
     device: DeviceLike | None = None,
@@ -377,7 +366,7 @@ def create_queue(
             continue
         if legacy:
             why = "clCreateCommandQueue (recordable queue or OpenCL 1.x) takes no hint properties"
-        elif not _khr_usable(caps, _QUEUE_HINTS[kind]):
+        elif not caps.khronos_usable(_QUEUE_HINTS[kind]):
             why = f"the device does not advertise {_QUEUE_HINTS[kind]}"
         else:
             applied.append((_hints.QUEUE_KEYS[kind], _hints.token_name(kind, level)))

@@ -24,7 +24,14 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-__all__ = ["REGISTRY", "Extension", "ExtensionStatus", "khronos_names", "resolve"]
+__all__ = [
+    "REGISTRY",
+    "Extension",
+    "ExtensionStatus",
+    "khronos_names",
+    "khronos_problem",
+    "resolve",
+]
 
 
 @dataclass(frozen=True)
@@ -166,10 +173,26 @@ def khronos_names() -> frozenset[str]:
     return frozenset(k for e in REGISTRY.values() for k in e.khronos)
 
 
-def _khronos_blocker(name: str, limits: Mapping[str, object]) -> str | None:
-    """Why an advertised Khronos tier still cannot be used, or None when it can."""
-    if name == "cl_khr_image2d_from_buffer" and not limits.get("image_pitch_alignment"):
-        return "advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0"
+def khronos_problem(
+    tier: str,
+    available: Collection[str],
+    *,
+    disabled: Collection[str] = (),
+    limits: Mapping[str, object] | None = None,
+) -> str | None:
+    """Why Khronos extension ``tier`` cannot be used, or None when it can.
+
+    >>> khronos_problem("cl_khr_image2d_from_buffer", {"cl_khr_image2d_from_buffer"},
+    ...                 limits={"image_pitch_alignment": 0})
+    'cl_khr_image2d_from_buffer advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0'
+    """
+    if tier not in available:
+        return f"{tier} not advertised"
+    if tier in disabled:
+        return f"{tier} disabled by QCOM_EXT_DISABLE"
+    limits = limits or {}
+    if tier == "cl_khr_image2d_from_buffer" and not limits.get("image_pitch_alignment"):
+        return f"{tier} advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0"
     return None
 
 
@@ -200,15 +223,14 @@ def resolve(
         return ExtensionStatus("native", f"{name} is advertised by the device")
     why = "disabled by QCOM_EXT_DISABLE" if advertised else "not advertised"
     notes: list[str] = []
+    # Disabling a Qualcomm extension forces its portable fallback: its tiers go too.
+    off = {*disabled, *ext.khronos} if name in disabled else disabled
     for tier in ext.khronos:
         if tier not in available:
             continue
-        if tier in disabled or name in disabled:
-            notes.append(f"{tier} disabled by QCOM_EXT_DISABLE")
-            continue
-        blocker = _khronos_blocker(tier, limits)
-        if blocker:
-            notes.append(f"{tier} {blocker}")
+        problem = khronos_problem(tier, available, disabled=off, limits=limits)
+        if problem:
+            notes.append(problem)
             continue
         version = f" {versions[tier]}" if tier in versions else ""
         return ExtensionStatus(f"khr:{tier}", f"{why}; Khronos equivalent {tier}{version}")

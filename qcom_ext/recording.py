@@ -107,9 +107,7 @@ class Recording:
                 return NativeBackend(self.caps, self.context, self.device)
             except EntryPointMissing as exc:
                 self._warn(exc)
-                khr = "cl_khr_command_buffer"
-                usable = self.caps.has(khr) and khr not in self.caps.disabled
-                tier = "khr" if usable else "fallback"
+                tier = self.caps.status_without(_EXTENSION).tier
         if tier == "khr":
             try:
                 return KhrBackend(self.caps, queue or cl.CommandQueue(self.context, self.device))

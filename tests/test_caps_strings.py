@@ -268,3 +268,27 @@ def test_any_extension_string_gives_a_consistent_report(names, separators, disab
             assert status.path[4:] in tokens and status.path[4:] in REGISTRY[name].khronos
     json.loads(caps.to_json())
     str(caps)
+
+
+def test_khronos_usable_applies_the_same_rule_as_the_paths():
+    caps = DeviceCaps.from_info(
+        extensions="cl_khr_image2d_from_buffer cl_khr_command_buffer",
+        platform_extensions="cl_khr_priority_hints",
+        limits=Limits(image_pitch_alignment=0),
+        disabled=["cl_khr_command_buffer"],
+    )
+    assert caps.khronos_usable("cl_khr_priority_hints")  # listed by the platform only
+    assert not caps.khronos_usable("cl_khr_image2d_from_buffer")  # pitch alignment 0
+    assert not caps.khronos_usable("cl_khr_command_buffer")  # kill switch
+    assert not caps.khronos_usable("cl_khr_throttle_hints")  # not listed
+
+
+def test_status_without_is_the_path_when_entry_points_are_missing():
+    caps = adreno_caps("adreno740-cl3.0")
+    assert caps.path("cl_qcom_dot_product8") == "native"
+    assert caps.status_without("cl_qcom_dot_product8").path == "khr:cl_khr_integer_dot_product"
+    assert caps.status_without("cl_qcom_recordable_queues").path == "fallback"
+    protected = caps.status_without("cl_qcom_protected_context")
+    assert protected.path == "unavailable" and "never fall back" in protected.reason
+    with pytest.raises(KeyError, match="cl_qcom_perf_hint"):
+        caps.status_without("cl_qcom_typo")

@@ -406,3 +406,29 @@ def test_a_failure_to_end_the_recording_releases_it(kernel_context, path_env, mo
     with pytest.raises(CLError, match="CL_OUT_OF_RESOURCES"), rec:
         rec.enqueue(adder(kernel_context), (N,), None, zeros(kernel_context), np.int32(1))
     assert "released" in repr(rec) and len(rec) == 0
+
+
+def test_missing_native_entry_points_take_the_next_path(kernel_context, monkeypatch):
+    # The device claims native recordings but its driver lacks clNewRecordingQCOM & co:
+    # the recording warns and takes the path the extension has without them.
+    caps = native_caps(qcom_ext.probe(kernel_context.devices[0]))
+    monkeypatch.setattr(recording, "probe", lambda device: caps)
+    expected = {"khr": "khr_command_buffer", "fallback": "replay"}[
+        caps.status_without("cl_qcom_recordable_queues").tier
+    ]
+    queue = cl.CommandQueue(kernel_context)
+    program = cl.Program(kernel_context, "__kernel void inc(__global int *a) { a[0] += 1; }")
+    inc = cl.Kernel(program.build(), "inc")
+    buffer = cl.Buffer(kernel_context, cl.mem_flags.READ_WRITE, 4)
+    cl.enqueue_fill_buffer(queue, buffer, np.int32(0), 0, 4)
+    with pytest.warns(qcom_ext.QcomExtWarning, match="driver lacks clNewRecordingQCOM"):
+        rec = Recording(queue)
+    assert rec.path == expected
+    with rec:
+        rec.enqueue(inc, (1,), None, buffer)
+    rec.replay(queue)
+    rec.replay(queue).wait()
+    out = np.empty(1, np.int32)
+    cl.enqueue_copy(queue, out, buffer)
+    assert out[0] == 2
+    rec.release()

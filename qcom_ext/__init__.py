@@ -23,6 +23,7 @@ from .errors import (
 )
 from .extensions import REGISTRY, ExtensionStatus
 from .probe import probe, probe_all
+from .program import build_program
 from .recording import Recording
 
 __version__ = "0.1.0"
@@ -44,6 +45,7 @@ __all__ = [
     "QcomExtWarning",
     "Recording",
     "__version__",
+    "build_program",
     "context_info",
     "create_context",
     "create_queue",

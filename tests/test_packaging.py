@@ -41,8 +41,9 @@ def test_installed_wheel_carries_and_finds_its_data(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for path in (ROOT / "cdefs").glob("*.h"):
         assert f"qcom_ext/cdefs/{path.name}" in names
-    for path in (ROOT / "kernels").iterdir():
-        assert f"qcom_ext/kernels/{path.name}" in names
+    for path in (ROOT / "kernels").rglob("*"):
+        if path.is_file():
+            assert f"qcom_ext/kernels/{path.relative_to(ROOT / 'kernels').as_posix()}" in names
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),

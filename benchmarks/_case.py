@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from qcom_ext import DeviceCaps
 
-__all__ = ["Case", "Target", "format_seconds"]
+__all__ = ["UNITS", "Case", "Target", "Work", "format_seconds", "throughput"]
+
+#: Work per call -> (throughput unit, scale): ``bytes`` moved, ``flops``, ``pixels``.
+UNITS = {"bytes": ("GB/s", 1e9), "flops": ("GFLOP/s", 1e9), "pixels": ("Mpix/s", 1e6)}
+
+#: What one call does: ``{"bytes": ..., "flops": ..., "pixels": ...}``, or a function of
+#: the setup state that returns it (sizes often depend on the device).
+Work = Mapping[str, float] | Callable[[Any], Mapping[str, float]] | None
+
+
+def throughput(work: Mapping[str, float], seconds: float) -> dict[str, float]:
+    """Per-second rates of ``work`` done in ``seconds``.
+
+    >>> throughput({"bytes": 2e9, "pixels": 1e6}, 0.5)
+    {'GB/s': 4.0, 'Mpix/s': 2.0}
+    """
+    unknown = set(work) - set(UNITS)
+    if unknown:
+        raise ValueError(f"unknown work kind(s) {sorted(unknown)}; expected {sorted(UNITS)}")
+    return {UNITS[k][0]: v / seconds / UNITS[k][1] for k, v in work.items() if seconds > 0}
 
 
 def format_seconds(seconds: float) -> str:
@@ -37,7 +56,8 @@ class Case:
 
     Cases of one ``group`` are timed interleaved and compared; the ``baseline`` case
     of a group is its ratio 1.0. ``max_rounds`` caps the rounds of slow cases (such as
-    subprocesses); ``target`` is checked against the measurement.
+    subprocesses); ``target`` is checked against the measurement. ``work`` (see
+    :data:`Work`) turns the median into rates: GB/s, GFLOP/s, Mpix/s.
     """
 
     name: str
@@ -48,3 +68,9 @@ class Case:
     note: str = ""
     max_rounds: int | None = None
     target: Target | None = None
+    work: Work = None
+
+    def work_of(self, state: Any) -> dict[str, float]:
+        """The work one call does, given the setup state."""
+        work = self.work(state) if callable(self.work) else self.work
+        return dict(work or {})

@@ -5,9 +5,13 @@ Cases come from ``benchmarks/cases_*.py``. The cases of a group are timed interl
 it takes at least ``--batch-ms``. Reported per call: median, min and interquartile
 range over the rounds, and the ratio of the median to the group baseline's median.
 
+Cases that declare their ``work`` also get rates (GB/s, GFLOP/s, Mpix/s).
+
 ``--device 1:0`` (or a name such as ``nvidia``) picks the device like ``PYOPENCL_CTX``;
 ``--json`` and ``--markdown`` write the results with a header of stamps (device,
-driver, Python, qcom_ext, host CPU, date).
+driver, Python, qcom_ext, host CPU, date); ``--compare old.json`` adds each case's
+speed-up over an earlier run; ``--update-doc docs/BENCHMARKS.md`` replaces (or appends)
+this device's block of those groups in a markdown file. Also ``qcom-ext bench``.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from dataclasses import replace as dataclasses_replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,12 +40,13 @@ from rich.table import Table
 import qcom_ext
 from qcom_ext import DeviceCaps, QcomExtError
 
-from ._case import Case, Target, format_seconds
+from ._case import Case, Target, format_seconds, throughput
 
 __all__ = [
     "Report",
     "Result",
     "UnknownCaseError",
+    "compare",
     "discover",
     "main",
     "measure",
@@ -81,6 +87,8 @@ class Result:
     ratio: float | None
     target: str | None
     target_met: bool | None
+    throughput: dict[str, float] = field(default_factory=dict)
+    speedup: float | None = None  # earlier run's median / this median (--compare)
 
 
 @dataclass(frozen=True)
@@ -94,23 +102,26 @@ class Report:
         return {"header": self.header, "results": [asdict(r) for r in self.results]}
 
     def to_markdown(self) -> str:
-        """A stamp line, then ``group | case | median | min | IQR | ratio | note``."""
-        lines = [
-            _stamp_line(self.header),
-            "",
-            "| group | case | median | min | IQR | ratio | note |",
-            "|---|---|--:|--:|--:|--:|---|",
-        ]
+        """A stamp line, then ``group | case | median | min | IQR | ratio | rate | note``."""
+        compared = any(r.speedup is not None for r in self.results)
+        head = "| group | case | median | min | IQR | ratio | rate |"
+        rule = "|---|---|--:|--:|--:|--:|--:|"
+        if compared:
+            head, rule = head + " vs earlier |", rule + "--:|"
+        lines = [_stamp_line(self.header), "", head + " note |", rule + "---|"]
         for r in self.results:
-            cells = (
+            cells: tuple[str, ...] = (
                 r.group,
                 f"`{r.name}`",
                 format_seconds(r.median_s),
                 format_seconds(r.min_s),
                 format_seconds(r.iqr_s),
                 _ratio_text(r),
-                _note_text(r),
+                _rate_text(r),
             )
+            if compared:
+                cells += (_speedup_text(r),)
+            cells += (_note_text(r),)
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         return "\n".join(lines) + "\n"
 
@@ -195,7 +206,11 @@ def _groups(cases: Sequence[Case]) -> dict[str, list[Case]]:
 
 
 def _measure_group(
-    members: list[Case], caps: DeviceCaps, rounds: int, batch_ns: int
+    members: list[Case],
+    caps: DeviceCaps,
+    rounds: int,
+    batch_ns: int,
+    tick: Callable[[], None] = lambda: None,
 ) -> list[Result]:
     states = [case.setup(caps) for case in members]
     loops = [
@@ -208,10 +223,13 @@ def _measure_group(
             i = (r + offset) % len(members)
             if r < limits[i]:
                 samples[i].append(_time_batch(members[i], states[i], loops[i]) / loops[i] / 1e9)
+        tick()
     stats = [_stats(s) for s in samples]
     base = next((stats[i][0] for i, c in enumerate(members) if c.baseline), None)
     results = []
-    for case, n, limit, (median, low, iqr) in zip(members, loops, limits, stats, strict=True):
+    works = [case.work_of(state) for case, state in zip(members, states, strict=True)]
+    rows = zip(members, loops, limits, stats, works, strict=True)
+    for case, n, limit, (median, low, iqr), work in rows:
         met = None if case.target is None else _target_met(case.target, median, base)
         results.append(
             Result(
@@ -227,6 +245,7 @@ def _measure_group(
                 ratio=None if base is None else median / base,
                 target=None if case.target is None else case.target.describe(),
                 target_met=met,
+                throughput=throughput(work, median),
             )
         )
     return results
@@ -280,15 +299,69 @@ def measure(
     batch_s: float = DEFAULT_BATCH_S,
     console: Console | None = None,
 ) -> Report:
-    """Time ``cases`` group by group on the device ``caps`` describes."""
+    """Time ``cases`` group by group on the device ``caps`` describes.
+
+    With a ``console``, a progress bar (one step per group round) is drawn on it.
+    """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, not {rounds}")
+    groups = _groups(cases)
     results: list[Result] = []
-    for group, members in _groups(cases).items():
-        if console is not None:
-            console.print(f"[dim]timing group {group}: {', '.join(c.name for c in members)}[/]")
-        results += _measure_group(members, caps, rounds, max(1, int(batch_s * 1e9)))
+    batch_ns = max(1, int(batch_s * 1e9))
+    if console is None:
+        for members in groups.values():
+            results += _measure_group(members, caps, rounds, batch_ns)
+        return Report(header=stamps(caps), results=results)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        for group, members in groups.items():
+            steps = max(min(rounds, c.max_rounds or rounds) for c in members)
+            task = progress.add_task(f"{group} ({len(members)} cases)", total=steps)
+            results += _measure_group(
+                members, caps, rounds, batch_ns, lambda t=task: progress.advance(t)
+            )
     return Report(header=stamps(caps), results=results)
+
+
+def compare(report: Report, earlier: dict[str, Any]) -> Report:
+    """``report`` with each case's speed-up over the same case in ``earlier`` (JSON dict).
+
+    >>> old = {"results": [{"name": "a", "median_s": 2.0}]}
+    >>> r = Result("a", "g", True, "", 1, 1, 1.0, 1.0, 0.0, 1.0, None, None)
+    >>> compare(Report({}, [r]), old).results[0].speedup
+    2.0
+    """
+    try:
+        before = {r["name"]: float(r["median_s"]) for r in earlier["results"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"not a benchmark JSON report (need results[].name/median_s): {exc}"
+        ) from exc
+    results = [
+        dataclasses_replace(r, speedup=before[r.name] / r.median_s if r.name in before else None)
+        for r in report.results
+    ]
+    return Report(header=report.header, results=results)
+
+
+def update_doc(report: Report, path: Path) -> None:
+    """Replace this device's block for these groups in markdown file ``path`` (or append).
+
+    Blocks are delimited by ``<!-- bench <label> <groups> -->`` and ``<!-- /bench -->``.
+    """
+    groups = ",".join(sorted({r.group for r in report.results}))
+    begin = f"<!-- bench {report.header['device_label']} {groups} -->"
+    block = f"{begin}\n{report.to_markdown()}<!-- /bench -->\n"
+    text = path.read_text() if path.exists() else ""
+    if begin in text:
+        start = text.index(begin)
+        end = text.index("<!-- /bench -->", start) + len("<!-- /bench -->\n")
+        text = text[:start] + block + text[end:]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block
+    path.write_text(text)
 
 
 def _ratio_text(r: Result) -> str:
@@ -296,6 +369,14 @@ def _ratio_text(r: Result) -> str:
         return "—"
     text = f"{r.ratio:.2f}" if r.ratio >= 0.1 else f"{r.ratio:.2g}"
     return f"{text} (baseline)" if r.baseline else text
+
+
+def _rate_text(r: Result) -> str:
+    return ", ".join(f"{v:.3g} {unit}" for unit, v in r.throughput.items()) or "—"
+
+
+def _speedup_text(r: Result) -> str:
+    return "—" if r.speedup is None else f"{r.speedup:.2f}x"
 
 
 def _target_text(r: Result) -> str:
@@ -326,30 +407,32 @@ def render(report: Report, console: Console) -> None:
         f"[bold]{h['device_label']}[/] ({h['device_name']}) · {h['driver_version']}"
         f" · {h['python']} · qcom_ext {h['qcom_ext']} · {h['host_cpu']} · {h['date']}"
     )
+    compared = any(r.speedup is not None for r in report.results)
+    columns = ["group", "case", "median", "min", "IQR", "ratio", "rate"]
+    columns += ["vs earlier"] if compared else []
     table = Table(show_edge=False, pad_edge=False)
-    for column in ("group", "case", "median", "min", "IQR", "ratio", "target", "note"):
-        justify = "right" if column in ("median", "min", "IQR", "ratio") else "left"
+    for column in [*columns, "target", "note"]:
+        justify = "left" if column in ("group", "case", "target", "note") else "right"
         table.add_column(column, justify=justify, overflow="fold")
     for r in report.results:
         style = {True: "green", False: "bold red", None: "yellow"}[r.target_met]
         target = f"[{style}]{_target_text(r)}[/]" if r.target else ""
-        table.add_row(
+        cells = [
             r.group,
             r.name,
             format_seconds(r.median_s),
             format_seconds(r.min_s),
             format_seconds(r.iqr_s),
             _ratio_text(r),
-            target,
-            r.note,
-        )
+            _rate_text(r),
+        ]
+        cells += [_speedup_text(r)] if compared else []
+        table.add_row(*cells, target, r.note)
     console.print(table)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.run", description="Time qcom_ext cases side by side."
-    )
+def main(argv: Sequence[str] | None = None, prog: str = "python -m benchmarks.run") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Time qcom_ext cases side by side.")
     parser.add_argument("cases", nargs="*", metavar="CASE", help="case or group names (all)")
     parser.add_argument("--device", help="device like PYOPENCL_CTX: '1:0', 'nvidia'")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per group")
@@ -361,10 +444,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument("--markdown", type=Path, help="write the results as a markdown table")
+    parser.add_argument("--compare", type=Path, help="an earlier --json: show speed-ups")
+    parser.add_argument(
+        "--update-doc", type=Path, help="replace this device's block in a markdown file"
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    earlier = None
+    if args.compare is not None:
+        try:
+            earlier = json.loads(args.compare.read_text())
+        except (OSError, ValueError) as exc:
+            parser.error(f"--compare {args.compare}: {exc}")
     try:
         chosen = select(discover(), args.cases)
     except UnknownCaseError as exc:
@@ -382,8 +475,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QcomExtError as exc:
         parser.exit(1, f"benchmarks: no device to run on: {exc}\n")
     report = measure(chosen, caps, args.rounds, args.batch_ms / 1e3, Console(stderr=True))
+    if earlier is not None:
+        try:
+            report = compare(report, earlier)
+        except ValueError as exc:
+            parser.error(f"--compare {args.compare}: {exc}")
     render(report, console)
     write(report, json_path=args.json, markdown_path=args.markdown)
+    if args.update_doc is not None:
+        update_doc(report, args.update_doc)
     return 0
 
 

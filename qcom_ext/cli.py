@@ -12,11 +12,13 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from ._resources import data_dir
 from .caps import DeviceCaps
 from .errors import QcomExtError
 from .probe import probe, probe_all
@@ -70,6 +72,31 @@ def _probe_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def benchmarks_runner() -> Any:
+    """The ``benchmarks.run`` module: ``qcom_ext.benchmarks`` in a wheel, ``benchmarks/`` in a
+    checkout (loaded under the same package name so relative imports work)."""
+    import importlib.util
+
+    try:
+        return importlib.import_module("qcom_ext.benchmarks.run")
+    except ModuleNotFoundError as exc:
+        if exc.name != "qcom_ext.benchmarks":
+            raise
+    root = data_dir("benchmarks")
+    spec = importlib.util.spec_from_file_location(
+        "qcom_ext.benchmarks", root / "__init__.py", submodule_search_locations=[str(root)]
+    )
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = package
+    spec.loader.exec_module(package)
+    return importlib.import_module("qcom_ext.benchmarks.run")
+
+
+def _bench_command(args: argparse.Namespace) -> int:
+    return int(benchmarks_runner().main(args.args, prog="qcom-ext bench"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="qcom-ext", description="Qualcomm Adreno OpenCL extensions, portable."
@@ -85,7 +112,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )
     probe_parser.set_defaults(run=_probe_command)
-    args = parser.parse_args(argv)
+    bench_parser = commands.add_parser(
+        "bench",
+        help="time the benchmark cases on a device (qcom-ext bench --help)",
+        add_help=False,
+    )
+    bench_parser.add_argument("args", nargs=argparse.REMAINDER)
+    bench_parser.set_defaults(run=_bench_command)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # its options belong to the benchmarks runner's own parser
+        args = argparse.Namespace(args=argv[1:], run=_bench_command)
+    else:
+        args = parser.parse_args(argv)
     try:
         return args.run(args)
     except QcomExtError as exc:

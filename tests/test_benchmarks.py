@@ -16,7 +16,15 @@ if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the check
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._case import Case, Target  # noqa: E402
-from benchmarks.run import UnknownCaseError, main, measure, select, write  # noqa: E402
+from benchmarks.run import (  # noqa: E402
+    UnknownCaseError,
+    compare,
+    main,
+    measure,
+    select,
+    update_doc,
+    write,
+)
 
 CAPS = DeviceCaps.from_info(
     extensions="cl_khr_fp16",
@@ -55,7 +63,7 @@ def test_runner_outputs_stamps_and_ratios(tmp_path: Path) -> None:
     assert results["busy"]["target"] == "< 10 s" and results["busy"]["target_met"] is not None
     markdown = (tmp_path / "out.md").read_text()
     assert "driver 9.9-test" in markdown and CAPS.label in markdown and "qcom_ext" in markdown
-    assert "| group | case | median | min | IQR | ratio | note |" in markdown
+    assert "| group | case | median | min | IQR | ratio | rate | note |" in markdown
     assert "| synthetic | `busy` |" in markdown and "busy loop" in markdown
 
 
@@ -68,3 +76,54 @@ def test_selection_keeps_baseline_and_names_unknown_cases(capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "no_such_case" in err and "probe_cold" in err
+
+
+def test_work_becomes_rates_and_compare_gives_speedups(tmp_path: Path) -> None:
+    cases = [
+        Case("copy", "rates", lambda caps: 1e6, lambda n: time.sleep(0.001), baseline=True,
+             work=lambda n: {"bytes": n, "pixels": n / 4}),
+        Case("math", "rates", lambda caps: None, lambda _: time.sleep(0.001),
+             work={"flops": 2e6}),
+    ]  # fmt: skip
+    report = measure(cases, CAPS, rounds=2, batch_s=0.001)
+    rates = {r.name: r.throughput for r in report.results}
+    copy = next(r for r in report.results if r.name == "copy")
+    assert rates["copy"]["GB/s"] == pytest.approx(1e6 / copy.median_s / 1e9)
+    assert rates["copy"]["Mpix/s"] == pytest.approx(0.25e6 / copy.median_s / 1e6)
+    assert set(rates["math"]) == {"GFLOP/s"}
+    earlier = {"results": [{"name": "copy", "median_s": copy.median_s * 3}]}
+    compared = compare(report, earlier)
+    speedups = {r.name: r.speedup for r in compared.results}
+    assert speedups["copy"] == pytest.approx(3.0) and speedups["math"] is None
+    assert "| vs earlier |" in compared.to_markdown() and "3.00x" in compared.to_markdown()
+    with pytest.raises(ValueError, match="not a benchmark JSON report"):
+        compare(report, {"rows": []})
+    bad = [Case("x", "g", lambda caps: None, lambda _: None, work={"watts": 1})]
+    with pytest.raises(ValueError, match="unknown work kind"):
+        measure(bad, CAPS, rounds=1, batch_s=0.0001)
+
+
+def test_update_doc_replaces_only_its_own_block(tmp_path: Path) -> None:
+    doc = tmp_path / "BENCH.md"
+    doc.write_text("# Benchmarks\n\nhand-written intro\n")
+    first = measure(CASES, CAPS, rounds=1, batch_s=0.0001)
+    update_doc(first, doc)
+    update_doc(measure(CASES, CAPS, rounds=1, batch_s=0.0001), doc)
+    other = measure(CASES[:1], CAPS, rounds=1, batch_s=0.0001)
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nhand-written intro\n")
+    assert text.count(f"<!-- bench {CAPS.label} synthetic -->") == 1
+    assert text.count("<!-- /bench -->") == 1
+    update_doc(other, doc)  # same device and group: still one block
+    assert doc.read_text().count("<!-- /bench -->") == 1
+
+
+def test_qcom_ext_bench_cli_lists_and_rejects(capsys) -> None:
+    from qcom_ext.cli import main as cli_main
+
+    assert cli_main(["bench", "--list"]) == 0
+    assert "probe_cold" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["bench", "--compare", "/nonexistent.json"])
+    assert exc.value.code == 2
+    assert "--compare /nonexistent.json" in capsys.readouterr().err

@@ -23,7 +23,7 @@ def main() -> int:
     parser = _common.parser(__doc__)
     args = parser.parse_args()
     caps = _common.probe_device(args)
-    status = _common.report(caps, EXTENSION)
+    status = _common.report(caps, "cl_qcom_protected_context")
     try:
         ctx = qcom_ext.create_context(protected=True)
     except qcom_ext.ExtensionUnavailable as exc:

@@ -65,6 +65,7 @@ def main() -> int:
         parser.error("--size must be multiples of 16x8 and --frames at least 1")
 
     caps = _common.probe_device(args)
+    status = _common.report(caps, "cl_qcom_recordable_queues")
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)
     program = cl.Program(ctx, (kernels_dir() / "image_pipeline.cl").read_text()).build()
@@ -85,8 +86,7 @@ def main() -> int:
                     np.int32(width), np.int32(height))  # fmt: skip
         rec.enqueue(k["threshold"], (n,), (64,), blurred, mask, np.uint8(128))
         rec.enqueue(k["highlight"], (n,), (64,), blurred, mask, outputs[0])
-    status = caps.status("cl_qcom_recordable_queues")
-    print(f"{caps.label}: Recording path {rec.path} ({status.reason}); {len(rec)} dispatches")
+    print(f"Recording path {rec.path} ({status.reason}); {len(rec)} dispatches")
 
     host_us = []
     for frame in range(args.frames):

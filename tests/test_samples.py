@@ -93,7 +93,8 @@ def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
     paths = {"native": "native", "khr:cl_khr_command_buffer": "khr_command_buffer",
              "fallback": "replay"}  # fmt: skip
     expected = "replay" if forced else paths[device_caps.path("cl_qcom_recordable_queues")]
-    assert f"Recording path {expected} " in lines[0] and "4 dispatches" in lines[0]
+    assert lines[0].startswith(f"{device_caps.label}: cl_qcom_recordable_queues -> ")
+    assert f"Recording path {expected} " in lines[1] and "4 dispatches" in lines[1]
     assert sum(line.startswith("frame ") for line in lines) == 5
     assert "µs per dispatch" in result.stdout and lines[-1] == "OK"
     try:
@@ -102,3 +103,19 @@ def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
         return
     with Image.open(png) as image:
         assert image.size == (96, 40) and image.mode == "L"
+
+
+def test_gallery_lists_every_sample_with_its_preview():
+    script = ROOT / "docs" / "make_gallery.py"
+    if not script.is_file():
+        pytest.skip("not running from a source checkout")
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_sample_prints_its_probe_line():
+    for path in SAMPLES.glob("*.py"):
+        if path.name.startswith("_") or path.name == "probe.py":
+            continue
+        assert '_common.report(caps, "cl_' in path.read_text(), path.name

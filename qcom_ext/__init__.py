@@ -22,6 +22,7 @@ from .errors import (
     QcomExtWarning,
 )
 from .extensions import REGISTRY, ExtensionStatus
+from .image_info import ImageInfo, query_image_info
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -37,6 +38,7 @@ __all__ = [
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
+    "ImageInfo",
     "LibraryNotFound",
     "Limits",
     "NoPlatformError",
@@ -51,5 +53,6 @@ __all__ = [
     "create_queue",
     "probe",
     "probe_all",
+    "query_image_info",
     "set_perf_hint",
 ]

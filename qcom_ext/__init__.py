@@ -22,6 +22,7 @@ from .errors import (
     QcomExtWarning,
 )
 from .extensions import REGISTRY, ExtensionStatus
+from .image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
 from .image_info import ImageInfo, query_image_info
 from .probe import probe, probe_all
 from .program import build_program
@@ -38,6 +39,7 @@ __all__ = [
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
+    "ImageBuffer",
     "ImageInfo",
     "LibraryNotFound",
     "Limits",
@@ -47,10 +49,12 @@ __all__ = [
     "QcomExtWarning",
     "Recording",
     "__version__",
+    "buffer_from_image",
     "build_program",
     "context_info",
     "create_context",
     "create_queue",
+    "image_with_buffer",
     "probe",
     "probe_all",
     "query_image_info",

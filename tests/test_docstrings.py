@@ -27,6 +27,7 @@ MODULES = [
     "qcom_ext._mem_flags",
     "qcom_ext._image_formats",
     "qcom_ext.image_info",
+    "qcom_ext.image_buffer",
 ]
 
 NEEDS_DEVICE = {
@@ -36,6 +37,7 @@ NEEDS_DEVICE = {
     "qcom_ext.recording",
     "qcom_ext.program",
     "qcom_ext.image_info",
+    "qcom_ext.image_buffer",
 }
 
 

@@ -102,3 +102,29 @@ def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
         return
     with Image.open(png) as image:
         assert image.size == (96, 40) and image.mode == "L"
+
+
+@pytest.mark.parametrize(
+    ("options", "env"),
+    [([], {}), (["--existing"], {}),
+     ([], {"QCOM_EXT_DISABLE": "cl_qcom_create_buffer_from_image"})],
+    ids=["probed", "existing-image", "forced-fallback"],
+)  # fmt: skip
+def test_buffer_from_image_sample(device_caps, kernel_context, tmp_path, options, env):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    png = tmp_path / "pair.png"
+    result = run_sample("buffer_from_image.py", "--device", device_spec(device_caps),
+                        "--size", "45x13", "--png", str(png), *options, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = device_caps.path("cl_qcom_create_buffer_from_image")
+    if env or (path != "native" and (options or not path.startswith("khr:"))):
+        path = "fallback"
+    assert f"pair path {path}: zero-copy {path != 'fallback'}" in result.stdout
+    assert result.stdout.count(" ok") == 2 and result.stdout.rstrip().endswith("OK")
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(png) as image:
+        assert image.size == (45, 13) and image.mode == "RGBA"

@@ -24,6 +24,7 @@ from .errors import (
 from .extensions import REGISTRY, ExtensionStatus
 from .image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
 from .image_info import ImageInfo, query_image_info
+from .onchip import onchip_buffer, scrub_onchip
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -55,8 +56,10 @@ __all__ = [
     "create_context",
     "create_queue",
     "image_with_buffer",
+    "onchip_buffer",
     "probe",
     "probe_all",
     "query_image_info",
+    "scrub_onchip",
     "set_perf_hint",
 ]

@@ -28,6 +28,7 @@ MODULES = [
     "qcom_ext._image_formats",
     "qcom_ext.image_info",
     "qcom_ext.image_buffer",
+    "qcom_ext.onchip",
 ]
 
 NEEDS_DEVICE = {
@@ -38,6 +39,7 @@ NEEDS_DEVICE = {
     "qcom_ext.program",
     "qcom_ext.image_info",
     "qcom_ext.image_buffer",
+    "qcom_ext.onchip",
 }
 
 

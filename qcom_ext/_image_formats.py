@@ -24,7 +24,8 @@ Shapes use pyopencl's order, width first: ``(width,)``, ``(width, array_size)``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -148,7 +149,7 @@ class ImageFormat:
         """Channels stored per element (1 for packed types: one word holds them all)."""
         return _LEGAL[_ORDER_BY_VALUE[self.channel_order]][0] if not self.packed else 1
 
-    @property
+    @cached_property
     def element_size(self) -> int:
         """Bytes per pixel (``CL_IMAGE_ELEMENT_SIZE``)."""
         type_name = _TYPE_BY_VALUE[self.channel_data_type]
@@ -188,6 +189,9 @@ def image_format(value: Any) -> ImageFormat:
         return value
     if hasattr(value, "channel_order") and hasattr(value, "channel_data_type"):
         order, data_type = value.channel_order, value.channel_data_type
+        known = _PARSED.get((order, data_type))
+        if known is not None:
+            return known
     elif isinstance(value, (tuple, list)) and len(value) == 2:
         order, data_type = value
     else:
@@ -207,7 +211,12 @@ def image_format(value: Any) -> ImageFormat:
         raise ConfigError(
             f"image format {shown} is not a legal pair: CL_{order_name} takes {names}"
         )
-    return ImageFormat(_token("order", order_name), _token("type", type_name))
+    result = ImageFormat(_token("order", order_name), _token("type", type_name))
+    _PARSED[(result.channel_order, result.channel_data_type)] = result
+    return result
+
+
+_PARSED: dict[tuple[int, int], ImageFormat] = {}  # legal token pairs seen before
 
 
 # image type name -> (CL token name, shape dimension names)
@@ -239,8 +248,7 @@ def image_type(value: Any) -> int:
     return int(getattr(C, IMAGE_TYPES[image_type_name(value)][0]))
 
 
-@dataclass(frozen=True)
-class ImageExtent:
+class ImageExtent(NamedTuple):
     """The four sizes of a ``cl_image_desc`` (1 where the image type has no such axis)."""
 
     width: int
@@ -269,6 +277,9 @@ def image_extent(kind: Any, shape: Any) -> ImageExtent:
         raise ConfigError(f"a {name} image takes shape ({', '.join(axes)}), got {shape!r}")
     values = {}
     for axis, size in zip(axes, shape, strict=True):
+        if type(size) is int and size >= 1:  # the common case, checked cheaply
+            values[axis] = size
+            continue
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ConfigError(f"image {axis} must be a positive int, got {size!r} in {shape!r}")
         values[axis] = int(size)

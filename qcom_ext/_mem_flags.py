@@ -16,6 +16,7 @@ is not accepted here (no host pointer is passed)
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 from ._lib import C
@@ -55,20 +56,24 @@ def check_flags(flags: Any, what: str, *, allowed: int = ACCESS | HOST_ACCESS,
                 reason: str = "no host pointer is passed") -> int:  # fmt: skip
     """``flags`` as an int, or ConfigError: bits outside ``allowed`` (the host-pointer
     bits get ``reason``), or more than one device- or host-access bit."""
-    if isinstance(flags, bool) or not isinstance(flags, int) or flags < 0:
+    if type(flags) is not int and (isinstance(flags, bool) or not isinstance(flags, Integral)):
         raise ConfigError(f"{what} must be a cl_mem_flags bitfield (int >= 0), got {flags!r}")
     flags = int(flags)
-    shown = f"{what}={flag_names(flags)}"
-    pointer = flags & HOST_POINTER & ~allowed
-    if pointer:
-        raise ConfigError(f"{shown}: {flag_names(pointer)} is not accepted here ({reason})")
-    unknown = flags & ~allowed
-    if unknown:
-        raise ConfigError(f"{shown}: {flag_names(unknown)} not accepted; "
+    if flags < 0:
+        raise ConfigError(f"{what} must be a cl_mem_flags bitfield (int >= 0), got {flags!r}")
+    if flags & ~allowed:
+        shown = f"{what}={flag_names(flags)}"
+        pointer = flags & HOST_POINTER & ~allowed
+        if pointer:
+            raise ConfigError(f"{shown}: {flag_names(pointer)} is not accepted here ({reason})")
+        raise ConfigError(f"{shown}: {flag_names(flags & ~allowed)} not accepted; "
                           f"expected a combination of {flag_names(allowed)}")  # fmt: skip
     for group, kind in ((ACCESS, "device-access"), (HOST_ACCESS, "host-access")):
-        if bin(flags & group).count("1") > 1:
-            raise ConfigError(f"{shown}: at most one {kind} flag ({flag_names(group)})")
+        bits = flags & group
+        if bits & (bits - 1):  # more than one bit set
+            raise ConfigError(
+                f"{what}={flag_names(flags)}: at most one {kind} flag ({flag_names(group)})"
+            )
     return flags
 
 

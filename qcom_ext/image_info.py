@@ -18,9 +18,8 @@ True
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _info
 from ._image_formats import IMAGE_TYPES, ImageExtent, ImageFormat, image_extent
@@ -41,8 +40,7 @@ _SLICED = ("1d_array", "2d_array", "3d")
 _QUERY_FLAGS = ACCESS | HOST_ACCESS | C.CL_MEM_KERNEL_READ_AND_WRITE
 
 
-@dataclass(frozen=True)
-class ImageInfo:
+class ImageInfo(NamedTuple):
     """The layout of an image, in bytes.
 
     ``slice_pitch`` and ``slice_alignment`` are 0 for images without slices (1D, 2D), as
@@ -212,27 +210,33 @@ def _device_limits(device: int) -> dict[str, int]:
 def _check_limits(caps: DeviceCaps, kind: str, extent: ImageExtent) -> None:
     if not caps.device_id:
         return  # a report built from strings: no device to ask
-    limits = _device_limits(caps.device_id)
-    extended2d = caps.limits.extended_image2d_max_size or (0, 0)
-    extended3d = caps.limits.extended_image3d_max_size or (0, 0, 0)
-    width2d = max(limits["2d_width"], extended2d[0])
-    checks = {
-        "1d": [("width", width2d, "CL_DEVICE_IMAGE2D_MAX_WIDTH")],
-        "1d_buffer": [("width", limits["buffer"], "CL_DEVICE_IMAGE_MAX_BUFFER_SIZE")],
-        "1d_array": [("width", width2d, "CL_DEVICE_IMAGE2D_MAX_WIDTH"),
-                     ("array_size", limits["array"], "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE")],
-        "2d": [("width", width2d, "CL_DEVICE_IMAGE2D_MAX_WIDTH"),
-               ("height", max(limits["2d_height"], extended2d[1]),
-                "CL_DEVICE_IMAGE2D_MAX_HEIGHT")],
-        "3d": [("width", max(limits["3d_width"], extended3d[0]), "CL_DEVICE_IMAGE3D_MAX_WIDTH"),
-               ("height", max(limits["3d_height"], extended3d[1]),
-                "CL_DEVICE_IMAGE3D_MAX_HEIGHT"),
-               ("depth", max(limits["3d_depth"], extended3d[2]), "CL_DEVICE_IMAGE3D_MAX_DEPTH")],
-    }  # fmt: skip
-    checks["2d_array"] = [*checks["2d"], checks["1d_array"][1]]
-    for axis, limit, token in checks[kind]:
+    extended = (caps.limits.extended_image2d_max_size, caps.limits.extended_image3d_max_size)
+    for axis, limit, token in _limit_table(caps.device_id, kind, extended):
         value = getattr(extent, axis)
         if value > limit:
             raise ConfigError(
                 f"a {kind} image {axis} of {value} exceeds {token} = {limit} of {caps.label}"
             )
+
+
+@cache
+def _limit_table(device: int, kind: str, extended: tuple[Any, Any]) -> tuple[tuple, ...]:
+    """(axis, limit, token) for each axis of ``kind``; Qualcomm's extended image sizes
+    (cl_qcom_extended_images) raise the core limits where the device has them."""
+    limits = _device_limits(device)
+    extended2d, extended3d = extended[0] or (0, 0), extended[1] or (0, 0, 0)
+    width = ("width", max(limits["2d_width"], extended2d[0]), "CL_DEVICE_IMAGE2D_MAX_WIDTH")
+    height = ("height", max(limits["2d_height"], extended2d[1]), "CL_DEVICE_IMAGE2D_MAX_HEIGHT")
+    layers = ("array_size", limits["array"], "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE")
+    table = {
+        "1d": (width,),
+        "1d_buffer": (("width", limits["buffer"], "CL_DEVICE_IMAGE_MAX_BUFFER_SIZE"),),
+        "1d_array": (width, layers),
+        "2d": (width, height),
+        "2d_array": (width, height, layers),
+        "3d": (("width", max(limits["3d_width"], extended3d[0]), "CL_DEVICE_IMAGE3D_MAX_WIDTH"),
+               ("height", max(limits["3d_height"], extended3d[1]),
+                "CL_DEVICE_IMAGE3D_MAX_HEIGHT"),
+               ("depth", max(limits["3d_depth"], extended3d[2]), "CL_DEVICE_IMAGE3D_MAX_DEPTH")),
+    }  # fmt: skip
+    return table[kind]

@@ -46,6 +46,11 @@ def no_disable(monkeypatch):
 
 @pytest.mark.parametrize("kind", list(_TYPES))
 def test_computed_layout_matches_real_images(device_caps, cl_context, kind):
+    """On pocl, the computed layout is exactly the one pocl gives its own images.
+
+    Other drivers may pad rows further, or report the pitch given at creation (0, as
+    Oclgrind does), so there the computed pitch (the smallest legal one) is a lower bound.
+    """
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     if device_caps.path("cl_qcom_extended_query_image_info") == "native":
@@ -54,8 +59,8 @@ def test_computed_layout_matches_real_images(device_caps, cl_context, kind):
     if not formats:
         pytest.skip(f"{device_caps.label} supports no {kind} image format qcom_ext describes")
     device = device_caps.device()
+    exact = device_caps.label.startswith("pocl-")
     limit = 300 if kind in ("1d", "2d") else 40
-
     dims = _DIMS[kind]
 
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -66,13 +71,15 @@ def test_computed_layout_matches_real_images(device_caps, cl_context, kind):
         image = real_image(cl_context, kind, fmt, tuple(shape))
         assert info.path == "fallback"
         assert info.element_size == image.element_size
-        assert info.row_pitch == image.row_pitch, (fmt.name, shape)
-        assert info.slice_pitch == image.slice_pitch, (fmt.name, shape)
         assert info.row_pitch % info.row_alignment == 0
-        assert info.size >= image.row_pitch * max(image.height, 1) * max(
-            image.depth, image.array_size, 1
-        )
-        assert info.base_address_alignment >= 1
+        assert info.row_pitch >= shape[0] * info.element_size
+        rows = 1 if kind in ("1d", "1d_array") else shape[1]
+        slices = 1 if kind in ("1d", "2d") else shape[-1]
+        assert info.size == info.row_pitch * rows * slices
+        if exact:
+            assert (info.row_pitch, info.slice_pitch) == (image.row_pitch, image.slice_pitch)
+        elif image.row_pitch:
+            assert info.row_pitch <= image.row_pitch, (fmt.name, shape)
 
     check()
 

@@ -22,6 +22,9 @@ from .errors import (
     QcomExtWarning,
 )
 from .extensions import REGISTRY, ExtensionStatus
+from .image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
+from .image_info import ImageInfo, query_image_info
+from .onchip import onchip_buffer, scrub_onchip
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -37,6 +40,8 @@ __all__ = [
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
+    "ImageBuffer",
+    "ImageInfo",
     "LibraryNotFound",
     "Limits",
     "NoPlatformError",
@@ -45,11 +50,16 @@ __all__ = [
     "QcomExtWarning",
     "Recording",
     "__version__",
+    "buffer_from_image",
     "build_program",
     "context_info",
     "create_context",
     "create_queue",
+    "image_with_buffer",
+    "onchip_buffer",
     "probe",
     "probe_all",
+    "query_image_info",
+    "scrub_onchip",
     "set_perf_hint",
 ]

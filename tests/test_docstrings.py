@@ -25,6 +25,11 @@ MODULES = [
     "qcom_ext._recording_args",
     "qcom_ext.program",
     "qcom_ext.pytest_plugin",
+    "qcom_ext._mem_flags",
+    "qcom_ext._image_formats",
+    "qcom_ext.image_info",
+    "qcom_ext.image_buffer",
+    "qcom_ext.onchip",
 ]
 
 NEEDS_DEVICE = {
@@ -33,6 +38,9 @@ NEEDS_DEVICE = {
     "qcom_ext.context",
     "qcom_ext.recording",
     "qcom_ext.program",
+    "qcom_ext.image_info",
+    "qcom_ext.image_buffer",
+    "qcom_ext.onchip",
 }
 
 

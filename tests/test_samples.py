@@ -119,3 +119,52 @@ def test_every_sample_prints_its_probe_line():
         if path.name.startswith("_") or path.name == "probe.py":
             continue
         assert '_common.report(caps, "cl_' in path.read_text(), path.name
+
+
+@pytest.mark.parametrize(
+    ("options", "env"),
+    [([], {}), (["--existing"], {}),
+     ([], {"QCOM_EXT_DISABLE": "cl_qcom_create_buffer_from_image"})],
+    ids=["probed", "existing-image", "forced-fallback"],
+)  # fmt: skip
+def test_buffer_from_image_sample(device_caps, kernel_context, tmp_path, options, env):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    png = tmp_path / "pair.png"
+    result = run_sample("buffer_from_image.py", "--device", device_spec(device_caps),
+                        "--size", "45x13", "--png", str(png), *options, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = device_caps.path("cl_qcom_create_buffer_from_image")
+    if env or (path != "native" and (options or not path.startswith("khr:"))):
+        path = "fallback"
+    assert f"pair path {path}: zero-copy {path != 'fallback'}" in result.stdout
+    assert result.stdout.count(" ok") == 2 and result.stdout.rstrip().endswith("OK")
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(png) as image:
+        assert image.size == (45, 13) and image.mode == "RGBA"
+
+
+@pytest.mark.parametrize(
+    "disabled",
+    ["", "cl_qcom_onchip_global_memory", "cl_qcom_recordable_queues"],
+    ids=["probed", "onchip-fallback", "replay-recording"],
+)
+def test_onchip_memory_sample(device_caps, kernel_context, disabled):
+    env = {"QCOM_EXT_DISABLE": disabled} if disabled else {}
+    result = run_sample("onchip_memory.py", "--device", device_spec(device_caps),
+                        "--elements", "999", "--replays", "4", env=env)  # fmt: skip
+    native = device_caps.path("cl_qcom_onchip_global_memory") == "native" and disabled != (
+        "cl_qcom_onchip_global_memory"
+    )
+    if native and disabled == "cl_qcom_recordable_queues":  # on-chip needs a native recording
+        assert result.returncode == 2 and "only inside a native recording" in result.stdout
+        return
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"onchip={native} (path {'native' if native else 'fallback'}" in result.stdout
+    replays = [line for line in result.stdout.splitlines() if line.startswith("replay ")]
+    assert len(replays) == 4 and all(" ok" in line for line in replays)
+    assert all(line.endswith("scrubbed") != native for line in replays)
+    assert result.stdout.rstrip().endswith("OK")

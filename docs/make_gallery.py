@@ -6,7 +6,8 @@ Runs every sample in ``samples/`` on the device (with ``--png`` where the sample
 it), records the path its extension took (the probe line every sample prints), shrinks
 each PNG to a small preview under ``docs/img/``, and rewrites the table between the
 ``<!-- gallery -->`` markers of ``samples/README.md``. A sample's extension comes from
-its ``_common.report(caps, "cl_...")`` call, its command from its docstring's usage line.
+its ``_common.report(caps, "cl_...")`` call (or ``EXTENSION = "cl_..."`` constant), its
+command from its docstring's usage line.
 ``--check`` only verifies that the README table lists exactly the samples present and
 that every preview it names exists (what tests/test_samples.py also checks).
 """
@@ -28,7 +29,9 @@ IMG = ROOT / "docs" / "img"
 README = SAMPLES / "README.md"
 BEGIN, END = "<!-- gallery -->", "<!-- /gallery -->"
 PREVIEW_PX = 256
-_REPORT = re.compile(r"""report\(\s*caps\s*,\s*["'](cl_\w+)["']""")
+_REPORT = re.compile(
+    r"""report\(\s*caps\s*,\s*["'](cl_\w+)["']|^EXTENSION = ["'](cl_\w+)["']""", re.M
+)
 _USAGE = re.compile(r"^\s+(python3? samples/\S+\.py.*)$", re.MULTILINE)
 _PATH_LINE = re.compile(r"^\S+: (cl_\w+) -> (\S+)", re.MULTILINE)
 
@@ -50,7 +53,8 @@ def discover() -> list[Sample]:
             continue
         text = file.read_text()
         usage = _USAGE.search(text)
-        extensions = list(dict.fromkeys(_REPORT.findall(text))) or ["all cl_qcom_*"]
+        found = [a or b for a, b in _REPORT.findall(text)]
+        extensions = list(dict.fromkeys(found)) or ["all cl_qcom_*"]
         command = usage.group(1).split("#")[0].strip() if usage else f"python samples/{file.name}"
         samples.append(Sample(file.name, extensions, command))
     return samples

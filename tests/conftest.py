@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qcom_ext.pytest_plugin import selected_devices
+
 DATA = Path(__file__).parent / "data"
+DEVICES = selected_devices()  # the devices the plugin parametrizes over
 
 
 def adreno_strings() -> dict[str, str]:

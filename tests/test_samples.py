@@ -118,7 +118,9 @@ def test_every_sample_prints_its_probe_line():
     for path in SAMPLES.glob("*.py"):
         if path.name.startswith("_") or path.name == "probe.py":
             continue
-        assert '_common.report(caps, "cl_' in path.read_text(), path.name
+        text = path.read_text()
+        assert "_common.report(caps, " in text, path.name
+        assert '_common.report(caps, "cl_' in text or 'EXTENSION = "cl_' in text, path.name
 
 
 @pytest.mark.parametrize(

@@ -287,6 +287,10 @@ class DeviceCaps:
         for name, status in sorted(self.statuses.items()):
             if "kernel" in REGISTRY[name].side and status.tier in ("native", "khr"):
                 options.append(f"-DQCOM_EXT_{status.tier.upper()}_{name}")
+        if "oclgrind" in f"{self.platform_name} {self.device_name}".lower():
+            # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
+            # makes of portable idioms; the compat header then uses plainer code.
+            options.append("-DQCOM_EXT_QUIRK_OCLGRIND")
         return tuple(options)
 
     def device(self) -> Any:

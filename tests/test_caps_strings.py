@@ -292,3 +292,11 @@ def test_status_without_is_the_path_when_entry_points_are_missing():
     assert protected.path == "unavailable" and "never fall back" in protected.reason
     with pytest.raises(KeyError, match="cl_qcom_perf_hint"):
         caps.status_without("cl_qcom_typo")
+
+
+def test_oclgrind_gets_its_quirk_flag_and_others_do_not():
+    grind = DeviceCaps.from_info(extensions="", platform_name="Oclgrind",
+                                 device_name="Oclgrind Simulator")  # fmt: skip
+    assert "-DQCOM_EXT_QUIRK_OCLGRIND" in grind.compiler_options()
+    pocl = DeviceCaps.from_info(extensions="", platform_name="Portable Computing Language")
+    assert "-DQCOM_EXT_QUIRK_OCLGRIND" not in pocl.compiler_options()

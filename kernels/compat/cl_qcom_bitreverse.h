@@ -8,6 +8,19 @@
 #elif defined(QCOM_EXT_KHR_cl_qcom_bitreverse)
 #pragma OPENCL EXTENSION cl_khr_extended_bit_ops : enable
 uint qcom_bitreverse(uint v) { return bit_reverse(v); }
+#elif defined(QCOM_EXT_QUIRK_OCLGRIND)
+/* clang turns the mask-and-shift form below into llvm.bitreverse, which Oclgrind cannot
+ * run; a loop it will not unroll stays plain arithmetic. */
+uint qcom_bitreverse(uint v)
+{
+    uint r = 0;
+#pragma nounroll
+    for (int i = 0; i < 32; ++i) {
+        r = (r << 1) | (v & 1u);
+        v >>= 1;
+    }
+    return r;
+}
 #else
 uint qcom_bitreverse(uint v)
 {

@@ -22,6 +22,17 @@ from .errors import (
     QcomExtWarning,
 )
 from .extensions import REGISTRY, ExtensionStatus
+from .host_ptr import (
+    CACHE_POLICIES,
+    ExternalMemory,
+    aligned_empty,
+    host_buffer,
+    import_ahardwarebuffer,
+    import_android_native_buffer,
+    import_dmabuf,
+    import_ion,
+    import_memory,
+)
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -29,6 +40,7 @@ from .recording import Recording
 __version__ = "0.1.0"
 
 __all__ = [
+    "CACHE_POLICIES",
     "REGISTRY",
     "BuildError",
     "CLError",
@@ -37,6 +49,7 @@ __all__ = [
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
+    "ExternalMemory",
     "LibraryNotFound",
     "Limits",
     "NoPlatformError",
@@ -45,10 +58,17 @@ __all__ = [
     "QcomExtWarning",
     "Recording",
     "__version__",
+    "aligned_empty",
     "build_program",
     "context_info",
     "create_context",
     "create_queue",
+    "host_buffer",
+    "import_ahardwarebuffer",
+    "import_android_native_buffer",
+    "import_dmabuf",
+    "import_ion",
+    "import_memory",
     "probe",
     "probe_all",
     "set_perf_hint",

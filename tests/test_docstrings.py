@@ -24,6 +24,9 @@ MODULES = [
     "qcom_ext.recording",
     "qcom_ext._recording_args",
     "qcom_ext.program",
+    "qcom_ext._image_formats",
+    "qcom_ext._memobj",
+    "qcom_ext.host_ptr",
 ]
 
 NEEDS_DEVICE = {
@@ -32,6 +35,7 @@ NEEDS_DEVICE = {
     "qcom_ext.context",
     "qcom_ext.recording",
     "qcom_ext.program",
+    "qcom_ext.host_ptr",
 }
 
 

@@ -33,6 +33,8 @@ from .host_ptr import (
     import_ion,
     import_memory,
 )
+from .images import QcomImage, create_image, parse_image_format, supported_image_formats
+from .planar import Nv12Image, PlanarImage, nv12_image, planar_image
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -53,15 +55,19 @@ __all__ = [
     "LibraryNotFound",
     "Limits",
     "NoPlatformError",
+    "Nv12Image",
     "OpenCLUnavailable",
+    "PlanarImage",
     "QcomExtError",
     "QcomExtWarning",
+    "QcomImage",
     "Recording",
     "__version__",
     "aligned_empty",
     "build_program",
     "context_info",
     "create_context",
+    "create_image",
     "create_queue",
     "host_buffer",
     "import_ahardwarebuffer",
@@ -69,7 +75,11 @@ __all__ = [
     "import_dmabuf",
     "import_ion",
     "import_memory",
+    "nv12_image",
+    "parse_image_format",
+    "planar_image",
     "probe",
     "probe_all",
     "set_perf_hint",
+    "supported_image_formats",
 ]

@@ -103,6 +103,9 @@ class ImageFormat(NamedTuple):
     def __str__(self) -> str:
         return f"{self.order_name}/{self.type_name}"
 
+    def __repr__(self) -> str:
+        return f"ImageFormat({self.order_name}, {self.type_name})"
+
     def to_pyopencl(self) -> Any:
         """The same format as a ``pyopencl.ImageFormat``."""
         import pyopencl

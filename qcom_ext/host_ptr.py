@@ -276,7 +276,7 @@ def host_buffer(context: Any, array: np.ndarray, *, access: str | int = "read_wr
 
 
 @dataclass(frozen=True)
-class _ImageSpec:
+class ImageSpec:
     fmt: ImageFormat
     width: int
     height: int
@@ -292,7 +292,7 @@ class _ImageSpec:
         return self.row_pitch * self.height
 
 
-def _image_spec(image_format: Any, shape: Any, row_pitch: int) -> _ImageSpec:
+def image_spec(image_format: Any, shape: Any, row_pitch: int) -> ImageSpec:
     fmt = parse_format(image_format)
     try:
         width, height = (int(v) for v in shape)
@@ -302,7 +302,7 @@ def _image_spec(image_format: Any, shape: Any, row_pitch: int) -> _ImageSpec:
         raise ConfigError(f"image shape {width}x{height}: both must be positive")
     if not isinstance(row_pitch, int) or row_pitch < 0:
         raise ConfigError(f"row_pitch must be a non-negative int, got {row_pitch!r}")
-    spec = _ImageSpec(fmt, width, height, row_pitch)
+    spec = ImageSpec(fmt, width, height, row_pitch)
     if spec.vendor:
         if row_pitch:
             raise ConfigError(f"format {fmt}: Qualcomm planar and compressed images take "
@@ -313,7 +313,7 @@ def _image_spec(image_format: Any, shape: Any, row_pitch: int) -> _ImageSpec:
     if pitch < width * element or pitch % element:
         raise ConfigError(f"row_pitch {row_pitch} for {width} pixels of {fmt}: expected a "
                           f"multiple of {element} of at least {width * element}")  # fmt: skip
-    return _ImageSpec(fmt, width, height, pitch)
+    return ImageSpec(fmt, width, height, pitch)
 
 
 def _allocation_size(fd: int) -> int | None:
@@ -338,7 +338,7 @@ def _writable(fd: int) -> bool:
     return (fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
 
 
-def _map(fd: int, length: int, flags: int, what: str) -> mmap.mmap:
+def map_fd(fd: int, length: int, flags: int, what: str) -> mmap.mmap:
     writable = _writable(fd)
     if not writable and not flags & C.CL_MEM_READ_ONLY:
         raise ConfigError(f"{what} fd {fd} is open read-only; pass access='read_only' or "
@@ -347,7 +347,7 @@ def _map(fd: int, length: int, flags: int, what: str) -> mmap.mmap:
     return mmap.mmap(fd, length, mmap.MAP_SHARED, prot)
 
 
-def _check_fits(memory: ExternalMemory, need: int | None, padding: int) -> int | None:
+def check_fits(memory: ExternalMemory, need: int | None, padding: int) -> int | None:
     """The fd's allocation size, after checking ``need`` + padding fits in it."""
     if memory.fd is None:
         return None
@@ -378,6 +378,21 @@ def _default_size(memory: ExternalMemory, size: int | None, padding: int) -> int
     return have - padding
 
 
+def import_route(caps: Sequence[DeviceCaps], memory: ExternalMemory) -> tuple[str, str, str]:
+    """``("native", "", "")`` or ``("mapped", extension, reason)`` for a dma-buf that can be
+    mapped instead; ExtensionUnavailable for everything else."""
+    kind = _KINDS[memory.kind]
+    if _memobj.all_native(caps, kind.extension, BASE):
+        return "native", "", ""
+    ext, reason = _memobj.why_not_native(caps, kind.extension, BASE)
+    mappable = memory.kind == "dmabuf" and not memory.protected
+    if not mappable or any(c.path(kind.extension) == "unavailable" for c in caps):
+        if memory.protected:
+            reason += "; a protected dma-buf is never mapped into host memory"
+        raise ExtensionUnavailable(ext, _memobj.labels(caps), reason)
+    return "mapped", ext, reason
+
+
 def import_memory(context: Any, memory: ExternalMemory, size: int | None = None, *,
                   access: str | int = "read_write", image_format: Any = None,
                   shape: tuple[int, int] | None = None, row_pitch: int = 0) -> Any:  # fmt: skip
@@ -393,19 +408,14 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
     if not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
     flags = _memobj.access_flags(access)
-    image = None if image_format is None else _image_spec(image_format, shape, row_pitch)
+    image = None if image_format is None else image_spec(image_format, shape, row_pitch)
     if image is None and shape is not None:
         raise ConfigError("shape is given without image_format: pass both for an image")
     caps = _memobj.context_caps(context)
     kind = _KINDS[memory.kind]
-    if _memobj.all_native(caps, kind.extension, BASE):
+    route, ext, reason = import_route(caps, memory)
+    if route == "native":
         return _import_native(context, caps, memory, size, flags, image)
-    ext, reason = _memobj.why_not_native(caps, kind.extension, BASE)
-    mappable = memory.kind == "dmabuf" and not memory.protected
-    if not mappable or any(c.path(kind.extension) == "unavailable" for c in caps):
-        if memory.protected:
-            reason += "; a protected dma-buf is never mapped into host memory"
-        raise ExtensionUnavailable(ext, _memobj.labels(caps), reason)
     if image is not None and image.vendor:
         raise ExtensionUnavailable(
             "cl_qcom_other_image", _memobj.labels(caps),
@@ -423,16 +433,23 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
 
 
 def _import_native(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemory,
-                   size: int | None, flags: int, image: _ImageSpec | None) -> Any:  # fmt: skip
+                   size: int | None, flags: int, image: ImageSpec | None) -> Any:  # fmt: skip
+    return _memobj.adopt(*native_handle(context, caps, memory, size, flags, image))
+
+
+def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemory,
+                  size: int | None, flags: int,
+                  image: ImageSpec | None) -> tuple[int, tuple[Any, ...]]:  # fmt: skip
+    """A raw handle of ``memory`` imported natively, and what must live as long as it."""
     kind = _KINDS[memory.kind]
     policy = _policy_token(memory.cache_policy, caps)
     padding = ext_mem_padding(caps)
     page = page_size(caps)
     if image is None:
         size = _default_size(memory, size, padding)
-        have = _check_fits(memory, size or None, padding)
+        have = check_fits(memory, size or None, padding)
     else:
-        have = _check_fits(memory, image.nbytes(), padding)
+        have = check_fits(memory, image.nbytes(), padding)
     struct = ffi.new(f"{kind.struct} *")
     struct.ext_host_ptr.allocation_type = getattr(C, kind.allocation_type)
     struct.ext_host_ptr.host_cache_policy = policy
@@ -446,7 +463,7 @@ def _import_native(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMem
             length = have or ((size or 0) + padding if image is None else 0)
             if not length:
                 raise ConfigError(f"the size of dma-buf fd {memory.fd} is unknown: give size")
-            mapping = _map(memory.fd, length, flags, kind.what)
+            mapping = map_fd(memory.fd, length, flags, kind.what)
             pointer = ffi.from_buffer("char[]", mapping)
             keep += [pointer, mapping]
             struct.dmabuf_hostptr = pointer
@@ -466,16 +483,16 @@ def _import_native(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMem
     else:
         handle = _memobj.create_image(context, flags, image.fmt, image.width, image.height,
                                       0 if image.vendor else image.row_pitch, struct)  # fmt: skip
-    return _memobj.adopt(handle, tuple(keep))
+    return handle, tuple(keep)
 
 
 def _import_mapped(context: Any, memory: ExternalMemory, size: int | None, flags: int,
-                   image: _ImageSpec | None) -> Any:  # fmt: skip
+                   image: ImageSpec | None) -> Any:  # fmt: skip
     import pyopencl
 
     need = _default_size(memory, size, 0) if image is None else image.nbytes()
-    _check_fits(memory, need, 0)
-    mapping = _map(memory.fd, need, flags, _KINDS[memory.kind].what)
+    check_fits(memory, need, 0)
+    mapping = map_fd(memory.fd, need, flags, _KINDS[memory.kind].what)
     flags |= C.CL_MEM_USE_HOST_PTR
     if image is None:
         return pyopencl.Buffer(context, flags, size=need, hostbuf=mapping)

@@ -17,6 +17,7 @@ from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_in
 from conftest import adreno_strings
 
 from qcom_ext._lib import C, ffi
+from qcom_ext.probe import clear_cache
 
 CTX = 0xC0
 STRUCT_SIZES = {"cl_mem_ext_host_ptr": 8, "cl_mem_ion_host_ptr": 24,
@@ -130,6 +131,7 @@ class FakeMemDriver:
         return 0
 
     def __enter__(self) -> FakeMemDriver:
+        clear_cache()  # the probe caches by handle: each fake device is probed afresh
         self._block = fake_driver(
             self.device_info, platform_info(), [],
             clCreateBuffer=self._create_buffer, clCreateImage=self._create_image,
@@ -140,6 +142,7 @@ class FakeMemDriver:
 
     def __exit__(self, *exc) -> None:
         self._block.__exit__(*exc)
+        clear_cache()
 
 
 def ext_host_ptr(data: bytes) -> tuple[int, int]:

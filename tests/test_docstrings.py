@@ -27,6 +27,9 @@ MODULES = [
     "qcom_ext._image_formats",
     "qcom_ext._memobj",
     "qcom_ext.host_ptr",
+    "qcom_ext.images",
+    "qcom_ext.planar",
+    "qcom_ext.yuv",
 ]
 
 NEEDS_DEVICE = {
@@ -36,6 +39,8 @@ NEEDS_DEVICE = {
     "qcom_ext.recording",
     "qcom_ext.program",
     "qcom_ext.host_ptr",
+    "qcom_ext.images",
+    "qcom_ext.planar",
 }
 
 

@@ -56,10 +56,10 @@ def access_flags(access: str | int) -> int:
     if isinstance(access, str):
         key = access.strip().lower().replace("-", "_")
         if key not in _ACCESS:
-            raise ConfigError(f"access {access!r}: expected one of {', '.join(_ACCESS)}")
+            raise ConfigError(f"flags {access!r}: expected one of {', '.join(_ACCESS)}")
         return getattr(C, _ACCESS[key])
     if not isinstance(access, int) or isinstance(access, bool):
-        raise ConfigError(f"access must be a name or cl_mem_flags, got {access!r}")
+        raise ConfigError(f"flags must be a name or cl_mem_flags, got {access!r}")
     host_ptr = access & sum(getattr(C, name) for name in _HOST_PTR_BITS)
     if host_ptr:
         raise ConfigError(

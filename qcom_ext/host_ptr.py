@@ -237,7 +237,7 @@ def _bytes_after(array: np.ndarray) -> int:
     return root.ctypes.data + root.nbytes - array.ctypes.data
 
 
-def host_buffer(context: Any, array: np.ndarray, *, access: str | int = "read_write") -> Any:
+def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_write") -> Any:
     """A ``pyopencl.Buffer`` over ``array`` itself (``CL_MEM_USE_HOST_PTR``), on every device.
 
     ``array`` must be C-contiguous, start on a page boundary (use :func:`aligned_empty`)
@@ -247,14 +247,14 @@ def host_buffer(context: Any, array: np.ndarray, *, access: str | int = "read_wr
     """
     import pyopencl
 
-    flags = _memobj.access_flags(access)
+    flags = _memobj.access_flags(flags)
     if not isinstance(array, np.ndarray):
         raise ConfigError(f"host_buffer wraps a numpy array, got {type(array).__name__}")
     if not array.flags.c_contiguous or array.nbytes == 0:
         raise ConfigError(f"host_buffer needs a non-empty C-contiguous array, got shape "
                           f"{array.shape} with strides {array.strides}")  # fmt: skip
     if not flags & C.CL_MEM_READ_ONLY and not array.flags.writeable:
-        raise ConfigError("the array is read-only: pass access='read_only' or a writeable array")
+        raise ConfigError("the array is read-only: pass flags='read_only' or a writeable array")
     caps = _memobj.context_caps(context)
     page, padding = page_size(caps), ext_mem_padding(caps)
     if array.ctypes.data % page:
@@ -341,7 +341,7 @@ def _writable(fd: int) -> bool:
 def map_fd(fd: int, length: int, flags: int, what: str) -> mmap.mmap:
     writable = _writable(fd)
     if not writable and not flags & C.CL_MEM_READ_ONLY:
-        raise ConfigError(f"{what} fd {fd} is open read-only; pass access='read_only' or "
+        raise ConfigError(f"{what} fd {fd} is open read-only; pass flags='read_only' or "
                           "open it for writing")  # fmt: skip
     prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
     return mmap.mmap(fd, length, mmap.MAP_SHARED, prot)
@@ -394,7 +394,7 @@ def import_route(caps: Sequence[DeviceCaps], memory: ExternalMemory) -> tuple[st
 
 
 def import_memory(context: Any, memory: ExternalMemory, size: int | None = None, *,
-                  access: str | int = "read_write", image_format: Any = None,
+                  flags: str | int = "read_write", image_format: Any = None,
                   shape: tuple[int, int] | None = None, row_pitch: int = 0) -> Any:  # fmt: skip
     """A ``pyopencl.Buffer`` (or, with ``image_format`` and ``shape=(width, height)``, a
     2-D ``pyopencl.Image``) whose store is ``memory``, zero-copy.
@@ -407,7 +407,7 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
     """
     if not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
-    flags = _memobj.access_flags(access)
+    flags = _memobj.access_flags(flags)
     image = None if image_format is None else image_spec(image_format, shape, row_pitch)
     if image is None and shape is not None:
         raise ConfigError("shape is given without image_format: pass both for an image")
@@ -466,6 +466,11 @@ def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemo
             mapping = map_fd(memory.fd, length, flags, kind.what)
             pointer = ffi.from_buffer("char[]", mapping)
             keep += [pointer, mapping]
+            address = int(ffi.cast("uintptr_t", pointer))
+            if address % page:  # mmap aligns to the host page, the device may want more
+                raise ConfigError(f"the mapping of dma-buf fd {memory.fd} at {address:#x} is not "
+                                  f"aligned to the device's {page}-byte page "
+                                  "(CL_DEVICE_PAGE_SIZE_QCOM)")  # fmt: skip
             struct.dmabuf_hostptr = pointer
     elif memory.kind == "ion":
         struct.ion_filedesc = memory.fd
@@ -502,22 +507,22 @@ def _import_mapped(context: Any, memory: ExternalMemory, size: int | None, flags
 
 
 def import_dmabuf(context: Any, fd: int, size: int | None = None, *,
-                  cache_policy: str = "writeback", access: str | int = "read_write",
+                  cache_policy: str = "writeback", flags: str | int = "read_write",
                   protected: bool = False, image_format: Any = None,
                   shape: tuple[int, int] | None = None, row_pitch: int = 0) -> Any:  # fmt: skip
     """Import a dma-buf (``cl_qcom_dmabuf_host_ptr``); elsewhere on Linux, mmap + USE_HOST_PTR.
 
     The fd stays the caller's (a mapping keeps its own reference). ``protected=True``
     (for protected contexts) is native only: it never falls back to a host mapping.
-    See :func:`import_memory` for ``size``, ``access`` and the image arguments.
+    See :func:`import_memory` for ``size``, ``flags`` and the image arguments.
     """
     memory = ExternalMemory.dmabuf(fd, cache_policy=cache_policy, protected=protected)
-    return import_memory(context, memory, size, access=access, image_format=image_format,
+    return import_memory(context, memory, size, flags=flags, image_format=image_format,
                          shape=shape, row_pitch=row_pitch)  # fmt: skip
 
 
 def import_ion(context: Any, fd: int, host_ptr: Any, size: int | None = None, *,
-               cache_policy: str = "writeback", access: str | int = "read_write",
+               cache_policy: str = "writeback", flags: str | int = "read_write",
                image_format: Any = None, shape: tuple[int, int] | None = None,
                row_pitch: int = 0) -> Any:  # fmt: skip
     """Import an ION buffer (``cl_qcom_ion_host_ptr``; native only: ION is Adreno's).
@@ -525,29 +530,29 @@ def import_ion(context: Any, fd: int, host_ptr: Any, size: int | None = None, *,
     ``host_ptr`` is its page-aligned host mapping, or None for no host access.
     """
     memory = ExternalMemory.ion(fd, host_ptr, cache_policy=cache_policy)
-    return import_memory(context, memory, size, access=access, image_format=image_format,
+    return import_memory(context, memory, size, flags=flags, image_format=image_format,
                          shape=shape, row_pitch=row_pitch)  # fmt: skip
 
 
 def import_ahardwarebuffer(context: Any, ahb_ptr: Any, size: int = 0, *,
-                           cache_policy: str = "writeback", access: str | int = "read_write",
+                           cache_policy: str = "writeback", flags: str | int = "read_write",
                            image_format: Any = None, shape: tuple[int, int] | None = None,
                            row_pitch: int = 0) -> Any:  # fmt: skip
     """Import an ``AHardwareBuffer*`` (``cl_qcom_android_ahardwarebuffer_host_ptr``; native
     only). ``size`` 0 lets the driver infer it; for images ``row_pitch`` is the AHB stride
     times the bytes per pixel (0 for planar YUV)."""
     memory = ExternalMemory.ahardwarebuffer(ahb_ptr, cache_policy=cache_policy)
-    return import_memory(context, memory, size, access=access, image_format=image_format,
+    return import_memory(context, memory, size, flags=flags, image_format=image_format,
                          shape=shape, row_pitch=row_pitch)  # fmt: skip
 
 
 def import_android_native_buffer(context: Any, anb_ptr: Any, size: int | None = None, *,
                                  cache_policy: str = "writeback",
-                                 access: str | int = "read_write", image_format: Any = None,
+                                 flags: str | int = "read_write", image_format: Any = None,
                                  shape: tuple[int, int] | None = None,
                                  row_pitch: int = 0) -> Any:  # fmt: skip
     """Import an ``ANativeWindowBuffer*`` (``cl_qcom_android_native_buffer_host_ptr``;
     native only; buffers and 2-D images)."""
     memory = ExternalMemory.android_native_buffer(anb_ptr, cache_policy=cache_policy)
-    return import_memory(context, memory, size, access=access, image_format=image_format,
+    return import_memory(context, memory, size, flags=flags, image_format=image_format,
                          shape=shape, row_pitch=row_pitch)  # fmt: skip

@@ -13,7 +13,7 @@ Planar YUV frames: :mod:`qcom_ext.planar`.
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> ctx = cl.Context([qcom_ext.probe().device()])
 >>> fmt = qcom_ext.parse_image_format("RGBA/UNORM_INT8")
->>> fmt in qcom_ext.supported_image_formats(ctx, access="read_write")
+>>> fmt in qcom_ext.supported_image_formats(ctx, flags="read_write")
 True
 >>> img = qcom_ext.create_image(ctx, (64, 32), "RGBA/UNORM_INT8", compressed=True)
 >>> img.compressed, img.image.shape                 # no external memory: uncompressed
@@ -60,18 +60,18 @@ def _image_type(image_type: str | int) -> int:
     return getattr(C, IMAGE_TYPES[key])
 
 
-def supported_image_formats(context: Any, *, access: str | int = "read_only",
+def supported_image_formats(context: Any, *, flags: str | int = "read_only",
                             image_type: str | int = "image2d", other: bool = False,
                             compressed: bool = False,
                             compressed_yuv: bool = False) -> list[ImageFormat]:  # fmt: skip
-    """The formats ``clGetSupportedImageFormats`` lists for ``access`` plus the Qualcomm
+    """The formats ``clGetSupportedImageFormats`` lists for ``flags`` plus the Qualcomm
     flag bits asked for (``other``: planar/packed formats, ``compressed``: UBWC,
     ``compressed_yuv``: compressed planar reads).
 
     A Qualcomm bit is passed only where every device of the context has its extension
     natively; elsewhere no format can carry it and the answer is ``[]``.
     """
-    flags = _memobj.access_flags(access)
+    flags = _memobj.access_flags(flags)
     caps = _memobj.context_caps(context)
     for wanted, (bit, extension) in QCOM_FLAGS.items():
         if {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}[wanted]:
@@ -160,7 +160,7 @@ def compressed_format(fmt: ImageFormat) -> ImageFormat:
 
 def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA/UNORM_INT8", *,
                  compressed: bool = False, memory: ExternalMemory | None = None,
-                 access: str | int = "read_write") -> QcomImage:  # fmt: skip
+                 flags: str | int = "read_write") -> QcomImage:  # fmt: skip
     """A 2-D image of ``shape=(width, height)``, compressed where the device can.
 
     ``compressed=True``: natively (``cl_qcom_compressed_image`` on every device and
@@ -176,7 +176,7 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
 
     width, height = _shape(shape)
     fmt = parse_format(image_format)
-    flags = _memobj.access_flags(access)
+    flags = _memobj.access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
     target = compressed_format(fmt) if compressed else fmt
@@ -195,16 +195,16 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
         elif import_route(caps, memory)[0] != "native":
             reason = import_route(caps, memory)[2]
         else:
-            supported = supported_image_formats(context, access=flags, compressed=True)
+            supported = supported_image_formats(context, flags=flags, compressed=True)
             if target not in supported:
                 listed = ", ".join(str(f) for f in supported) or "none"
                 raise ConfigError(f"{_memobj.labels(caps)} cannot create {target} images "
                                   f"(compressed formats for this access: {listed})")  # fmt: skip
-            image = import_memory(context, memory, access=flags, image_format=target,
+            image = import_memory(context, memory, flags=flags, image_format=target,
                                   shape=(width, height))  # fmt: skip
             return QcomImage(image, target, (width, height), True)
     if memory is not None:
-        image = import_memory(context, memory, access=flags, image_format=fmt,
+        image = import_memory(context, memory, flags=flags, image_format=fmt,
                               shape=(width, height))  # fmt: skip
     else:
         image = pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))

@@ -189,7 +189,7 @@ def _native(context: Any, caps: Any, spec: PlanarLayout, width: int, height: int
 
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
-        listed = supported_image_formats(context, access="read_only", other=True, compressed=True)
+        listed = supported_image_formats(context, flags="read_only", other=True, compressed=True)
         if parent_fmt not in listed:
             shown = ", ".join(str(f) for f in listed) or "none"
             raise ConfigError(f"{_memobj.labels(caps)} cannot create {parent_fmt} images "
@@ -214,7 +214,7 @@ def _native(context: Any, caps: Any, spec: PlanarLayout, width: int, height: int
 
 
 def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
-    listed = supported_image_formats(context, access=flags)
+    listed = supported_image_formats(context, flags=flags)
     if RG8 in listed:
         return RG8, "rg"
     if R8 in listed:
@@ -256,7 +256,7 @@ def _portable(context: Any, width: int, height: int, memory: ExternalMemory | No
 
 def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
                  memory: ExternalMemory | None = None, compressed: bool = False,
-                 access: str | int = "read_only", row_pitch: int | None = None,
+                 flags: str | int = "read_only", row_pitch: int | None = None,
                  uv_offset: int | None = None) -> PlanarImage:  # fmt: skip
     """A planar frame of ``shape=(width, height)`` (even) and ``layout`` nv12/p010/tp10.
 
@@ -266,10 +266,10 @@ def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
     portable two-image layout (over ``memory`` when it is a dma-buf, described by
     ``row_pitch`` and ``uv_offset``, default ``width`` and ``row_pitch * height``),
     uncompressed; P010 and TP10 have no portable layout (ExtensionUnavailable).
-    ``access`` applies to the plane images the kernels see.
+    ``flags`` applies to the plane images the kernels see.
     """
     spec, width, height = _validate(layout, shape)
-    flags = _memobj.access_flags(access)
+    flags = _memobj.access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
     caps = _memobj.context_caps(context)
@@ -303,7 +303,7 @@ def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
 
 
 def nv12_image(context: Any, shape: tuple[int, int], *, memory: ExternalMemory | None = None,
-               compressed: bool = False, access: str | int = "read_only",
+               compressed: bool = False, flags: str | int = "read_only",
                row_pitch: int | None = None,
                uv_offset: int | None = None) -> Nv12Image:  # fmt: skip
     """An NV12 frame: :func:`planar_image` with ``layout="nv12"``.
@@ -316,6 +316,6 @@ def nv12_image(context: Any, shape: tuple[int, int], *, memory: ExternalMemory |
     qcom_ext.errors.ConfigError: NV12 frame 641x480: width and height must be even ...
     """
     image = planar_image(context, shape, "nv12", memory=memory, compressed=compressed,
-                         access=access, row_pitch=row_pitch, uv_offset=uv_offset)  # fmt: skip
+                         flags=flags, row_pitch=row_pitch, uv_offset=uv_offset)  # fmt: skip
     assert isinstance(image, Nv12Image)
     return image

@@ -113,9 +113,9 @@ def test_host_buffer_is_the_array(device_caps, kernel_context):
     (lambda a: a[:0], {}, "non-empty"),
     (lambda a: a.tolist(), {}, "numpy array, got list"),
     (lambda a: np.frombuffer(bytes(4096), np.uint8), {}, "read-only"),
-    (lambda a: a, {"access": "read_most"}, "expected one of read_write"),
-    (lambda a: a, {"access": cl.mem_flags.COPY_HOST_PTR}, "set by qcom_ext itself"),
-    (lambda a: a, {"access": cl.mem_flags.READ_ONLY | cl.mem_flags.WRITE_ONLY}, "pick one"),
+    (lambda a: a, {"flags": "read_most"}, "expected one of read_write"),
+    (lambda a: a, {"flags": cl.mem_flags.COPY_HOST_PTR}, "set by qcom_ext itself"),
+    (lambda a: a, {"flags": cl.mem_flags.READ_ONLY | cl.mem_flags.WRITE_ONLY}, "pick one"),
 ])  # fmt: skip
 def test_host_buffer_refusals(cl_context, make, kwargs, match):
     array = qcom_ext.aligned_empty(4096, np.uint8)
@@ -126,7 +126,7 @@ def test_host_buffer_refusals(cl_context, make, kwargs, match):
 def test_host_buffer_takes_read_only_arrays_for_reading(cl_context):
     array = qcom_ext.aligned_empty(4096, np.uint8)
     array.flags.writeable = False
-    buf = qcom_ext.host_buffer(cl_context, array, access="read_only")
+    buf = qcom_ext.host_buffer(cl_context, array, flags="read_only")
     assert buf.flags & cl.mem_flags.READ_ONLY
 
 
@@ -167,7 +167,7 @@ def test_dmabuf_fallback_round_trip(device_caps, cl_context, data, extra):
     try:
         os.ftruncate(fd, len(data) + extra)
         os.pwrite(fd, data, 0)
-        buf, _ = quiet_import(cl_context, fd, len(data), access="read_only")
+        buf, _ = quiet_import(cl_context, fd, len(data), flags="read_only")
         out = np.empty(len(data), np.uint8)
         cl.enqueue_copy(cl.CommandQueue(cl_context), out, buf)
         assert out.tobytes() == data
@@ -186,7 +186,7 @@ def test_dmabuf_fallback_image_honours_row_pitch(device_caps, cl_context, memfd)
     os.ftruncate(memfd, pitch * height)
     pixels = np.arange(pitch * height, dtype=np.uint8).reshape(height, pitch)
     os.pwrite(memfd, pixels.tobytes(), 0)
-    image, _ = quiet_import(cl_context, memfd, image_format="RGBA/UNORM_INT8", access="read_only",
+    image, _ = quiet_import(cl_context, memfd, image_format="RGBA/UNORM_INT8", flags="read_only",
                             shape=(width, height), row_pitch=pitch)  # fmt: skip
     assert image.shape == (width, height)
     out = np.empty((height, width, 4), np.uint8)
@@ -225,7 +225,7 @@ def test_dmabuf_fallback_read_only_fd(device_caps, cl_context, memfd):
     try:
         with pytest.raises(ConfigError, match="open read-only"):
             qcom_ext.import_dmabuf(cl_context, read_only, 4096)
-        buf, _ = quiet_import(cl_context, read_only, 4096, access="read_only")
+        buf, _ = quiet_import(cl_context, read_only, 4096, flags="read_only")
         assert buf.size == 4096
         del buf
     finally:

@@ -67,13 +67,13 @@ def test_struct_sizes_are_the_reference_lp64_sizes():
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
-@pytest.mark.parametrize("access", ["read_write", "read_only", "write_only"])
-def test_dmabuf_struct_flags_and_mapping(memfd, policy, access):
+@pytest.mark.parametrize("flags", ["read_write", "read_only", "write_only"])
+def test_dmabuf_struct_flags_and_mapping(memfd, policy, flags):
     with FakeMemDriver() as fake:
         buf = qcom_ext.import_dmabuf(FakeContext(), memfd, 4096, cache_policy=policy,
-                                     access=access)  # fmt: skip
+                                     flags=flags)  # fmt: skip
     (call,) = fake.buffers
-    assert call.flags == use_ext_flags(memobj.access_flags(access))
+    assert call.flags == use_ext_flags(memobj.access_flags(flags))
     assert call.size == 4096
     alloc, cache, fd, hostptr = struct.unpack("<IIi4xQ", call.host_bytes)
     assert (alloc, cache, fd) == (0x411D, POLICIES[policy], memfd)
@@ -81,7 +81,7 @@ def test_dmabuf_struct_flags_and_mapping(memfd, policy, access):
     assert call.host_ptr == int(ffi.cast("uintptr_t", kept))
     # The host pointer is a shared mapping of the whole fd (8192 bytes).
     assert ffi.buffer(ffi.cast("char *", hostptr), 8192)[:] == bytes(range(256)) * 32
-    if access != "read_only" or os.access(f"/proc/self/fd/{memfd}", os.W_OK):
+    if flags != "read_only" or os.access(f"/proc/self/fd/{memfd}", os.W_OK):
         ffi.cast("unsigned char *", hostptr)[5] = 0xEE
         assert os.pread(memfd, 1, 5) == b"\xee"
     assert mappings() == 1
@@ -193,9 +193,9 @@ def test_wrap_failure_releases_the_handle(memfd, monkeypatch):
 def test_image_import_passes_format_desc_and_struct(memfd):
     with FakeMemDriver() as fake:
         qcom_ext.import_dmabuf(FakeContext(), memfd, image_format="RGBA/UNORM_INT8",
-                               shape=(16, 8), row_pitch=128, access="read_only")  # fmt: skip
+                               shape=(16, 8), row_pitch=128, flags="read_only")  # fmt: skip
         qcom_ext.import_dmabuf(FakeContext(), memfd, image_format=(C.CL_QCOM_NV12, "UNORM_INT8"),
-                               shape=(64, 32), access="read_only")  # fmt: skip
+                               shape=(64, 32), flags="read_only")  # fmt: skip
     rgba, nv12 = fake.images
     assert rgba.format == (C.CL_RGBA, C.CL_UNORM_INT8)
     assert rgba.desc["image_type"] == C.CL_MEM_OBJECT_IMAGE2D
@@ -219,3 +219,41 @@ def test_image_import_checks_fit_and_pitch(memfd):
             qcom_ext.import_dmabuf(FakeContext(), memfd, image_format=(0x4133, "UNORM_INT8"),
                                    shape=(16, 8), row_pitch=64)  # fmt: skip
     assert fake.images == []
+
+
+def test_dmabuf_mapping_must_meet_the_device_page(memfd):
+    fake = FakeMemDriver()
+    fake.device_info[0x40A1] = struct.pack("<Q", 1 << 40)  # no mapping lands on such a page
+    with fake, pytest.raises(ConfigError, match=r"not aligned to the device's 1099511627776-byte"):
+        qcom_ext.import_dmabuf(FakeContext(), memfd, 4096)
+    assert fake.buffers == [] and mappings() == 0
+
+
+@pytest.mark.parametrize(("extension", "memory", "unpack", "expected"), [
+    ("cl_qcom_dmabuf_host_ptr", "dmabuf", "<IIi4xQ", (0x411D, 0x40A5)),
+    (ION, "ion", "<IIi4xQ", (0x40A8, 0x40A5, -1, 0x40000)),
+    (AHB, "ahardwarebuffer", "<IIQ", (0x4119, 0x40A5, 0xA000)),
+    (ANB, "android_native_buffer", "<IIQ", (0x40C6, 0x40A5, 0xB000)),
+])  # fmt: skip
+def test_every_struct_reaches_clcreateimage(memfd, extension, memory, unpack, expected):
+    descriptor = {"dmabuf": qcom_ext.ExternalMemory.dmabuf(memfd),
+                  "ion": qcom_ext.ExternalMemory.ion(memfd, 0x40000),
+                  "ahardwarebuffer": qcom_ext.ExternalMemory.ahardwarebuffer(0xA000),
+                  "android_native_buffer": qcom_ext.ExternalMemory.android_native_buffer(0xB000),
+                  }[memory]  # fmt: skip
+    with FakeMemDriver(extra=extension, host_bytes=struct.calcsize(unpack)) as fake:
+        qcom_ext.import_memory(FakeContext(), descriptor, image_format="BGRA/UNORM_INT8",
+                               shape=(30, 20), row_pitch=128, flags="write_only")  # fmt: skip
+    (call,) = fake.images
+    fields = struct.unpack(unpack, call.host_bytes)
+    if memory == "dmabuf":
+        assert fields[:3] == (*expected, memfd) and fields[3]  # fd and its mapping
+    elif memory == "ion":
+        assert fields == (*expected[:2], memfd, expected[3])
+    else:
+        assert fields == expected
+    assert call.flags == use_ext_flags(C.CL_MEM_WRITE_ONLY)
+    assert call.format == (C.CL_BGRA, C.CL_UNORM_INT8)
+    assert (call.desc["image_width"], call.desc["image_height"]) == (30, 20)
+    assert call.desc["image_row_pitch"] == 128 and call.desc["mem_object"] == 0
+    assert mappings() == 0

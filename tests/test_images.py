@@ -99,7 +99,7 @@ def mappings() -> int:
 def test_format_query_matches_pyopencl(images, cl_context, access):
     flags = {"read_only": cl.mem_flags.READ_ONLY, "write_only": cl.mem_flags.WRITE_ONLY,
              "read_write": cl.mem_flags.READ_WRITE}[access]  # fmt: skip
-    ours = qcom_ext.supported_image_formats(cl_context, access=access)
+    ours = qcom_ext.supported_image_formats(cl_context, flags=flags)
     theirs = cl.get_supported_image_formats(cl_context, flags, cl.mem_object_type.IMAGE2D)
     assert [(f.order, f.data_type) for f in ours] == [
         (f.channel_order, f.channel_data_type) for f in theirs]  # fmt: skip
@@ -131,7 +131,7 @@ def test_compressed_over_memory_falls_back_to_an_imported_image(images, cl_conte
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            image = qcom_ext.create_image(cl_context, (8, 4), compressed=True, access="read_only",
+            image = qcom_ext.create_image(cl_context, (8, 4), compressed=True, flags="read_only",
                                           memory=qcom_ext.ExternalMemory.dmabuf(fd))  # fmt: skip
         assert [w.category for w in caught] == [QcomExtWarning]
         assert not image.compressed and image.image.flags & cl.mem_flags.USE_HOST_PTR

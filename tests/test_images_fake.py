@@ -67,7 +67,7 @@ def test_format_query_flags(kwargs, bits, access):
     flags = memobj.access_flags(access) | bits
     with FakeMemDriver() as fake:
         fake.formats[flags] = [(0x4133, UNORM8), (0x4130, UNORM8), (C.CL_R, UNORM8)]
-        listed = qcom_ext.supported_image_formats(FakeContext(), access=access, **kwargs)
+        listed = qcom_ext.supported_image_formats(FakeContext(), flags=access, **kwargs)
     assert [q[:2] for q in fake.format_queries] == [(flags, C.CL_MEM_OBJECT_IMAGE2D)] * 2
     assert fake.format_queries[0][2] == 0 and fake.format_queries[1][2] == 3
     assert [str(f) for f in listed] == ["CL_QCOM_NV12/CL_UNORM_INT8",
@@ -151,7 +151,7 @@ def test_native_planar_parent_and_children(dmabuf, layout, tokens, data_type, ac
                                            child_flags):  # fmt: skip
     with FakeMemDriver() as fake:
         frame = qcom_ext.planar_image(FakeContext(), (640, 480), layout, memory=dmabuf,
-                                      access=access)  # fmt: skip
+                                      flags=access)  # fmt: skip
     parent, y, uv = fake.images
     assert parent.flags == use_ext_flags(RO)  # planar parents are read-only
     assert parent.format == (tokens[0], data_type)

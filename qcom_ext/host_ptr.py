@@ -275,6 +275,11 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
 # ---- external memory -----------------------------------------------------------------
 
 
+def vendor_format_extension(fmt: ImageFormat) -> str:
+    """The extension that defines a Qualcomm channel order (sections 12 and 13)."""
+    return "cl_qcom_compressed_image" if "COMPRESSED" in fmt.order_name else "cl_qcom_other_image"
+
+
 @dataclass(frozen=True)
 class ImageSpec:
     fmt: ImageFormat
@@ -413,15 +418,17 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
         raise ConfigError("shape is given without image_format: pass both for an image")
     caps = _memobj.context_caps(context)
     kind = _KINDS[memory.kind]
+    if image is not None and image.vendor:
+        format_ext = vendor_format_extension(image.fmt)
+        if not _memobj.all_native(caps, format_ext):
+            raise ExtensionUnavailable(
+                format_ext, _memobj.labels(caps),
+                f"{_memobj.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
+                "only there (qcom_ext.nv12_image makes a portable NV12 frame)",
+            )  # fmt: skip
     route, ext, reason = import_route(caps, memory)
     if route == "native":
         return _import_native(context, caps, memory, size, flags, image)
-    if image is not None and image.vendor:
-        raise ExtensionUnavailable(
-            "cl_qcom_other_image", _memobj.labels(caps),
-            f"format {image.fmt} exists only on Adreno; use qcom_ext.nv12_image for a "
-            "portable NV12 frame",
-        )  # fmt: skip
     result = _import_mapped(context, memory, size, flags, image)
     warnings.warn(
         f"import of a {kind.what} on {_memobj.labels(caps)}: {ext} {reason}; "

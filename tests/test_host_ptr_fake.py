@@ -257,3 +257,15 @@ def test_every_struct_reaches_clcreateimage(memfd, extension, memory, unpack, ex
     assert (call.desc["image_width"], call.desc["image_height"]) == (30, 20)
     assert call.desc["image_row_pitch"] == 128 and call.desc["mem_object"] == 0
     assert mappings() == 0
+
+
+VENDOR_FORMATS = [(0x4133, "cl_qcom_other_image"), (0x4130, "cl_qcom_compressed_image")]
+
+
+@pytest.mark.parametrize(("order", "extension"), VENDOR_FORMATS)
+def test_vendor_formats_need_their_extension(memfd, order, extension):
+    with FakeMemDriver(drop=extension) as fake, pytest.raises(ExtensionUnavailable) as info:
+        qcom_ext.import_dmabuf(FakeContext(), memfd, image_format=(order, "UNORM_INT8"),
+                               shape=(16, 16))  # fmt: skip
+    assert info.value.extension == extension and "exists only there" in str(info.value)
+    assert fake.images == [] and mappings() == 0

@@ -22,9 +22,22 @@ from .errors import (
     QcomExtWarning,
 )
 from .extensions import REGISTRY, ExtensionStatus
+from .host_ptr import (
+    CACHE_POLICIES,
+    ExternalMemory,
+    aligned_empty,
+    host_buffer,
+    import_ahardwarebuffer,
+    import_android_native_buffer,
+    import_dmabuf,
+    import_ion,
+    import_memory,
+)
 from .image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
 from .image_info import ImageInfo, query_image_info
+from .images import QcomImage, create_image, parse_image_format, supported_image_formats
 from .onchip import onchip_buffer, scrub_onchip
+from .planar import Nv12Image, PlanarImage, nv12_image, planar_image
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -32,6 +45,7 @@ from .recording import Recording
 __version__ = "0.1.0"
 
 __all__ = [
+    "CACHE_POLICIES",
     "REGISTRY",
     "BuildError",
     "CLError",
@@ -40,26 +54,42 @@ __all__ = [
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
+    "ExternalMemory",
     "ImageBuffer",
     "ImageInfo",
     "LibraryNotFound",
     "Limits",
     "NoPlatformError",
+    "Nv12Image",
     "OpenCLUnavailable",
+    "PlanarImage",
     "QcomExtError",
     "QcomExtWarning",
+    "QcomImage",
     "Recording",
     "__version__",
+    "aligned_empty",
     "buffer_from_image",
     "build_program",
     "context_info",
     "create_context",
+    "create_image",
     "create_queue",
+    "host_buffer",
     "image_with_buffer",
+    "import_ahardwarebuffer",
+    "import_android_native_buffer",
+    "import_dmabuf",
+    "import_ion",
+    "import_memory",
+    "nv12_image",
     "onchip_buffer",
+    "parse_image_format",
+    "planar_image",
     "probe",
     "probe_all",
     "query_image_info",
     "scrub_onchip",
     "set_perf_hint",
+    "supported_image_formats",
 ]

@@ -27,9 +27,15 @@ MODULES = [
     "qcom_ext.pytest_plugin",
     "qcom_ext._mem_flags",
     "qcom_ext._image_formats",
+    "qcom_ext._format_names",
     "qcom_ext.image_info",
     "qcom_ext.image_buffer",
     "qcom_ext.onchip",
+    "qcom_ext._memobj",
+    "qcom_ext.host_ptr",
+    "qcom_ext.images",
+    "qcom_ext.planar",
+    "qcom_ext.yuv",
 ]
 
 NEEDS_DEVICE = {
@@ -41,6 +47,9 @@ NEEDS_DEVICE = {
     "qcom_ext.image_info",
     "qcom_ext.image_buffer",
     "qcom_ext.onchip",
+    "qcom_ext.host_ptr",
+    "qcom_ext.images",
+    "qcom_ext.planar",
 }
 
 

@@ -170,3 +170,45 @@ def test_onchip_memory_sample(device_caps, kernel_context, disabled):
     assert len(replays) == 4 and all(" ok" in line for line in replays)
     assert all(line.endswith("scrubbed") != native for line in replays)
     assert result.stdout.rstrip().endswith("OK")
+
+
+@pytest.mark.parametrize("memfd", [False, True], ids=["device-planes", "memfd"])
+def test_nv12_to_rgba_sample(device_caps, kernel_context, tmp_path, memfd):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    if memfd and (
+        not hasattr(os, "memfd_create") or device_caps.path("cl_qcom_dmabuf_host_ptr") == "native"
+    ):
+        pytest.skip("--memfd exercises the mapped dma-buf import (Linux, off Adreno)")
+    png = tmp_path / "frame.png"
+    options = ["--size", "96x64", "--range", "full", "--png", str(png)]
+    result = run_sample("nv12_to_rgba.py", "--device", device_spec(device_caps), *options,
+                        *(["--memfd"] if memfd else []))  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    path = "native" if device_caps.path("cl_qcom_other_image") == "native" else "fallback"
+    assert f"Nv12Image 96x64: path {path}" in result.stdout
+    assert ("on a memfd" in result.stdout) == memfd
+    assert "max difference from the numpy BT.601 reference" in result.stdout
+    assert lines[-1] == "OK"
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(png) as image:
+        assert image.size == (96, 64) and image.mode == "RGBA"
+
+
+def test_nv12_to_rgba_sample_reads_a_raw_frame(device_caps, kernel_context, tmp_path):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    frame = tmp_path / "frame.nv12"
+    frame.write_bytes(bytes(range(256)) * 9)  # 48x32 NV12 = 2304 bytes
+    spec = device_spec(device_caps)
+    result = run_sample("nv12_to_rgba.py", "--device", spec, "--input", str(frame),
+                        "--size", "48x32")  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "OK"
+    wrong = run_sample("nv12_to_rgba.py", "--device", spec, "--input", str(frame),
+                       "--size", "64x32")  # fmt: skip
+    assert wrong.returncode == 2 and "holds 2304 bytes" in wrong.stderr

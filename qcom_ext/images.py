@@ -1,0 +1,211 @@
+"""Image formats with the Qualcomm flags, and compressed (UBWC) images with a fallback.
+
+* :func:`supported_image_formats` is ``clGetSupportedImageFormats`` through cffi, with
+  the ``CL_MEM_OTHER_IMAGE_QCOM`` / ``CL_MEM_COMPRESSED_IMAGE_QCOM`` /
+  ``CL_MEM_COMPRESSED_YUV_IMAGE_QCOM`` flag bits (qcom-extensions.md sections 12, 13)
+  where the device has those extensions; elsewhere those queries list nothing.
+* :func:`create_image` makes a 2-D image, compressed (``CL_QCOM_COMPRESSED_RGBA`` ...)
+  where ``cl_qcom_compressed_image`` is native and the store is external memory (as the
+  extension requires), else uncompressed; :attr:`QcomImage.compressed` tells which.
+
+Planar YUV frames: :mod:`qcom_ext.planar`.
+
+>>> import numpy as np, pyopencl as cl, qcom_ext
+>>> ctx = cl.Context([qcom_ext.probe().device()])
+>>> fmt = qcom_ext.parse_image_format("RGBA/UNORM_INT8")
+>>> fmt in qcom_ext.supported_image_formats(ctx, flags="read_write")
+True
+>>> img = qcom_ext.create_image(ctx, (64, 32), "RGBA/UNORM_INT8", compressed=True)
+>>> img.compressed, img.image.shape                 # no external memory: uncompressed
+(False, (64, 32))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _memobj
+from ._format_names import ImageFormat, element_size, numpy_dtype, parse_format
+from ._lib import C, check, driver, ffi, handle_int
+from .errors import ConfigError
+from .host_ptr import ExternalMemory, import_memory, import_route
+
+__all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_formats"]
+
+COMPRESSED = "cl_qcom_compressed_image"
+IMAGE_TYPES = {"image2d": "CL_MEM_OBJECT_IMAGE2D", "image3d": "CL_MEM_OBJECT_IMAGE3D",
+               "image2d_array": "CL_MEM_OBJECT_IMAGE2D_ARRAY",
+               "image1d": "CL_MEM_OBJECT_IMAGE1D", "image1d_array": "CL_MEM_OBJECT_IMAGE1D_ARRAY",
+               "image1d_buffer": "CL_MEM_OBJECT_IMAGE1D_BUFFER"}  # fmt: skip
+# flag argument -> (cl_mem_flags bit, extension whose formats it lists)
+QCOM_FLAGS = {"other": ("CL_MEM_OTHER_IMAGE_QCOM", "cl_qcom_other_image"),
+              "compressed": ("CL_MEM_COMPRESSED_IMAGE_QCOM", COMPRESSED),
+              "compressed_yuv": ("CL_MEM_COMPRESSED_YUV_IMAGE_QCOM",
+                                 "cl_qcom_compressed_yuv_image_read")}  # fmt: skip
+# uncompressed order -> its compressed equivalent (section 12)
+COMPRESSED_ORDERS = {"CL_RGBA": "CL_QCOM_COMPRESSED_RGBA", "CL_RGBx": "CL_QCOM_COMPRESSED_RGBx"}
+
+parse_image_format = parse_format
+
+
+def _image_type(image_type: str | int) -> int:
+    if isinstance(image_type, int) and not isinstance(image_type, bool):
+        return image_type
+    key = str(image_type).lower().replace("-", "_")
+    if key not in IMAGE_TYPES:
+        raise ConfigError(f"image_type {image_type!r}: expected one of {', '.join(IMAGE_TYPES)}")
+    return getattr(C, IMAGE_TYPES[key])
+
+
+def supported_image_formats(context: Any, *, flags: str | int = "read_only",
+                            image_type: str | int = "image2d", other: bool = False,
+                            compressed: bool = False,
+                            compressed_yuv: bool = False) -> list[ImageFormat]:  # fmt: skip
+    """The formats ``clGetSupportedImageFormats`` lists for ``flags`` plus the Qualcomm
+    flag bits asked for (``other``: planar/packed formats, ``compressed``: UBWC,
+    ``compressed_yuv``: compressed planar reads).
+
+    A Qualcomm bit is passed only where every device of the context has its extension
+    natively; elsewhere no format can carry it and the answer is ``[]``.
+    """
+    flags = _memobj.access_flags(flags)
+    caps = _memobj.context_caps(context)
+    for wanted, (bit, extension) in QCOM_FLAGS.items():
+        if {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}[wanted]:
+            if not _memobj.all_native(caps, extension):
+                return []
+            flags |= getattr(C, bit)
+    kind = _image_type(image_type)
+    ctx = ffi.cast("cl_context", handle_int(context))
+    count = ffi.new("cl_uint *")
+    routine = "clGetSupportedImageFormats"
+    check(driver.clGetSupportedImageFormats(ctx, flags, kind, 0, ffi.NULL, count), routine)
+    if count[0] == 0:
+        return []
+    formats = ffi.new("cl_image_format[]", count[0])
+    check(driver.clGetSupportedImageFormats(ctx, flags, kind, count[0], formats, ffi.NULL),
+          routine)  # fmt: skip
+    return [ImageFormat(int(f.image_channel_order), int(f.image_channel_data_type))
+            for f in formats]  # fmt: skip
+
+
+@dataclass(eq=False)
+class QcomImage:
+    """A 2-D image made by :func:`create_image`.
+
+    ``image`` is the ``pyopencl.Image`` to pass to kernels; ``format`` the format the
+    driver was given (``CL_QCOM_COMPRESSED_RGBA/...`` when ``compressed``); ``reason``
+    says why a requested compression did not happen ("" otherwise).
+    """
+
+    image: Any
+    format: ImageFormat
+    shape: tuple[int, int]
+    compressed: bool
+    reason: str = ""
+
+    def _host_access(self, what: str) -> tuple[int, int, int]:
+        if self.compressed:
+            raise ConfigError(f"{what}: a compressed image has no host access (only kernels "
+                              "read and write it); copy through an uncompressed image with "
+                              "a kernel")  # fmt: skip
+        width, height = self.shape
+        return width, height, element_size(self.format)
+
+    def write(self, queue: Any, pixels: np.ndarray) -> None:
+        """Copy ``(height, width[, channels])`` pixels into the image (blocking)."""
+        import pyopencl
+
+        width, height, element = self._host_access("write")
+        pixels = np.ascontiguousarray(pixels)
+        if pixels.nbytes != width * height * element or pixels.shape[:2] != (height, width):
+            raise ConfigError(f"pixels of shape {pixels.shape} ({pixels.nbytes} bytes) do not "
+                              f"fill a {width}x{height} {self.format} image")  # fmt: skip
+        pyopencl.enqueue_copy(queue, self.image, pixels, origin=(0, 0), region=(width, height))
+
+    def read(self, queue: Any) -> np.ndarray:
+        """The pixels as ``(height, width, channels)`` of the channel dtype."""
+        import pyopencl
+
+        width, height, element = self._host_access("read")
+        dtype = numpy_dtype(self.format.data_type)
+        out = np.empty((height, width, element // dtype.itemsize), dtype)
+        pyopencl.enqueue_copy(queue, out, self.image, origin=(0, 0), region=(width, height))
+        return out
+
+
+def _shape(shape: Any) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in shape)
+    except (TypeError, ValueError):
+        raise ConfigError(f"shape must be (width, height), got {shape!r}") from None
+    if width <= 0 or height <= 0:
+        raise ConfigError(f"image shape {width}x{height}: both must be positive")
+    return width, height
+
+
+def compressed_format(fmt: ImageFormat) -> ImageFormat:
+    """The compressed equivalent of a format: ``CL_RGBA`` -> ``CL_QCOM_COMPRESSED_RGBA``."""
+    if fmt.order_name.startswith("CL_QCOM_"):
+        raise ConfigError(f"format {fmt}: pass the uncompressed format with compressed=True")
+    name = COMPRESSED_ORDERS.get(fmt.order_name)
+    if name is None:
+        raise ConfigError(f"format {fmt} has no compressed equivalent; cl_qcom_compressed_image "
+                          f"compresses {', '.join(COMPRESSED_ORDERS)}")  # fmt: skip
+    return ImageFormat(getattr(C, name), fmt.data_type)
+
+
+def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA/UNORM_INT8", *,
+                 compressed: bool = False, memory: ExternalMemory | None = None,
+                 flags: str | int = "read_write") -> QcomImage:  # fmt: skip
+    """A 2-D image of ``shape=(width, height)``, compressed where the device can.
+
+    ``compressed=True``: natively (``cl_qcom_compressed_image`` on every device and
+    ``memory`` given, since compressed images live in external memory) the image is
+    ``CL_QCOM_COMPRESSED_<order>`` over ``memory`` with ``CL_MEM_USE_HOST_PTR |
+    CL_MEM_EXT_HOST_PTR_QCOM`` and pitch 0, and only kernels may read or write it;
+    elsewhere the same image uncompressed (``.compressed`` False, ``.reason`` says why).
+    Only ``CL_RGBA`` and ``CL_RGBx`` have compressed equivalents (ConfigError otherwise,
+    on every device). With ``memory`` and no compression the image is imported over it
+    (:func:`~qcom_ext.import_memory`).
+    """
+    import pyopencl
+
+    width, height = _shape(shape)
+    fmt = parse_format(image_format)
+    flags = _memobj.access_flags(flags)
+    if not isinstance(compressed, bool):
+        raise ConfigError(f"compressed must be True or False, got {compressed!r}")
+    target = compressed_format(fmt) if compressed else fmt
+    if not compressed and fmt.order_name.startswith("CL_QCOM_"):
+        raise ConfigError(f"format {fmt}: Qualcomm formats are made by qcom_ext.planar_image "
+                          "(planar) or compressed=True (compressed)")  # fmt: skip
+    reason = ""
+    if compressed:
+        caps = _memobj.context_caps(context)
+        if not _memobj.all_native(caps, COMPRESSED):
+            reason = _memobj.why_not_native(caps, COMPRESSED)[1]
+        elif memory is None:
+            reason = ("native compressed images live in external memory: pass memory="
+                      "qcom_ext.ExternalMemory.dmabuf(fd) (sized with "
+                      "clQueryImageInfoQCOM)")  # fmt: skip
+        elif import_route(caps, memory)[0] != "native":
+            reason = import_route(caps, memory)[2]
+        else:
+            supported = supported_image_formats(context, flags=flags, compressed=True)
+            if target not in supported:
+                listed = ", ".join(str(f) for f in supported) or "none"
+                raise ConfigError(f"{_memobj.labels(caps)} cannot create {target} images "
+                                  f"(compressed formats for this access: {listed})")  # fmt: skip
+            image = import_memory(context, memory, flags=flags, image_format=target,
+                                  shape=(width, height))  # fmt: skip
+            return QcomImage(image, target, (width, height), True)
+    if memory is not None:
+        image = import_memory(context, memory, flags=flags, image_format=fmt,
+                              shape=(width, height))  # fmt: skip
+    else:
+        image = pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))
+    return QcomImage(image, fmt, (width, height), False, reason)

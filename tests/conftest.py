@@ -38,6 +38,15 @@ def _ids(devices: list[qcom_ext.DeviceCaps]) -> list[str]:
 DEVICES = _devices()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _program_cache_in_a_temporary_dir(tmp_path_factory):
+    """build_program's binary cache goes to a fresh directory, never the user's cache
+    (subprocesses such as the samples inherit it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("program-cache")))
+        yield
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if not DEVICES:
         return ["qcom_ext: no OpenCL device found"]

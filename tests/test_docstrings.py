@@ -24,6 +24,7 @@ MODULES = [
     "qcom_ext.recording",
     "qcom_ext._recording_args",
     "qcom_ext.program",
+    "qcom_ext.program_cache",
 ]
 
 NEEDS_DEVICE = {

@@ -281,12 +281,19 @@ class DeviceCaps:
         """The ``-D`` flags that pick each kernel-side path in ``kernels/qcom_ext.h``.
 
         ``QCOM_EXT_NATIVE_<ext>`` for native, ``QCOM_EXT_KHR_<ext>`` for the Khronos tier,
-        nothing for the portable fallback.
+        nothing for the portable fallback. With cl_intel_required_subgroup_size, also the
+        sizes ``"half"`` and ``"full"`` stand for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``).
         """
         options = []
         for name, status in sorted(self.statuses.items()):
             if "kernel" in REGISTRY[name].side and status.tier in ("native", "khr"):
                 options.append(f"-DQCOM_EXT_{status.tier.upper()}_{name}")
+        if self.path("cl_qcom_reqd_sub_group_size") == "khr:cl_intel_required_subgroup_size":
+            from .subgroups import half_and_full
+
+            half, full = half_and_full(self.limits.sub_group_sizes or ())
+            options += [f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
+                        f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}"]  # fmt: skip
         return tuple(options)
 
     def device(self) -> Any:

@@ -25,6 +25,7 @@ MODULES = [
     "qcom_ext._recording_args",
     "qcom_ext.program",
     "qcom_ext.program_cache",
+    "qcom_ext.subgroups",
 ]
 
 NEEDS_DEVICE = {
@@ -33,6 +34,7 @@ NEEDS_DEVICE = {
     "qcom_ext.context",
     "qcom_ext.recording",
     "qcom_ext.program",
+    "qcom_ext.subgroups",
 }
 
 

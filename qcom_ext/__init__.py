@@ -25,6 +25,7 @@ from .extensions import REGISTRY, ExtensionStatus
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
+from .sampler import create_sampler
 from .subgroups import kernel_sub_group_size
 
 __version__ = "0.1.0"
@@ -50,6 +51,7 @@ __all__ = [
     "context_info",
     "create_context",
     "create_queue",
+    "create_sampler",
     "kernel_sub_group_size",
     "probe",
     "probe_all",

@@ -26,6 +26,8 @@ MODULES = [
     "qcom_ext.program",
     "qcom_ext.program_cache",
     "qcom_ext.subgroups",
+    "qcom_ext.sampler",
+    "qcom_ext.bicubic",
 ]
 
 NEEDS_DEVICE = {
@@ -35,6 +37,7 @@ NEEDS_DEVICE = {
     "qcom_ext.recording",
     "qcom_ext.program",
     "qcom_ext.subgroups",
+    "qcom_ext.sampler",
 }
 
 

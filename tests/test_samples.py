@@ -102,3 +102,23 @@ def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
         return
     with Image.open(png) as image:
         assert image.size == (96, 40) and image.mode == "L"
+
+
+def test_bicubic_sample(device_caps, kernel_context, tmp_path):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    png = tmp_path / "up.png"
+    result = run_sample("bicubic.py", "--device", device_spec(device_caps), "--size", "40x24",
+                        "--png", str(png))  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"cl_qcom_filter_bicubic -> {device_caps.path('cl_qcom_filter_bicubic')}" in (
+        result.stdout
+    )
+    assert "40x24 -> 80x48" in result.stdout and result.stdout.rstrip().endswith("OK")
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    for path in (png, tmp_path / "up-reference.png"):
+        with Image.open(path) as image:
+            assert image.size == (80, 48) and image.mode == "RGBA"

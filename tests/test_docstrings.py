@@ -28,6 +28,7 @@ MODULES = [
     "qcom_ext.subgroups",
     "qcom_ext.sampler",
     "qcom_ext.bicubic",
+    "qcom_ext.bfloat16",
 ]
 
 NEEDS_DEVICE = {

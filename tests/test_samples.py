@@ -122,3 +122,16 @@ def test_bicubic_sample(device_caps, kernel_context, tmp_path):
     for path in (png, tmp_path / "up-reference.png"):
         with Image.open(path) as image:
             assert image.size == (80, 48) and image.mode == "RGBA"
+
+
+@pytest.mark.parametrize("shape", [("100000", "16", "64"), ("1000", "3", "8")])
+def test_bf16_dot_sample(device_caps, kernel_context, shape):
+    n, groups, local = shape
+    result = run_sample("bf16_dot.py", "--device", device_spec(device_caps), "--n", n,
+                        "--groups", groups, "--local", local)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = device_caps.path("cl_qcom_bfloat16_product")
+    assert f"cl_qcom_bfloat16_product -> {path}" in result.stdout
+    if path != "native":
+        assert "bit for bit equal to the replay" in result.stdout
+    assert result.stdout.rstrip().endswith("OK")

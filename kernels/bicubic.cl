@@ -5,13 +5,13 @@
 #include <qcom_ext.h>
 
 /* Output pixel (X, Y) samples the source at texel-space ((X + 0.5) / 2, (Y + 0.5) / 2):
- * the centre of the output pixel, in normalized coordinates of either image. */
+ * the centre of the output pixel, in normalized coordinates of either image.
+ * Launch with the global size = the output size (no bounds check: Oclgrind 21.10 reports
+ * branches on image-size queries as depending on uninitialized values). */
 __kernel void upscale2x(read_only image2d_t src, sampler_t sampler, write_only image2d_t dst)
 {
     int2 pos = (int2)((int)get_global_id(0), (int)get_global_id(1));
     int2 size = get_image_dim(dst);
-    if (pos.x >= size.x || pos.y >= size.y)
-        return;
     float2 coord = ((float2)((float)pos.x, (float)pos.y) + 0.5f)
                    / (float2)((float)size.x, (float)size.y);
     write_imagef(dst, pos, qcom_read_imagef_bicubic(src, sampler, coord));
@@ -24,7 +24,7 @@ __kernel void upscale2x(read_only image2d_t src, sampler_t sampler, write_only i
  * are the guide's Catmull-Rom weights at a = 0.75 and 0.25 (exact in float), the sum is in
  * the guide's order, and texels outside the image are the border colour (CLK_ADDRESS_CLAMP).
  * Portable OpenCL C 1.2 on every device: on Adreno the sampler-based upscale2x above uses
- * the hardware filter instead. */
+ * the hardware filter instead. Launch with the global size = the source size. */
 __constant float4 BICUBIC_W_EVEN = (float4)(-0.0234375f, 0.2265625f, 0.8671875f, -0.0703125f);
 __constant float4 BICUBIC_W_ODD = (float4)(-0.0703125f, 0.8671875f, 0.2265625f, -0.0234375f);
 
@@ -46,8 +46,6 @@ __kernel void upscale2x_blocks(read_only image2d_t src, write_only image2d_t dst
 {
     const sampler_t texels = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
     int x = (int)get_global_id(0), y = (int)get_global_id(1);
-    if (x >= get_image_width(src) || y >= get_image_height(src))
-        return;
     float4 t[25]; /* t[i * 5 + j]: texel (x - 2 + i, y - 2 + j) */
     for (int i = 0; i < 5; ++i)
         for (int j = 0; j < 5; ++j)

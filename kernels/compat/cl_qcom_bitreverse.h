@@ -8,6 +8,19 @@
 #elif defined(QCOM_EXT_KHR_cl_qcom_bitreverse)
 #pragma OPENCL EXTENSION cl_khr_extended_bit_ops : enable
 uint qcom_bitreverse(uint v) { return bit_reverse(v); }
+#elif defined(PYOPENCL_USING_OCLGRIND)
+/* Oclgrind 21.10 cannot run llvm.bitreverse, which LLVM makes of the code below
+ * ("Undefined external function"); pyopencl defines PYOPENCL_USING_OCLGRIND there. The
+ * volatile accumulator keeps the idiom from being recognised. */
+uint qcom_bitreverse(uint v)
+{
+    volatile uint r = 0u;
+    for (int i = 0; i < 32; ++i) {
+        r = (r << 1) | (v & 1u);
+        v >>= 1;
+    }
+    return r;
+}
 #else
 uint qcom_bitreverse(uint v)
 {

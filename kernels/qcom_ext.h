@@ -18,5 +18,10 @@
 /* One part per extension, in kernels/compat/ (quoted includes resolve next to this file). */
 #include "compat/cl_qcom_bitreverse.h"
 #include "compat/cl_qcom_other_image.h"
+#include "compat/cl_qcom_reqd_sub_group_size.h"
+#include "compat/cl_qcom_bfloat16_product.h"
+/* Keep cl_qcom_filter_bicubic last: with -DQCOM_EXT_BICUBIC_READ_IMAGEF it redefines
+ * read_imagef, which must not reach the parts above. */
+#include "compat/cl_qcom_filter_bicubic.h"
 
 #endif /* QCOM_EXT_H */

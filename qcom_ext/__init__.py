@@ -41,6 +41,8 @@ from .planar import Nv12Image, PlanarImage, nv12_image, planar_image
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
+from .sampler import create_sampler
+from .subgroups import kernel_sub_group_size
 
 __version__ = "0.1.0"
 
@@ -75,6 +77,7 @@ __all__ = [
     "create_context",
     "create_image",
     "create_queue",
+    "create_sampler",
     "host_buffer",
     "image_with_buffer",
     "import_ahardwarebuffer",
@@ -82,6 +85,7 @@ __all__ = [
     "import_dmabuf",
     "import_ion",
     "import_memory",
+    "kernel_sub_group_size",
     "nv12_image",
     "onchip_buffer",
     "parse_image_format",

@@ -45,6 +45,17 @@ ANDROID_VENDOR_LIBRARIES = (
     "/system/vendor/lib/libOpenCL.so",
 )
 _DEFINE = re.compile(r"^\s*#define\s+(\w+)\s+(\S+)", re.MULTILINE)
+# Entry points whose prototype is another's under a different name (no typedef of their own).
+_SAME_PROTOTYPE = {"clGetKernelSubGroupInfoKHR": "clGetKernelSubGroupInfo"}
+
+
+def fn_type(name: str) -> str:
+    """The cffi function-pointer type of entry point ``name``.
+
+    >>> fn_type("clGetKernelSubGroupInfoKHR")
+    'clGetKernelSubGroupInfo_fn'
+    """
+    return f"{_SAME_PROTOTYPE.get(name, name)}_fn"
 
 
 def _load_ffi() -> tuple[Any, list[str]]:
@@ -240,7 +251,7 @@ class Driver:
             get_address = self.function("clGetExtensionFunctionAddressForPlatform")
             pointer = get_address(ffi.cast("cl_platform_id", key[0]), name.encode())
             address = int(ffi.cast("uintptr_t", pointer)) or self.library.address(name)
-            fn = ffi.cast(f"{name}_fn", address) if address else None
+            fn = ffi.cast(fn_type(name), address) if address else None
             self._extension[key] = fn
             return fn
 
@@ -273,16 +284,16 @@ class Driver:
 
 
 def _callback(name: str, impl: Callable[..., Any], errors: list[BaseException]) -> Any:
-    fn_type = ffi.typeof(f"{name}_fn")
-    result = fn_type.result
+    prototype = ffi.typeof(fn_type(name))
+    result = prototype.result
     failure = -9999 if result.kind == "primitive" else None
 
     def on_error(exc_type: type, value: BaseException, tb: Any) -> None:
         errors.append(value)
 
     if failure is None:
-        return ffi.callback(fn_type, impl, onerror=on_error)
-    return ffi.callback(fn_type, impl, error=failure, onerror=on_error)
+        return ffi.callback(prototype, impl, onerror=on_error)
+    return ffi.callback(prototype, impl, error=failure, onerror=on_error)
 
 
 driver = Driver()

@@ -281,7 +281,8 @@ class DeviceCaps:
         """The ``-D`` flags that pick each kernel-side path in ``kernels/qcom_ext.h``.
 
         ``QCOM_EXT_NATIVE_<ext>`` for native, ``QCOM_EXT_KHR_<ext>`` for the Khronos tier,
-        nothing for the portable fallback.
+        nothing for the portable fallback. With cl_intel_required_subgroup_size, also the
+        sizes ``"half"`` and ``"full"`` stand for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``).
         """
         options = []
         for name, status in sorted(self.statuses.items()):
@@ -291,6 +292,12 @@ class DeviceCaps:
             # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
             # makes of portable idioms; the compat header then uses plainer code.
             options.append("-DQCOM_EXT_QUIRK_OCLGRIND")
+        if self.path("cl_qcom_reqd_sub_group_size") == "khr:cl_intel_required_subgroup_size":
+            from .subgroups import half_and_full
+
+            half, full = half_and_full(self.limits.sub_group_sizes or ())
+            options += [f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
+                        f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}"]  # fmt: skip
         return tuple(options)
 
     def device(self) -> Any:

@@ -193,6 +193,8 @@ def khronos_problem(
     limits = limits or {}
     if tier == "cl_khr_image2d_from_buffer" and not limits.get("image_pitch_alignment"):
         return f"{tier} advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0"
+    if tier == "cl_intel_required_subgroup_size" and not limits.get("sub_group_sizes"):
+        return f"{tier} advertised, but CL_DEVICE_SUB_GROUP_SIZES_INTEL is empty"
     return None
 
 

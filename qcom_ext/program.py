@@ -14,15 +14,28 @@ that pick, per extension, the native builtin, a Khronos equivalent or portable c
 >>> _ = prg.k(queue, (1,), None, v.data)
 >>> hex(v.get()[0])
 '0xfdb71248'
+
+Program binaries are cached persistently (:mod:`qcom_ext.program_cache`): a second
+build of the same source, headers, options and device is loaded from its binary.
+``QCOM_EXT_CACHE_DIR`` moves the cache, ``QCOM_EXT_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from . import program_cache
 from ._resources import kernels_dir
 from .errors import BuildError, ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Files hashed into the cache key from every include directory (kernels/ and each -I).
+HEADER_SUFFIXES = (".h", ".hpp", ".clh", ".cl", ".inc")
 
 #: Prepended to every source; ``#line 1`` keeps the build log's line numbers the user's.
 PRELUDE = "#include <qcom_ext.h>\n#line 1\n"
@@ -84,21 +97,144 @@ def build_program(
 
     ``options`` are extra compiler options (a list, or one string), ``defines`` become
     ``-D`` flags. Failures raise :class:`~qcom_ext.BuildError` with the build log and the
-    options used.
+    options used. The binaries are cached (see :mod:`qcom_ext.program_cache`); an entry
+    the driver will not load is rebuilt from source.
     """
-    import pyopencl as cl
-
     devices = list(devices) if devices is not None else list(context.devices)
     full = program_options(devices, options, defines)
-    program = cl.Program(context, PRELUDE + source)
+    text = PRELUDE + source
+    cache = program_cache.default_cache()
+    identity = cache_identity(devices, text, full) if cache is not None else None
+    if cache is not None and identity is not None:
+        key, meta = identity
+        binaries = cache.load(key, meta)
+        if binaries is not None:
+            program = _build_from_binaries(context, devices, binaries, full)
+            if program is not None:
+                return program
+    program = _build_from_source(context, devices, text, full)
+    if cache is not None and identity is not None:
+        binaries = _binaries(program, devices)
+        if binaries is not None:
+            cache.store(identity[0], identity[1], binaries)
+    return program
+
+
+def include_dirs(options: Sequence[str]) -> list[Path]:
+    """The ``-I`` directories of ``options`` (``-I dir`` and ``-Idir``), as absolute paths.
+
+    >>> [p.name for p in include_dirs(["-I", "/tmp/a", "-DX", "-I/tmp/b"])]
+    ['a', 'b']
+    """
+    found, it = [], iter(options)
+    for option in it:
+        if option == "-I":
+            folder = next(it, None)
+        elif option.startswith("-I"):
+            folder = option[2:]
+        else:
+            continue
+        if folder:
+            found.append(Path(folder).resolve())
+    return found
+
+
+def device_identity(device: Any) -> dict[str, Any]:
+    """The strings a binary is only valid for: platform, device, driver, vendor."""
+    from .probe import probe
+
+    caps = probe(device)
+    return {
+        "platform": caps.platform_name,
+        "platform_version": caps.platform_version,
+        "device": caps.device_name,
+        "device_version": caps.device_version,
+        "driver_version": caps.driver_version,
+        "opencl_c_version": caps.opencl_c_version,
+        "vendor_id": caps.vendor_id,
+    }
+
+
+def cache_identity(
+    devices: Sequence[Any], text: str, options: Sequence[str]
+) -> tuple[str, dict[str, Any]] | None:
+    """``(key, meta)`` of a build, or None when its headers are too many to hash.
+
+    The key covers the full source, the content of every header under ``kernels/`` and
+    the ``-I`` directories, the full options, ``PYOPENCL_BUILD_OPTIONS``, the device
+    strings and the qcom_ext and pyopencl versions. ``meta`` (the device strings and
+    versions) is stored in the entry and checked on load.
+    """
+    import pyopencl
+
+    from . import __version__
+
+    headers = {}
+    for folder in [kernels_dir(), *include_dirs(options)]:
+        digest = program_cache.directory_digest(folder, HEADER_SUFFIXES)
+        if digest is None:
+            log.info("not caching: too many headers to hash under %s", folder)
+            return None
+        headers[str(folder)] = digest
+    meta = {
+        "devices": [device_identity(d) for d in devices],
+        "qcom_ext": __version__,
+        "pyopencl": pyopencl.VERSION_TEXT,
+    }
+    key = program_cache.key_of({
+        "source": text,
+        "options": list(options),
+        "pyopencl_build_options": os.environ.get("PYOPENCL_BUILD_OPTIONS", ""),
+        "headers": headers,
+        **meta,
+    })  # fmt: skip
+    return key, meta
+
+
+def _build_from_source(context: Any, devices: Sequence[Any], text: str,
+                       options: Sequence[str]) -> Any:  # fmt: skip
+    import pyopencl as cl
+
+    program = cl.Program(context, text)
     try:
-        return program.build(options=full, devices=devices)
-    except cl.RuntimeError as exc:
+        return program.build(options=list(options), devices=list(devices))
+    except cl.Error as exc:
         logs = []
         for device in devices:
             try:
-                log = program.get_build_info(device, cl.program_build_info.LOG)
+                log_text = program.get_build_info(device, cl.program_build_info.LOG)
             except cl.Error:
-                log = ""
-            logs.append(f"[{device.name}]\n{(log or str(exc)).strip()}")
-        raise BuildError("\n".join(logs), full) from exc
+                log_text = ""
+            logs.append(f"[{device.name}]\n{(log_text or str(exc)).strip()}")
+        raise BuildError("\n".join(logs), options) from exc
+
+
+def _build_from_binaries(context: Any, devices: Sequence[Any], binaries: Sequence[bytes],
+                         options: Sequence[str]) -> Any | None:  # fmt: skip
+    """The program built from cached binaries, or None when the driver refuses them."""
+    import pyopencl as cl
+
+    if len(binaries) != len(devices) or not all(binaries):
+        return None
+    try:
+        return cl.Program(context, list(devices), list(binaries)).build(
+            options=list(options), devices=list(devices)
+        )
+    except cl.Error as exc:
+        log.info("cached program binary refused by the driver (%s): rebuilding", exc)
+        return None
+
+
+def _binaries(program: Any, devices: Sequence[Any]) -> list[bytes] | None:
+    """The binary of each of ``devices`` in ``program``; None if a driver gives none."""
+    import pyopencl as cl
+
+    try:
+        order = [d.int_ptr for d in program.get_info(cl.program_info.DEVICES)]
+        found = program.get_info(cl.program_info.BINARIES)
+    except cl.Error as exc:
+        log.info("program binaries unavailable (%s): not caching", exc)
+        return None
+    by_device = dict(zip(order, found, strict=False))
+    binaries = [bytes(by_device.get(d.int_ptr) or b"") for d in devices]
+    return binaries if all(binaries) else None

@@ -14,6 +14,7 @@ import _common
 import numpy as np
 import pyopencl as cl
 
+import qcom_ext
 from qcom_ext._resources import kernels_dir
 
 
@@ -26,8 +27,7 @@ def main() -> int:
 
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)
-    options = ["-I", str(kernels_dir()), *caps.compiler_options()]
-    program = cl.Program(ctx, (kernels_dir() / "bitreverse.cl").read_text()).build(options)
+    program = qcom_ext.build_program(ctx, (kernels_dir() / "bitreverse.cl").read_text())
 
     n = 1 << args.bits
     indices = np.arange(n, dtype=np.uint32)

@@ -7,10 +7,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from qcom_ext.pytest_plugin import selected_devices
 
 DATA = Path(__file__).parent / "data"
 DEVICES = selected_devices()  # the devices the plugin parametrizes over
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _program_cache_in_a_temporary_dir(tmp_path_factory):
+    """build_program's binary cache goes to a fresh directory, never the user's cache
+    (subprocesses such as the samples inherit it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("program-cache")))
+        yield
 
 
 def adreno_strings() -> dict[str, str]:

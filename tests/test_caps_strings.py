@@ -118,6 +118,7 @@ def test_khronos_tiers():
         extensions="cl_khr_command_buffer cl_khr_integer_dot_product cl_khr_subgroup_shuffle "
         "cl_intel_required_subgroup_size cl_khr_extended_bit_ops",
         extension_versions={"cl_khr_command_buffer": "0.9.4"},
+        limits=Limits(sub_group_sizes=(8, 16, 32)),
         disabled=(),
     )
     assert caps.path("cl_qcom_recordable_queues") == "khr:cl_khr_command_buffer"
@@ -126,6 +127,16 @@ def test_khronos_tiers():
     assert caps.path("cl_qcom_subgroup_shuffle") == "khr:cl_khr_subgroup_shuffle"
     assert caps.path("cl_qcom_reqd_sub_group_size") == "khr:cl_intel_required_subgroup_size"
     assert caps.path("cl_qcom_bitreverse") == "khr:cl_khr_extended_bit_ops"
+    assert {"-DQCOM_EXT_SUB_GROUP_SIZE_HALF=16", "-DQCOM_EXT_SUB_GROUP_SIZE_FULL=32"} <= set(
+        caps.compiler_options()
+    )
+    no_sizes = DeviceCaps.from_info(extensions="cl_intel_required_subgroup_size", disabled=())
+    assert no_sizes.path("cl_qcom_reqd_sub_group_size") == "fallback"  # NVIDIA: 0x4108 empty
+    assert (
+        "CL_DEVICE_SUB_GROUP_SIZES_INTEL is empty"
+        in no_sizes.status("cl_qcom_reqd_sub_group_size").reason
+    )
+    assert not any("SUB_GROUP_SIZE" in o for o in no_sizes.compiler_options())
     disabled = DeviceCaps.from_info(
         extensions="cl_khr_command_buffer", disabled=["cl_khr_command_buffer"]
     )

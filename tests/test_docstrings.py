@@ -36,6 +36,11 @@ MODULES = [
     "qcom_ext.images",
     "qcom_ext.planar",
     "qcom_ext.yuv",
+    "qcom_ext.program_cache",
+    "qcom_ext.subgroups",
+    "qcom_ext.sampler",
+    "qcom_ext.bicubic",
+    "qcom_ext.bfloat16",
 ]
 
 NEEDS_DEVICE = {
@@ -50,6 +55,8 @@ NEEDS_DEVICE = {
     "qcom_ext.host_ptr",
     "qcom_ext.images",
     "qcom_ext.planar",
+    "qcom_ext.subgroups",
+    "qcom_ext.sampler",
 }
 
 

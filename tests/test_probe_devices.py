@@ -125,8 +125,7 @@ def test_probe_all_covers_every_device():
 
 def test_compat_header_builds_with_the_probed_options(device_caps, kernel_context):
     source = (kernels_dir() / "bitreverse.cl").read_text()
-    options = ["-I", str(kernels_dir()), *device_caps.compiler_options()]
-    program = cl.Program(kernel_context, source).build(options=options)
+    program = qcom_ext.build_program(kernel_context, source)
     cl_queue = cl.CommandQueue(kernel_context)
     rng = np.random.default_rng(2)
     values = np.concatenate(

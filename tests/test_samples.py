@@ -212,3 +212,36 @@ def test_nv12_to_rgba_sample_reads_a_raw_frame(device_caps, kernel_context, tmp_
     wrong = run_sample("nv12_to_rgba.py", "--device", spec, "--input", str(frame),
                        "--size", "64x32")  # fmt: skip
     assert wrong.returncode == 2 and "holds 2304 bytes" in wrong.stderr
+
+
+def test_bicubic_sample(device_caps, kernel_context, tmp_path):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    png = tmp_path / "up.png"
+    result = run_sample("bicubic.py", "--device", device_spec(device_caps), "--size", "40x24",
+                        "--png", str(png))  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"cl_qcom_filter_bicubic -> {device_caps.path('cl_qcom_filter_bicubic')}" in (
+        result.stdout
+    )
+    assert "40x24 -> 80x48" in result.stdout and result.stdout.rstrip().endswith("OK")
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    for path in (png, tmp_path / "up-reference.png"):
+        with Image.open(path) as image:
+            assert image.size == (80, 48) and image.mode == "RGBA"
+
+
+@pytest.mark.parametrize("shape", [("100000", "16", "64"), ("1000", "3", "8")])
+def test_bf16_dot_sample(device_caps, kernel_context, shape):
+    n, groups, local = shape
+    result = run_sample("bf16_dot.py", "--device", device_spec(device_caps), "--n", n,
+                        "--groups", groups, "--local", local)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = device_caps.path("cl_qcom_bfloat16_product")
+    assert f"cl_qcom_bfloat16_product -> {path}" in result.stdout
+    if path != "native":
+        assert "bit for bit equal to the replay" in result.stdout
+    assert result.stdout.rstrip().endswith("OK")

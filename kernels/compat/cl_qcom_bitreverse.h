@@ -8,9 +8,10 @@
 #elif defined(QCOM_EXT_KHR_cl_qcom_bitreverse)
 #pragma OPENCL EXTENSION cl_khr_extended_bit_ops : enable
 uint qcom_bitreverse(uint v) { return bit_reverse(v); }
-#elif defined(QCOM_EXT_QUIRK_OCLGRIND)
-/* clang turns the mask-and-shift form below into llvm.bitreverse, which Oclgrind cannot
- * run; a loop it will not unroll stays plain arithmetic. */
+#elif defined(QCOM_EXT_QUIRK_OCLGRIND) || defined(PYOPENCL_USING_OCLGRIND)
+/* clang turns the mask-and-shift form below into llvm.bitreverse, which Oclgrind 21.10
+ * cannot run ("Undefined external function"); a loop it will not unroll stays plain
+ * arithmetic. (qcom_ext passes the first macro for Oclgrind, pyopencl the second.) */
 uint qcom_bitreverse(uint v)
 {
     uint r = 0;

@@ -17,6 +17,7 @@
 
 /* One part per extension, in kernels/compat/ (quoted includes resolve next to this file). */
 #include "compat/cl_qcom_bitreverse.h"
+#include "compat/cl_qcom_subgroup_shuffle.h"
 #include "compat/cl_qcom_vector_image_ops.h"
 
 #endif /* QCOM_EXT_H */

@@ -37,6 +37,9 @@
  *   kernel source serves every path.
  */
 #if defined(QCOM_EXT_NATIVE_cl_qcom_subgroup_shuffle)
+#if defined(cl_khr_subgroups) /* get_sub_group_local_id() etc. in OpenCL C 1.2 builds */
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
 #pragma OPENCL EXTENSION cl_qcom_subgroup_shuffle : enable
 #define QCOM_EXT_SG_NO_SCRATCH
 #else

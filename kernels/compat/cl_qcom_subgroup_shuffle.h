@@ -132,10 +132,7 @@ uint qcom_ext_sg_source(int op, uint lane, uint size, uint offset,
 
 #if defined(QCOM_EXT_KHR_cl_qcom_subgroup_shuffle)
 /* ---- khr: cl_khr_subgroup_shuffle on the device's sub-groups ---- */
-#if defined(cl_khr_subgroups)
-#pragma OPENCL EXTENSION cl_khr_subgroups : enable
-#endif
-#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable
+/* (Builtin-function extensions need no pragma; clang warns about one.) */
 #define QCOM_EXT_SG_NO_SCRATCH
 #define QCOM_EXT_SG_KHR_CORE(T, unused)                                                   \
     T __attribute__((overloadable)) qcom_ext_sg_shuffle(                                 \

@@ -312,6 +312,7 @@ def test_reads_match_model_unnormalized(device_caps, image_context):
 def test_reads_match_model_normalized(device_caps, image_context):
     """Normalized samplers; the build defines QCOM_EXT_VECTOR_IMAGE_NORMALIZED_COORDS,
     which the fallback needs and the native builtins ignore."""
+
     @_SETTINGS
     @given(cases(normalized=True, formats=readable_formats(image_context)))
     def inner(case):

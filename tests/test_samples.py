@@ -245,3 +245,39 @@ def test_bf16_dot_sample(device_caps, kernel_context, shape):
     if path != "native":
         assert "bit for bit equal to the replay" in result.stdout
     assert result.stdout.rstrip().endswith("OK")
+
+
+def test_vector_image_gather_sample(device_caps, kernel_context, tmp_path):
+    png = tmp_path / "half.png"
+    args = ("--device", device_spec(device_caps), "--size", "66x38", "--png", str(png))
+    result = run_sample("vector_image_gather.py", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status = device_caps.status("cl_qcom_vector_image_ops")
+    assert f"cl_qcom_vector_image_ops -> {status.path}" in result.stdout
+    if not status.usable:
+        assert "no 2x2 gathers" in result.stdout
+        return
+    assert "66x38 -> 33x19 RGBA float" in result.stdout
+    assert result.stdout.rstrip().endswith("OK")
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(png) as image:
+        assert image.size == (33, 19) and image.mode == "RGBA"
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["probed", "emulated"])
+def test_subgroup_prefix_sum_sample(device_caps, kernel_context, forced):
+    if forced and device_caps.path("cl_qcom_subgroup_shuffle") == "fallback":
+        pytest.skip(f"{device_caps.label} already takes the emulated path ('probed')")
+    env = {"QCOM_EXT_DISABLE": "cl_qcom_subgroup_shuffle"} if forced else {}
+    args = ("--device", device_spec(device_caps), "--n", "70001",
+            "--emulated-sub-group-size", "16")  # fmt: skip
+    result = run_sample("subgroup_prefix_sum.py", *args, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = "fallback" if forced else device_caps.path("cl_qcom_subgroup_shuffle")
+    assert f"cl_qcom_subgroup_shuffle -> {path}" in result.stdout
+    if path == "fallback":
+        assert "sub-groups of 16" in result.stdout
+    assert result.stdout.rstrip().endswith("OK")

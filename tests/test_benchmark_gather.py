@@ -1,0 +1,77 @@
+"""benchmarks/cases_gather.py: its cases compute what they claim (no timing checks)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cases_module():
+    if not (ROOT / "benchmarks" / "cases_gather.py").is_file():
+        pytest.skip("not running from a source checkout")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("benchmarks.cases_gather")
+
+
+@pytest.fixture
+def small(cases_module, monkeypatch, device_caps, kernel_context):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    monkeypatch.setenv(cases_module.SIZE_ENV, "66x34")
+    monkeypatch.setattr(cases_module, "REPEATS", 2)
+    return cases_module
+
+
+def reference(data: np.ndarray) -> np.ndarray:
+    upper, lower = data[0::2], data[1::2]
+    return ((lower[:, 0::2] + lower[:, 1::2]) + (upper[:, 1::2] + upper[:, 0::2])) * 0.25
+
+
+def test_cases_are_declared_for_the_runner(cases_module):
+    names = [c.name for c in cases_module.CASES]
+    assert names[:3] == ["image_copy", "gather_downscale", "read_downscale"]
+    assert set(names) <= {*names[:3], "torch_avg_pool2d"}
+    assert [c.name for c in cases_module.CASES if c.baseline] == ["image_copy"]
+    assert {c.group for c in cases_module.CASES} == {"gather"}
+
+
+def test_copy_and_downscales_compute_their_results(small, device_caps):
+    cases = [("image_copy", small.setup_copy, small.run_copy),
+             ("gather_downscale", small.setup_gather, small.run_downscale),
+             ("read_downscale", small.setup_read, small.run_downscale)]  # fmt: skip
+    for name, setup, run in cases:
+        state = setup(device_caps)
+        run(state)
+        expected = state["data"] if name == "image_copy" else reference(state["data"])
+        np.testing.assert_array_equal(small.result_of(state), expected, err_msg=name)
+
+
+def test_bytes_and_size(cases_module, monkeypatch):
+    assert cases_module.bytes_moved("image_copy", 4, 2) == 2 * 8 * 16
+    assert cases_module.bytes_moved("gather_downscale", 4, 2) == (8 + 2) * 16
+    monkeypatch.setenv(cases_module.SIZE_ENV, "1x9")
+    with pytest.raises(ValueError, match="at least 2x2"):
+        cases_module.image_size()
+    monkeypatch.setenv(cases_module.SIZE_ENV, "big")
+    with pytest.raises(ValueError, match="expected WIDTHxHEIGHT"):
+        cases_module.image_size()
+
+
+def test_script_reports_bandwidth_and_target(small, device_caps, capsys, monkeypatch):
+    from test_samples import device_spec
+
+    spec = device_spec(device_caps)
+    monkeypatch.setenv("PYOPENCL_CTX", spec)  # main() sets it; restored after the test
+    assert small.main(["--device", spec, "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "66x34 RGBA float -> 33x17" in out
+    assert "gather_downscale" in out and "GB/s" in out
+    assert "target: gather_downscale >= 60% of the image-copy bandwidth" in out

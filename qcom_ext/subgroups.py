@@ -111,11 +111,16 @@ def _local_size(local_size: int | Sequence[int]) -> tuple[int, ...]:
 def kernel_sub_group_size(kernel: Any, device: Any, local_size: int | Sequence[int]) -> int:
     """The sub-group size ``kernel`` runs with on ``device`` for work-groups of
     ``local_size`` (``CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE``); 1 on a device
-    without sub-groups.
+    without sub-groups. For a kernel built by :func:`~qcom_ext.build_program` whose
+    ``qcom_sub_group_shuffle_*`` are emulated, the emulated size the kernel sees
+    (``-DQCOM_EXT_EMULATED_SUB_GROUP_SIZE``, default 1).
 
     ``kernel`` and ``device`` are pyopencl objects or raw handles.
     """
     sizes = _local_size(local_size)
+    emulated = _emulated_size(kernel)
+    if emulated is not None:
+        return emulated
     found = _entry_point(device)
     if found is None:
         return 1
@@ -134,3 +139,29 @@ def kernel_sub_group_size(kernel: Any, device: Any, local_size: int | Sequence[i
     )
     check(status, routine)
     return int(result[0])
+
+
+_EMULATED = re.compile(r"-DQCOM_EXT_EMULATED_SUB_GROUP_SIZE=(\d+)")
+
+
+def _emulated_size(kernel: Any) -> int | None:
+    """The emulated sub-group size of a build_program kernel whose shuffles are emulated
+    (no native or Khronos flag for cl_qcom_subgroup_shuffle among its build options)."""
+    import pyopencl as cl
+
+    from ._resources import kernels_dir
+
+    if not isinstance(kernel, cl.Kernel):
+        return None
+    program = kernel.program
+    device = program.devices[0]
+    try:
+        options = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
+    except cl.Error:
+        return None
+    if str(kernels_dir()) not in options:
+        return None  # not built by build_program: the driver's answer stands
+    if re.search(r"-DQCOM_EXT_(NATIVE|KHR)_cl_qcom_subgroup_shuffle\b", options):
+        return None
+    match = _EMULATED.search(options)
+    return int(match.group(1)) if match else 1

@@ -246,3 +246,27 @@ def test_no_sub_groups_on_an_opencl_3_0_device_without_them(fresh_probe):
     with fake_driver(info, platform_info(), []):
         assert not has_sub_groups(DEVICE)
         assert kernel_sub_group_size(KERNEL, DEVICE, (64,)) == 1
+
+
+EMULATED_PROBE = """
+__kernel void sizes(__global uint *out) {
+    QCOM_SUB_GROUP_SHUFFLE_SCRATCH;
+    out[get_global_id(0)] = get_sub_group_size();
+}
+"""
+
+
+@pytest.mark.parametrize("size", [None, 4])
+def test_kernel_sub_group_size_reports_the_emulated_size(
+    device_caps, kernel_context, monkeypatch, size
+):
+    monkeypatch.setenv("QCOM_EXT_DISABLE", "cl_qcom_subgroup_shuffle")
+    defines = {"QCOM_EXT_EMULATED_SUB_GROUP_SIZE": size} if size else None
+    built = qcom_ext.build_program(kernel_context, EMULATED_PROBE, defines=defines)
+    reported = qcom_ext.kernel_sub_group_size(built.sizes, device_caps.device(), (16,))
+    queue = cl.CommandQueue(kernel_context)
+    out = cl.Buffer(kernel_context, cl.mem_flags.WRITE_ONLY, 4 * 32)
+    built.sizes(queue, (32,), (16,), out)
+    seen = np.zeros(32, np.uint32)
+    cl.enqueue_copy(queue, seen, out)
+    assert reported == (size or 1) == int(seen.max())

@@ -5,7 +5,7 @@
 
 Cases (group ``bicubic``; each call enqueues once and finishes the queue):
 
-* ``image_copy`` (baseline): ``clEnqueueCopyImage`` of the source image (W x H RGBA
+* ``bicubic_image_copy`` (baseline): ``clEnqueueCopyImage`` of the source image (W x H RGBA
   float) to another image: reads and writes 2 x W x H x 16 bytes;
 * ``bicubic_2x``: ``kernels/bicubic.cl`` (``qcom_read_imagef_bicubic`` with a sampler from
   ``qcom_ext.create_sampler``) writing the 2W x 2H result: reads W x H x 16 bytes once
@@ -182,23 +182,32 @@ def _note(kind: str) -> str:
     return f"{width}x{height} RGBA float, {mb:.0f} MB moved"
 
 
+def _work(kind: str) -> dict[str, float]:
+    """Bytes moved and output pixels of one call (the runner turns them into rates)."""
+    width, height = size()
+    pixels = width * height * (1 if kind == "copy" else 4)
+    return {"bytes": bytes_moved(width, height)[kind], "pixels": pixels}
+
+
 _SPECS = [
-    {"name": "image_copy", "group": "bicubic", "setup": setup_images, "run": run_once,
-     "baseline": True, "note": "clEnqueueCopyImage of the source; " + _note("copy")},
+    {"name": "bicubic_image_copy", "group": "bicubic", "setup": setup_images, "run": run_once,
+     "baseline": True, "note": "clEnqueueCopyImage of the source; " + _note("copy"),
+     "work": lambda state: _work("copy")},
     {"name": "bicubic_2x", "group": "bicubic", "setup": setup_bicubic, "run": run_once,
      "baseline": False,
      "note": "kernels/bicubic.cl upscale2x; fraction of copy bandwidth = 2.5 / ratio; "
-             + _note("bicubic")},
+             + _note("bicubic"), "work": lambda state: _work("bicubic")},
     {"name": "bicubic_2x_blocks", "group": "bicubic", "setup": setup_blocks, "run": run_once,
      "baseline": False,
      "note": "kernels/bicubic.cl upscale2x_blocks (2x2 outputs from 5x5 texels per "
-             "work-item); " + _note("bicubic")},
+             "work-item); " + _note("bicubic"), "work": lambda state: _work("bicubic")},
 ]  # fmt: skip
 if torch_cuda_available():
     _SPECS.append({"name": "torch_bicubic_2x", "group": "bicubic", "setup": setup_torch,
                    "run": run_torch, "baseline": False,
                    "note": "torch.nn.functional.interpolate(mode='bicubic') on CUDA, "
-                           "another API on the same GPU; " + _note("bicubic")})  # fmt: skip
+                           "another API on the same GPU; " + _note("bicubic"),
+                   "work": lambda state: _work("bicubic")})  # fmt: skip
 
 CASES: list[Any] = [Case(**spec) if Case else spec for spec in _SPECS]
 

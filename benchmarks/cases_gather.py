@@ -6,7 +6,7 @@
 Cases (group ``gather``; every ``run`` enqueues ``REPEATS`` operations back to back,
 then waits for them, so launch latency overlaps the device work):
 
-* ``image_copy`` (baseline): ``clEnqueueCopyImage`` of the W x H RGBA float image into
+* ``gather_image_copy`` (baseline): ``clEnqueueCopyImage`` of the W x H RGBA float image into
   a second one; moves 2 x 16 B per pixel.
 * ``gather_downscale``: ``downscale2x_gather`` of ``kernels/downscale.cl``: four
   ``qcom_read_imagef_2x2`` per output pixel (one per component); moves 16 B per input
@@ -64,7 +64,7 @@ def image_size() -> tuple[int, int]:
 def bytes_moved(name: str, width: int, height: int) -> int:
     """Bytes one operation of case ``name`` reads and writes."""
     pixels = width * height
-    if name == "image_copy":
+    if name == "gather_image_copy":
         return 2 * pixels * PIXEL_BYTES
     return (pixels + (width // 2) * (height // 2)) * PIXEL_BYTES
 
@@ -170,7 +170,7 @@ def run_torch(state: dict[str, Any]) -> None:
 
 
 _SPECS = [
-    {"name": "image_copy", "group": "gather", "setup": setup_copy, "run": run_copy,
+    {"name": "gather_image_copy", "group": "gather", "setup": setup_copy, "run": run_copy,
      "baseline": True, "note": f"{REPEATS} x clEnqueueCopyImage, RGBA float: 32 B/pixel"},
     {"name": "gather_downscale", "group": "gather", "setup": setup_gather,
      "run": run_downscale, "baseline": False,
@@ -187,6 +187,11 @@ if torch_cuda_available():
                                     "channels-last float32 on CUDA: 20 B per input pixel"}
     )  # fmt: skip
 
+for _spec in _SPECS:  # bytes moved per call, for the runner's GB/s
+    _spec["work"] = lambda state, name=_spec["name"]: {
+        "bytes": bytes_moved(name, *image_size()) * REPEATS
+    }
+
 CASES = [Case(**spec) for spec in _SPECS]
 
 
@@ -197,7 +202,7 @@ def bandwidth_report(report: Any) -> list[dict[str, Any]]:
     for r in report.results:
         gbps = bytes_moved(r.name, width, height) * REPEATS / r.median_s / 1e9
         rows.append({"name": r.name, "median_s": r.median_s / REPEATS, "gb_per_s": gbps})
-    copy = next(row["gb_per_s"] for row in rows if row["name"] == "image_copy")
+    copy = next(row["gb_per_s"] for row in rows if row["name"] == "gather_image_copy")
     for row in rows:
         row["fraction_of_copy"] = row["gb_per_s"] / copy
     return rows

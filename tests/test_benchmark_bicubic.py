@@ -27,12 +27,12 @@ def cases_module():
 
 def test_cases_are_declared_for_the_runner(cases_module):
     names = [s["name"] for s in cases_module._SPECS]
-    expected = ["image_copy", "bicubic_2x", "bicubic_2x_blocks"]
+    expected = ["bicubic_image_copy", "bicubic_2x", "bicubic_2x_blocks"]
     if cases_module.torch_cuda_available():
         expected.append("torch_bicubic_2x")
     assert names == expected
     assert {s["group"] for s in cases_module._SPECS} == {"bicubic"}
-    assert [s["name"] for s in cases_module._SPECS if s["baseline"]] == ["image_copy"]
+    assert [s["name"] for s in cases_module._SPECS if s["baseline"]] == ["bicubic_image_copy"]
 
 
 def test_issue_sizes(cases_module, monkeypatch):

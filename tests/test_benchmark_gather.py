@@ -37,25 +37,25 @@ def reference(data: np.ndarray) -> np.ndarray:
 
 def test_cases_are_declared_for_the_runner(cases_module):
     names = [c.name for c in cases_module.CASES]
-    assert names[:3] == ["image_copy", "gather_downscale", "read_downscale"]
+    assert names[:3] == ["gather_image_copy", "gather_downscale", "read_downscale"]
     assert set(names) <= {*names[:3], "torch_avg_pool2d"}
-    assert [c.name for c in cases_module.CASES if c.baseline] == ["image_copy"]
+    assert [c.name for c in cases_module.CASES if c.baseline] == ["gather_image_copy"]
     assert {c.group for c in cases_module.CASES} == {"gather"}
 
 
 def test_copy_and_downscales_compute_their_results(small, device_caps):
-    cases = [("image_copy", small.setup_copy, small.run_copy),
+    cases = [("gather_image_copy", small.setup_copy, small.run_copy),
              ("gather_downscale", small.setup_gather, small.run_downscale),
              ("read_downscale", small.setup_read, small.run_downscale)]  # fmt: skip
     for name, setup, run in cases:
         state = setup(device_caps)
         run(state)
-        expected = state["data"] if name == "image_copy" else reference(state["data"])
+        expected = state["data"] if name == "gather_image_copy" else reference(state["data"])
         np.testing.assert_array_equal(small.result_of(state), expected, err_msg=name)
 
 
 def test_bytes_and_size(cases_module, monkeypatch):
-    assert cases_module.bytes_moved("image_copy", 4, 2) == 2 * 8 * 16
+    assert cases_module.bytes_moved("gather_image_copy", 4, 2) == 2 * 8 * 16
     assert cases_module.bytes_moved("gather_downscale", 4, 2) == (8 + 2) * 16
     monkeypatch.setenv(cases_module.SIZE_ENV, "1x9")
     with pytest.raises(ValueError, match="at least 2x2"):

@@ -1,18 +1,41 @@
 """Image formats and image shapes, without a device: names, element sizes, numpy dtypes.
 
-Formats follow the core table of legal channel order / data type pairs (OpenCL 3.0
-§5.3.1.1); element sizes are what clGetImageInfo(CL_IMAGE_ELEMENT_SIZE) reports.
+One parser, :func:`parse_image_format`, takes ``"ORDER/TYPE"`` strings, ``(order, type)``
+pairs of CL tokens or names (``"RGBA"``, ``"CL_UNORM_INT8"``), ``pyopencl.ImageFormat``
+objects and :class:`ImageFormat` itself.
 
->>> fmt = image_format(("RGBA", "UNORM_INT8"))
+Standard formats follow the core table of legal channel order / data type pairs (OpenCL
+3.0 §5.3.1.1); element sizes are what clGetImageInfo(CL_IMAGE_ELEMENT_SIZE) reports.
+
+>>> fmt = parse_image_format("RGBA/UNORM_INT8")
 >>> fmt.name, fmt.element_size, fmt.dtype, fmt.pixel_shape
 ('CL_RGBA/CL_UNORM_INT8', 4, dtype('uint8'), (4,))
->>> image_format((C.CL_RGB, C.CL_UNORM_SHORT_565)).element_size
+>>> parse_image_format((C.CL_RGB, C.CL_UNORM_SHORT_565)).element_size
 2
->>> image_format(("RGB", "FLOAT"))
+>>> parse_image_format(("RGB", "FLOAT"))
 Traceback (most recent call last):
 ...
 qcom_ext.errors.ConfigError: image format CL_RGB/CL_FLOAT is not a legal pair: CL_RGB takes \
 CL_UNORM_SHORT_565, CL_UNORM_SHORT_555, CL_UNORM_INT_101010
+
+Qualcomm formats (qcom-extensions.md §12 and §13: channel orders 0x4130-0x4158, channel
+data types 0x4159-0x415F, named by ``cdefs/cl_qcom_other_image.h``,
+``cl_qcom_compressed_image.h`` and ``cl_qcom_compressed_yuv_image_read.h``) have rules
+of their own: the token must be one the cdefs name; a Qualcomm order takes any channel
+data type, because which pairs exist is the driver's answer
+(``supported_image_formats(other=True / compressed=True)``, which the image makers check);
+a Qualcomm data type goes with Qualcomm orders only (standard orders keep the core
+table). Their memory layout is the driver's, so they have no element size here
+(``clQueryImageInfoQCOM`` answers it).
+
+>>> nv12 = parse_image_format((0x4133, "CL_UNORM_INT8"))
+>>> str(nv12), nv12.vendor, nv12.dtype
+('CL_QCOM_NV12/CL_UNORM_INT8', True, dtype('uint8'))
+>>> nv12.element_size
+Traceback (most recent call last):
+...
+qcom_ext.errors.ConfigError: format CL_QCOM_NV12/CL_UNORM_INT8 has no element size here: \
+Qualcomm formats take the driver's layout (clQueryImageInfoQCOM answers CL_IMAGE_ELEMENT_SIZE)
 
 Shapes use pyopencl's order, width first: ``(width,)``, ``(width, array_size)``,
 ``(width, height)``, ``(width, height, array_size)``, ``(width, height, depth)``.
@@ -23,23 +46,25 @@ Shapes use pyopencl's order, width first: ``(width,)``, ``(width, array_size)``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from functools import cache
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._lib import C, ffi
+from ._lib import C, constant_names, ffi, handle_int
 from .errors import ConfigError
 
 __all__ = [
     "IMAGE_TYPES",
     "ImageExtent",
     "ImageFormat",
+    "check_image_format",
+    "image_desc",
     "image_extent",
-    "image_format",
+    "image_format_tokens",
     "image_type",
     "image_type_name",
+    "parse_image_format",
 ]
 
 _ORDERS = ("R", "A", "RG", "RA", "RGB", "RGBA", "BGRA", "ARGB", "INTENSITY", "LUMINANCE",
@@ -94,75 +119,129 @@ _REFUSED = {
 # RGBA is the only order CL_UNORM_INT_101010_2 takes
 _LEGAL_EXTRA = {("RGBA", "UNORM_INT_101010_2")}
 
-
-def _token(kind: str, name: str) -> int:
-    return int(getattr(C, f"CL_{name}"))
-
-
-_ORDER_BY_VALUE = {_token("order", n): n for n in _ORDERS}
-_TYPE_BY_VALUE = {_token("type", n): n for n in _TYPES}
-
-
-def _lookup(value: Any, by_value: dict[int, str], what: str) -> str:
-    if isinstance(value, str):
-        wanted = value.upper().removeprefix("CL_")
-        for name in by_value.values():
-            if name.upper() == wanted:
-                return name
-        raise ConfigError(
-            f"unknown image {what} {value!r}; expected one of {', '.join(by_value.values())}"
-        )
-    if isinstance(value, int) and not isinstance(value, bool) and int(value) in by_value:
-        return by_value[int(value)]
-    raise ConfigError(
-        f"unknown image {what} {value!r}; expected a CL_* token or one of "
-        f"{', '.join(by_value.values())}"
-    )
+# The Qualcomm value ranges (qcom-extensions.md §12, §13; reserved in cl.xml as 0x4130-0x415F).
+_QCOM_ORDERS = (0x4130, 0x4158)
+_QCOM_TYPES = (0x4159, 0x415F)
+_VENDOR_LAYOUT = (
+    "Qualcomm formats take the driver's layout (clQueryImageInfoQCOM answers "
+    "CL_IMAGE_ELEMENT_SIZE)"
+)
 
 
-@dataclass(frozen=True)
-class ImageFormat:
-    """A legal ``cl_image_format``: build with :func:`image_format`."""
+def _qcom_names(low: int, high: int) -> dict[int, str]:
+    """value -> name (without ``CL_``) of the ``CL_QCOM_*`` constants in ``[low, high]``."""
+    found: dict[int, str] = {}
+    for name in constant_names():
+        value = getattr(C, name)
+        if name.startswith("CL_QCOM_") and isinstance(value, int) and low <= value <= high:
+            found.setdefault(value, name.removeprefix("CL_"))
+    return found
+
+
+_ORDER_BY_VALUE = {int(getattr(C, f"CL_{n}")): n for n in _ORDERS} | _qcom_names(*_QCOM_ORDERS)
+_TYPE_BY_VALUE = {int(getattr(C, f"CL_{n}")): n for n in _TYPES} | _qcom_names(*_QCOM_TYPES)
+# upper-cased name -> name, for case-insensitive lookups (no two names differ by case only)
+_ORDER_KEYS = {name.upper(): name for name in _ORDER_BY_VALUE.values()}
+_TYPE_KEYS = {name.upper(): name for name in _TYPE_BY_VALUE.values()}
+assert len(_ORDER_KEYS) == len(_ORDER_BY_VALUE) and len(_TYPE_KEYS) == len(_TYPE_BY_VALUE)
+
+
+def _is_qcom(value: int, span: tuple[int, int]) -> bool:
+    return span[0] <= value <= span[1]
+
+
+def _token_name(value: int, by_value: dict[int, str]) -> str:
+    name = by_value.get(value)
+    return f"CL_{name}" if name is not None else f"{value:#06x}"
+
+
+def _legal_pair_error(order: str, data_type: str) -> str | None:
+    """Why the standard order ``order`` (a name without ``CL_``) does not take
+    ``data_type`` (any known type name), or None when it does."""
+    shown = f"CL_{order}/CL_{data_type}"
+    if order in _REFUSED:
+        return f"image format {shown} is not supported: {_REFUSED[order]}"
+    takes = _LEGAL[order][1]
+    if data_type in takes or (order, data_type) in _LEGAL_EXTRA:
+        return None
+    extra = [t for o, t in sorted(_LEGAL_EXTRA) if o == order]
+    names = ", ".join(f"CL_{t}" for t in (*takes, *extra))
+    return f"image format {shown} is not a legal pair: CL_{order} takes {names}"
+
+
+@cache
+def _layout(order: int, data_type: int) -> tuple[int, int]:
+    """(channels stored per element, element size) of a standard format, or ConfigError."""
+    shown = f"{_token_name(order, _ORDER_BY_VALUE)}/{_token_name(data_type, _TYPE_BY_VALUE)}"
+    if _is_qcom(order, _QCOM_ORDERS):
+        raise ConfigError(f"format {shown} has no element size here: {_VENDOR_LAYOUT}")
+    order_name, type_name = _ORDER_BY_VALUE.get(order), _TYPE_BY_VALUE.get(data_type)
+    if order_name is None or type_name is None:
+        raise ConfigError(f"format {shown} has no element size here: qcom_ext does not know "
+                          "that channel order or data type")  # fmt: skip
+    error = _legal_pair_error(order_name, type_name)
+    if error is not None:
+        raise ConfigError(f"{error}; it has no element size here")
+    if type_name in _PACKED:
+        return 1, _PACKED[type_name][0]
+    channels = _LEGAL[order_name][0]
+    return channels, channels * _TYPES[type_name][0]  # type: ignore[index]
+
+
+class ImageFormat(NamedTuple):
+    """A ``cl_image_format``: build it with :func:`parse_image_format`.
+
+    It compares equal to the pair of tokens, ``(channel_order, channel_data_type)``;
+    ``element_size``, ``channels`` and ``pixel_shape`` exist for legal standard
+    formats, ``dtype`` for standard channel data types (ConfigError otherwise).
+    """
 
     channel_order: int
     channel_data_type: int
 
     @property
     def order_name(self) -> str:
-        return f"CL_{_ORDER_BY_VALUE[self.channel_order]}"
+        """``"CL_RGBA"``, ``"CL_QCOM_NV12"``; ``"0x...."`` for a value no cdef names."""
+        return _token_name(self.channel_order, _ORDER_BY_VALUE)
 
     @property
     def type_name(self) -> str:
-        return f"CL_{_TYPE_BY_VALUE[self.channel_data_type]}"
+        """``"CL_UNORM_INT8"``; ``"0x...."`` for a value no cdef names."""
+        return _token_name(self.channel_data_type, _TYPE_BY_VALUE)
 
     @property
     def name(self) -> str:
         return f"{self.order_name}/{self.type_name}"
 
     @property
+    def vendor(self) -> bool:
+        """Whether the channel order is a Qualcomm one (planar, compressed: §12, §13)."""
+        return _is_qcom(self.channel_order, _QCOM_ORDERS)
+
+    @property
     def packed(self) -> bool:
         """Whether one element is a packed word (565, 555, 101010, 24-bit depth)."""
-        return _TYPE_BY_VALUE[self.channel_data_type] in _PACKED
+        return _TYPE_BY_VALUE.get(self.channel_data_type) in _PACKED
 
     @property
     def channels(self) -> int:
         """Channels stored per element (1 for packed types: one word holds them all)."""
-        return _LEGAL[_ORDER_BY_VALUE[self.channel_order]][0] if not self.packed else 1
+        return _layout(self.channel_order, self.channel_data_type)[0]
 
-    @cached_property
+    @property
     def element_size(self) -> int:
         """Bytes per pixel (``CL_IMAGE_ELEMENT_SIZE``)."""
-        type_name = _TYPE_BY_VALUE[self.channel_data_type]
-        if type_name in _PACKED:
-            return _PACKED[type_name][0]
-        return self.channels * _TYPES[type_name][0]  # type: ignore[index]
+        return _layout(self.channel_order, self.channel_data_type)[1]
 
     @property
     def dtype(self) -> np.dtype:
         """The numpy dtype of one channel (of the whole word for packed types)."""
-        type_name = _TYPE_BY_VALUE[self.channel_data_type]
-        spec = _PACKED.get(type_name) or _TYPES[type_name]
-        return np.dtype(spec[1])  # type: ignore[index]
+        type_name = _TYPE_BY_VALUE.get(self.channel_data_type)
+        spec = _PACKED.get(type_name) or _TYPES.get(type_name)  # type: ignore[arg-type]
+        if spec is None:
+            raise ConfigError(f"channel data type {self.type_name} has no numpy equivalent "
+                              f"(format {self.name})")  # fmt: skip
+        return np.dtype(spec[1])
 
     @property
     def pixel_shape(self) -> tuple[int, ...]:
@@ -170,6 +249,7 @@ class ImageFormat:
         return () if self.channels == 1 else (self.channels,)
 
     def to_pyopencl(self) -> Any:
+        """The same format as a ``pyopencl.ImageFormat``."""
         import pyopencl
 
         return pyopencl.ImageFormat(self.channel_order, self.channel_data_type)
@@ -181,42 +261,92 @@ class ImageFormat:
     def __str__(self) -> str:
         return self.name
 
+    def __repr__(self) -> str:
+        return f"ImageFormat({self.order_name}, {self.type_name})"
 
-def image_format(value: Any) -> ImageFormat:
-    """An :class:`ImageFormat` from an ImageFormat, a ``pyopencl.ImageFormat`` or a pair
-    ``(order, data_type)`` of CL tokens or names (``"RGBA"``, ``"CL_UNORM_INT8"``)."""
+
+def _lookup(value: Any, by_value: dict[int, str], keys: dict[str, str], what: str,
+            qcom: tuple[int, int]) -> str:  # fmt: skip
+    """The name (without ``CL_``) of a channel order or data type given as token or name."""
+    if isinstance(value, str):
+        name = keys.get(value.strip().upper().removeprefix("CL_"))
+        if name is not None:
+            return name
+        shown = repr(value)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if int(value) in by_value:
+            return by_value[int(value)]
+        shown = f"{int(value):#06x}"
+    else:
+        shown = repr(value)
+    standard = ", ".join(n for n in by_value.values() if not n.startswith("QCOM_"))
+    raise ConfigError(
+        f"unknown image {what} {shown}; expected a CL_* token or one of {standard}, or a "
+        f"CL_QCOM_* {what} of the cdefs ({qcom[0]:#06x}-{qcom[1]:#06x})"
+    )
+
+
+def _pair(value: Any) -> tuple[Any, Any]:
+    if hasattr(value, "channel_order") and hasattr(value, "channel_data_type"):
+        return value.channel_order, value.channel_data_type
+    parts = value.split("/") if isinstance(value, str) else value
+    if isinstance(parts, (tuple, list)) and len(parts) == 2:
+        return parts[0], parts[1]
+    raise ConfigError(
+        f"expected an image format: 'ORDER/TYPE' (e.g. 'RGBA/UNORM_INT8'), a pair "
+        f"(channel_order, channel_data_type) of tokens or names, or a pyopencl.ImageFormat; "
+        f"got {value!r}"
+    )
+
+
+def image_format_tokens(value: Any) -> ImageFormat:
+    """The tokens of an image format given as :func:`parse_image_format` takes it, without
+    checking the pair (for formats that are only the starting point of another one, such
+    as the uncompressed spelling of a Qualcomm compressed format)."""
     if isinstance(value, ImageFormat):
         return value
-    if hasattr(value, "channel_order") and hasattr(value, "channel_data_type"):
-        order, data_type = value.channel_order, value.channel_data_type
-        known = _PARSED.get((order, data_type))
+    order, data_type = _pair(value)
+    order_name = _lookup(order, _ORDER_BY_VALUE, _ORDER_KEYS, "channel order", _QCOM_ORDERS)
+    type_name = _lookup(data_type, _TYPE_BY_VALUE, _TYPE_KEYS, "channel data type",
+                        _QCOM_TYPES)  # fmt: skip
+    return ImageFormat(int(getattr(C, f"CL_{order_name}")), int(getattr(C, f"CL_{type_name}")))
+
+
+def check_image_format(fmt: ImageFormat) -> ImageFormat:
+    """``fmt`` if its pair is legal (module docstring), else ConfigError."""
+    if fmt in _PARSED or fmt.vendor:  # Qualcomm orders: the driver's list decides
+        return fmt
+    order = _ORDER_BY_VALUE.get(fmt.channel_order)
+    data_type = _TYPE_BY_VALUE.get(fmt.channel_data_type)
+    if order is None or data_type is None:
+        raise ConfigError(f"image format {fmt}: qcom_ext does not know that channel order or "
+                          "data type")  # fmt: skip
+    error = _legal_pair_error(order, data_type)
+    if error is not None:
+        raise ConfigError(error)
+    _PARSED[fmt] = fmt
+    return fmt
+
+
+def parse_image_format(value: Any) -> ImageFormat:
+    """An :class:`ImageFormat` from ``"ORDER/TYPE"``, an ``(order, type)`` pair of tokens
+    or names, a ``pyopencl.ImageFormat`` or an :class:`ImageFormat`; standard pairs are
+    checked against the core table, Qualcomm ones as the module docstring says.
+
+    >>> parse_image_format("CL_R/CL_UNORM_INT8") == parse_image_format(("R", "UNORM_INT8"))
+    True
+    >>> parse_image_format("QCOM_P010/QCOM_UNORM_INT10")
+    ImageFormat(CL_QCOM_P010, CL_QCOM_UNORM_INT10)
+    """
+    order = getattr(value, "channel_order", None)
+    if type(order) is int:  # pyopencl formats and ImageFormat: legal ones seen before
+        known = _PARSED.get((order, value.channel_data_type))
         if known is not None:
             return known
-    elif isinstance(value, (tuple, list)) and len(value) == 2:
-        order, data_type = value
-    else:
-        raise ConfigError(
-            f"expected an image format: a pyopencl.ImageFormat or a pair "
-            f"(channel_order, channel_data_type), got {value!r}"
-        )
-    order_name = _lookup(order, _ORDER_BY_VALUE, "channel order")
-    type_name = _lookup(data_type, _TYPE_BY_VALUE, "channel data type")
-    shown = f"CL_{order_name}/CL_{type_name}"
-    if order_name in _REFUSED:
-        raise ConfigError(f"image format {shown} is not supported: {_REFUSED[order_name]}")
-    takes = _LEGAL[order_name][1]
-    if type_name not in takes and (order_name, type_name) not in _LEGAL_EXTRA:
-        extra = [t for o, t in sorted(_LEGAL_EXTRA) if o == order_name]
-        names = ", ".join(f"CL_{t}" for t in (*takes, *extra))
-        raise ConfigError(
-            f"image format {shown} is not a legal pair: CL_{order_name} takes {names}"
-        )
-    result = ImageFormat(_token("order", order_name), _token("type", type_name))
-    _PARSED[(result.channel_order, result.channel_data_type)] = result
-    return result
+    return check_image_format(image_format_tokens(value))
 
 
-_PARSED: dict[tuple[int, int], ImageFormat] = {}  # legal token pairs seen before
+_PARSED: dict[tuple[int, int], ImageFormat] = {}  # legal standard pairs seen before
 
 
 # image type name -> (CL token name, shape dimension names)
@@ -232,14 +362,22 @@ _TYPE_NAMES = {int(getattr(C, token)): name for name, (token, _) in IMAGE_TYPES.
 
 
 def image_type_name(value: Any) -> str:
-    """``"2d"`` ... for a name (any case) or a ``CL_MEM_OBJECT_IMAGE*`` token."""
-    if isinstance(value, str) and value.lower() in IMAGE_TYPES:
-        return value.lower()
-    if isinstance(value, int) and not isinstance(value, bool) and value in _TYPE_NAMES:
+    """``"2d"`` ... for a name (any case; ``"image2d"``, ``"2d-array"`` and the token
+    names too) or a ``CL_MEM_OBJECT_IMAGE*`` token.
+
+    >>> image_type_name("image2d_array"), image_type_name("CL_MEM_OBJECT_IMAGE3D")
+    ('2d_array', '3d')
+    """
+    if isinstance(value, str):
+        key = value.strip().lower().replace("-", "_").removeprefix("cl_mem_object_")
+        key = key.removeprefix("image")
+        if key in IMAGE_TYPES:
+            return key
+    elif isinstance(value, int) and not isinstance(value, bool) and value in _TYPE_NAMES:
         return _TYPE_NAMES[value]
     raise ConfigError(
         f"unknown image type {value!r}; expected one of {', '.join(IMAGE_TYPES)} "
-        "or a CL_MEM_OBJECT_IMAGE* token"
+        "(also spelt image2d, ...) or a CL_MEM_OBJECT_IMAGE* token"
     )
 
 
@@ -284,3 +422,25 @@ def image_extent(kind: Any, shape: Any) -> ImageExtent:
             raise ConfigError(f"image {axis} must be a positive int, got {size!r} in {shape!r}")
         values[axis] = int(size)
     return ImageExtent(**values)
+
+
+def image_desc(kind: Any, extent: ImageExtent, *, row_pitch: int = 0,
+               mem_object: Any = None) -> Any:  # fmt: skip
+    """A fresh ``cl_image_desc *`` (unused sizes 0, as the core API expects);
+    ``mem_object``: the buffer of an image over a buffer, or the parent of a plane image
+    (one union in ``cl_image_desc``)."""
+    kind = image_type_name(kind)
+    axes = IMAGE_TYPES[kind][1]
+    desc = ffi.new("cl_image_desc *")
+    desc.image_type = image_type(kind)
+    desc.image_width = extent.width
+    desc.image_height = extent.height if "height" in axes else 0
+    desc.image_depth = extent.depth if "depth" in axes else 0
+    desc.image_array_size = extent.array_size if "array_size" in axes else 0
+    desc.image_row_pitch = row_pitch
+    desc.image_slice_pitch = 0
+    desc.num_mip_levels = 0
+    desc.num_samples = 0
+    if mem_object is not None:
+        desc.mem_object = ffi.cast("cl_mem", handle_int(mem_object))
+    return desc

@@ -12,6 +12,12 @@ qcom_ext.errors.ConfigError: flags=CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR: CL_M
 is not accepted here (no host pointer is passed)
 >>> flag_names(0x21)
 'CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR'
+
+Functions that make their own host pointers take :func:`access_flags`: a name or the
+access bits, READ_WRITE where none is given.
+
+>>> flag_names(access_flags("read_only") | C.CL_MEM_USE_HOST_PTR | C.CL_MEM_EXT_HOST_PTR_QCOM)
+'CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR | CL_MEM_EXT_HOST_PTR_QCOM'
 """
 
 from __future__ import annotations
@@ -33,10 +39,16 @@ _NAMES = (
     "CL_MEM_HOST_READ_ONLY",
     "CL_MEM_HOST_NO_ACCESS",
     "CL_MEM_KERNEL_READ_AND_WRITE",
+    "CL_MEM_EXT_HOST_PTR_QCOM",
+    "CL_MEM_OTHER_IMAGE_QCOM",
+    "CL_MEM_COMPRESSED_IMAGE_QCOM",
+    "CL_MEM_COMPRESSED_YUV_IMAGE_QCOM",
 )
 ACCESS = C.CL_MEM_READ_WRITE | C.CL_MEM_WRITE_ONLY | C.CL_MEM_READ_ONLY
 HOST_ACCESS = C.CL_MEM_HOST_WRITE_ONLY | C.CL_MEM_HOST_READ_ONLY | C.CL_MEM_HOST_NO_ACCESS
 HOST_POINTER = C.CL_MEM_USE_HOST_PTR | C.CL_MEM_ALLOC_HOST_PTR | C.CL_MEM_COPY_HOST_PTR
+ACCESS_NAMES = {"read_write": C.CL_MEM_READ_WRITE, "read_only": C.CL_MEM_READ_ONLY,
+                "write_only": C.CL_MEM_WRITE_ONLY}  # fmt: skip
 
 
 def flag_names(flags: int) -> str:
@@ -99,3 +111,25 @@ def check_compatible(child: int, parent: int, what: str, parent_what: str) -> No
             f"{what}={flag_names(child)} asks for {flag_names(child_host)} but "
             f"{parent_what} is {flag_names(parent_host)}; the host access must be compatible"
         )
+
+
+def access_flags(flags: Any, what: str = "flags") -> int:
+    """``"read_write" | "read_only" | "write_only"`` (or those ``cl_mem_flags``, with
+    optional ``CL_MEM_HOST_*`` bits) as flags, READ_WRITE when no device access is
+    given; host-pointer bits are refused because qcom_ext sets them itself.
+
+    >>> access_flags("read-only") == C.CL_MEM_READ_ONLY, access_flags(C.CL_MEM_HOST_NO_ACCESS)
+    (True, 513)
+    """
+    if isinstance(flags, str):
+        key = flags.strip().lower().replace("-", "_")
+        if key not in ACCESS_NAMES:
+            raise ConfigError(f"{what} {flags!r}: expected one of {', '.join(ACCESS_NAMES)}")
+        return ACCESS_NAMES[key]
+    if isinstance(flags, bool) or not isinstance(flags, Integral):
+        raise ConfigError(f"{what} must be a name ({', '.join(ACCESS_NAMES)}) or "
+                          f"cl_mem_flags, got {flags!r}")  # fmt: skip
+    reason = ("it is set by qcom_ext itself: external memory and host buffers use "
+              "CL_MEM_USE_HOST_PTR")  # fmt: skip
+    flags = check_flags(flags, what, reason=reason)
+    return flags if flags & ACCESS else flags | C.CL_MEM_READ_WRITE

@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from . import _memobj
-from ._format_names import ImageFormat, element_size, parse_format
+from ._image_formats import ImageFormat, image_extent, parse_image_format
 from ._lib import C, ffi, handle_int
+from ._mem_flags import access_flags
 from .caps import DeviceCaps
 from .errors import ConfigError, ExtensionUnavailable, QcomExtWarning
 
@@ -247,7 +248,7 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
     """
     import pyopencl
 
-    flags = _memobj.access_flags(flags)
+    flags = access_flags(flags)
     if not isinstance(array, np.ndarray):
         raise ConfigError(f"host_buffer wraps a numpy array, got {type(array).__name__}")
     if not array.flags.c_contiguous or array.nbytes == 0:
@@ -289,7 +290,7 @@ class ImageSpec:
 
     @property
     def vendor(self) -> bool:
-        return self.fmt.order >= 0x4130  # Qualcomm orders (sections 12, 13)
+        return self.fmt.vendor  # Qualcomm orders (sections 12, 13): the driver's layout
 
     def nbytes(self) -> int | None:
         if self.vendor:
@@ -298,13 +299,8 @@ class ImageSpec:
 
 
 def image_spec(image_format: Any, shape: Any, row_pitch: int) -> ImageSpec:
-    fmt = parse_format(image_format)
-    try:
-        width, height = (int(v) for v in shape)
-    except (TypeError, ValueError):
-        raise ConfigError(f"shape must be (width, height), got {shape!r}") from None
-    if width <= 0 or height <= 0:
-        raise ConfigError(f"image shape {width}x{height}: both must be positive")
+    fmt = parse_image_format(image_format)
+    width, height, _, _ = image_extent("2d", shape)
     if not isinstance(row_pitch, int) or row_pitch < 0:
         raise ConfigError(f"row_pitch must be a non-negative int, got {row_pitch!r}")
     spec = ImageSpec(fmt, width, height, row_pitch)
@@ -313,7 +309,7 @@ def image_spec(image_format: Any, shape: Any, row_pitch: int) -> ImageSpec:
             raise ConfigError(f"format {fmt}: Qualcomm planar and compressed images take "
                               "row_pitch 0 (the driver's layout)")  # fmt: skip
         return spec
-    element = element_size(fmt)
+    element = fmt.element_size
     pitch = row_pitch or width * element
     if pitch < width * element or pitch % element:
         raise ConfigError(f"row_pitch {row_pitch} for {width} pixels of {fmt}: expected a "
@@ -412,7 +408,7 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
     """
     if not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
-    flags = _memobj.access_flags(flags)
+    flags = access_flags(flags)
     image = None if image_format is None else image_spec(image_format, shape, row_pitch)
     if image is None and shape is not None:
         raise ConfigError("shape is given without image_format: pass both for an image")

@@ -46,14 +46,19 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from ._image_formats import ImageExtent, ImageFormat, image_extent, image_type_name
-from ._image_formats import image_format as _parse_format
-from ._lib import C, driver, ffi, handle_int
+from . import _memobj
+from ._image_formats import (
+    ImageExtent,
+    ImageFormat,
+    image_extent,
+    image_type_name,
+    parse_image_format,
+)
+from ._lib import C, driver, ffi
 from ._mem_flags import check_compatible, check_flags, flag_names, inherited
 from .caps import DeviceCaps
 from .errors import CLError, ConfigError, EntryPointMissing, ExtensionUnavailable, QcomExtWarning
-from .image_info import computed_image_info, descriptor, pitch_alignment, read_scalar
-from .probe import probe
+from .image_info import computed_image_info, pitch_alignment, read_scalar
 
 __all__ = ["ImageBuffer", "buffer_from_image", "image_with_buffer"]
 
@@ -165,10 +170,6 @@ class ImageBuffer:
         )
 
 
-def _context_caps(context: cl.Context) -> tuple[DeviceCaps, ...]:
-    return tuple(probe(device) for device in context.devices)
-
-
 def _common_path(found: Sequence[DeviceCaps], extension: str) -> str:
     """The path every device takes; devices that disagree get the fallback."""
     paths = {c.path(extension) for c in found}
@@ -179,24 +180,6 @@ def _refuse_unavailable(found: Sequence[DeviceCaps], path: str) -> None:
     if path == "unavailable":
         caps = next(c for c in found if c.path(EXTENSION) == "unavailable")
         raise ExtensionUnavailable(EXTENSION, caps.label, caps.status(EXTENSION).reason)
-
-
-def _wrap(handle: Any) -> Any:
-    """Adopt a fresh cl_mem into pyopencl; released again if wrapping fails."""
-    value = handle_int(handle)
-    try:
-        return cl.MemoryObject.from_int_ptr(value, retain=False)
-    except BaseException:
-        driver.clReleaseMemObject(ffi.cast("cl_mem", value))
-        raise
-
-
-def _created(handle: Any, err: Any, routine: str, detail: str) -> Any:
-    if err[0] != 0 or handle == ffi.NULL:
-        if handle != ffi.NULL:
-            driver.clReleaseMemObject(handle)
-        raise CLError(routine, err[0] or C.CL_INVALID_VALUE, detail)
-    return _wrap(handle)
 
 
 def _image_kind(image: Any) -> str:
@@ -242,9 +225,9 @@ def buffer_from_image(image: cl.Image, flags: int | None = None) -> ImageBuffer:
     else:
         flags = check_flags(flags, "flags", reason=_REASON)
         check_compatible(flags, parent, "flags", f"the image ({flag_names(parent)})")
-    fmt = _parse_format(image.format)
+    fmt = parse_image_format(image.format)
     extent = _image_extent(image, kind)
-    found = _context_caps(image.context)
+    found = _memobj.context_caps(image.context)
     path = _common_path(found, EXTENSION)
     _refuse_unavailable(found, path)
     if path == "native":
@@ -269,8 +252,9 @@ def _native_pair(image: Any, flags: int, fmt: ImageFormat, kind: str, extent: Im
                                 "is missing")  # fmt: skip
     err = ffi.new("cl_int *")
     handle = create(ffi.cast("cl_mem", image.int_ptr), flags, err)
-    buffer = _created(handle, err, "clCreateBufferFromImageQCOM",
-                      f"flags {flag_names(flags)} on a {kind} {fmt.name} image")  # fmt: skip
+    buffer = _memobj.adopt(_memobj.checked_handle(
+        handle, err, "clCreateBufferFromImageQCOM",
+        f"flags {flag_names(flags)} on a {kind} {fmt.name} image"))  # fmt: skip
     row_pitch, slice_pitch = _native_pitches(image, fmt, kind, extent, caps)
     return ImageBuffer(image, buffer, row_pitch, slice_pitch, True, "native", fmt, kind, extent)
 
@@ -332,7 +316,7 @@ def image_with_buffer(
     """
     if not isinstance(context, cl.Context):
         raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")
-    fmt = _parse_format(format)
+    fmt = parse_image_format(format)
     if image_type is None:
         if not isinstance(shape, (tuple, list)) or len(shape) not in (2, 3):
             raise ConfigError(f"shape must be (width, height) or (width, height, depth), "
@@ -344,7 +328,7 @@ def image_with_buffer(
     extent = image_extent(kind, shape)
     reason = "image_with_buffer allocates both objects itself; no host pointer is taken"
     flags = check_flags(flags, "flags", reason=reason)
-    found = _context_caps(context)
+    found = _memobj.context_caps(context)
     path = _common_path(found, EXTENSION)
     _refuse_unavailable(found, path)
     if path == "native":
@@ -375,14 +359,10 @@ def _khr_pair(context: cl.Context, flags: int, fmt: ImageFormat, extent: ImageEx
     """The buffer first, then a 2D image over it at the pitch every device accepts."""
     strictest = max(found, key=pitch_alignment)
     layout = computed_image_info(strictest, fmt, "2d", extent)
-    ctx = ffi.cast("cl_context", context.int_ptr)
-    err = ffi.new("cl_int *")
-    handle = driver.clCreateBuffer(ctx, flags, layout.size, ffi.NULL, err)
-    buffer = _created(handle, err, "clCreateBuffer",
-                      f"{layout.size} bytes for a {fmt.name} image over a buffer")  # fmt: skip
-    desc = descriptor("2d", extent, row_pitch=layout.row_pitch, buffer=buffer)
-    image_handle = driver.clCreateImage(ctx, flags, fmt.cdata(), desc, ffi.NULL, err)
-    image = _created(image_handle, err, "clCreateImage",
-                     f"{KHR}: a {extent.width}x{extent.height} {fmt.name} image at row pitch "
-                     f"{layout.row_pitch} over a {layout.size}-byte buffer")  # fmt: skip
+    buffer = _memobj.adopt(_memobj.create_buffer(context, flags, layout.size, ffi.NULL))
+    detail = (f"{KHR}: a {extent.width}x{extent.height} {fmt.name} image at row pitch "
+              f"{layout.row_pitch} over a {layout.size}-byte buffer")  # fmt: skip
+    image = _memobj.adopt(_memobj.create_image(
+        context, flags, fmt, extent.width, extent.height, layout.row_pitch,
+        parent=buffer.int_ptr, detail=detail))  # fmt: skip
     return ImageBuffer(image, buffer, layout.row_pitch, 0, True, f"khr:{KHR}", fmt, "2d", extent)

@@ -22,11 +22,16 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from . import _info
-from ._image_formats import IMAGE_TYPES, ImageExtent, ImageFormat, image_extent
-from ._image_formats import image_format as _parse_format
-from ._image_formats import image_type as _image_type_token
+from ._image_formats import (
+    IMAGE_TYPES,
+    ImageExtent,
+    ImageFormat,
+    image_desc,
+    image_extent,
+    parse_image_format,
+)
 from ._image_formats import image_type_name as _image_type_name
-from ._lib import C, driver, ffi, handle_int
+from ._lib import C, driver, ffi
 from ._mem_flags import ACCESS, HOST_ACCESS, check_flags
 from .caps import DeviceCaps
 from .context import _device_handle
@@ -67,14 +72,15 @@ def query_image_info(
 ) -> ImageInfo:
     """The layout ``device`` gives an image of this format, shape and type.
 
-    ``image_format``: a ``pyopencl.ImageFormat`` or ``(order, data_type)`` (tokens or
-    names); ``shape`` in pyopencl order (``(width, height)`` for 2D, see
+    ``image_format``: ``"ORDER/TYPE"``, a ``pyopencl.ImageFormat`` or ``(order,
+    data_type)`` (tokens or names; Qualcomm formats natively only, see
+    :mod:`qcom_ext._image_formats`); ``shape`` in pyopencl order (``(width, height)`` for 2D, see
     :func:`qcom_ext._image_formats.image_extent`); ``flags``: device/host access bits;
     ``image_type``: ``"1d"``, ``"1d_buffer"``, ``"1d_array"``, ``"2d"``, ``"2d_array"``,
     ``"3d"`` or a ``CL_MEM_OBJECT_IMAGE*`` token. Nothing is allocated.
     """
     handle = _device_handle(device)
-    fmt = _parse_format(image_format)
+    fmt = parse_image_format(image_format)
     kind = _image_type_name(image_type)
     extent = image_extent(kind, shape)
     reason = "query_image_info describes an image without host memory"
@@ -96,23 +102,6 @@ def query_image_info(
     return computed_image_info(caps, fmt, kind, extent)
 
 
-def descriptor(kind: str, extent: ImageExtent, *, row_pitch: int = 0, buffer: Any = None) -> Any:
-    """A fresh ``cl_image_desc *`` (unused sizes 0, as the core API expects)."""
-    axes = IMAGE_TYPES[kind][1]
-    desc = ffi.new("cl_image_desc *")
-    desc.image_type = _image_type_token(kind)
-    desc.image_width = extent.width
-    desc.image_height = extent.height if "height" in axes else 0
-    desc.image_depth = extent.depth if "depth" in axes else 0
-    desc.image_array_size = extent.array_size if "array_size" in axes else 0
-    desc.image_row_pitch = row_pitch
-    desc.image_slice_pitch = 0
-    desc.num_mip_levels = 0
-    desc.num_samples = 0
-    desc.buffer = ffi.cast("cl_mem", handle_int(buffer)) if buffer is not None else ffi.NULL
-    return desc
-
-
 def read_scalar(routine: str, call: Any) -> int:
     """Run ``call(size, value, size_ret)`` into an 8-byte buffer and decode the scalar
     by the size the driver reports (the reference leaves cl_uint vs size_t open)."""
@@ -131,7 +120,7 @@ def read_scalar(routine: str, call: Any) -> int:
 
 def _native(query: Any, device: int, flags: int, fmt: ImageFormat, kind: str,
             extent: ImageExtent) -> ImageInfo:  # fmt: skip
-    cfmt, desc = fmt.cdata(), descriptor(kind, extent)
+    cfmt, desc = fmt.cdata(), image_desc(kind, extent)
     dev = ffi.cast("cl_device_id", device)
 
     def ask(name: str) -> int:

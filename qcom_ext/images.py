@@ -28,18 +28,22 @@ from typing import Any
 import numpy as np
 
 from . import _memobj
-from ._format_names import ImageFormat, element_size, numpy_dtype, parse_format
+from ._image_formats import (  # parse_image_format: part of the public API here
+    ImageFormat,
+    check_image_format,
+    image_extent,
+    image_format_tokens,
+    parse_image_format,
+)
+from ._image_formats import image_type as image_type_token
 from ._lib import C, check, driver, ffi, handle_int
+from ._mem_flags import access_flags
 from .errors import ConfigError
 from .host_ptr import ExternalMemory, import_memory, import_route
 
 __all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_formats"]
 
 COMPRESSED = "cl_qcom_compressed_image"
-IMAGE_TYPES = {"image2d": "CL_MEM_OBJECT_IMAGE2D", "image3d": "CL_MEM_OBJECT_IMAGE3D",
-               "image2d_array": "CL_MEM_OBJECT_IMAGE2D_ARRAY",
-               "image1d": "CL_MEM_OBJECT_IMAGE1D", "image1d_array": "CL_MEM_OBJECT_IMAGE1D_ARRAY",
-               "image1d_buffer": "CL_MEM_OBJECT_IMAGE1D_BUFFER"}  # fmt: skip
 # flag argument -> (cl_mem_flags bit, extension whose formats it lists)
 QCOM_FLAGS = {"other": ("CL_MEM_OTHER_IMAGE_QCOM", "cl_qcom_other_image"),
               "compressed": ("CL_MEM_COMPRESSED_IMAGE_QCOM", COMPRESSED),
@@ -47,17 +51,6 @@ QCOM_FLAGS = {"other": ("CL_MEM_OTHER_IMAGE_QCOM", "cl_qcom_other_image"),
                                  "cl_qcom_compressed_yuv_image_read")}  # fmt: skip
 # uncompressed order -> its compressed equivalent (section 12)
 COMPRESSED_ORDERS = {"CL_RGBA": "CL_QCOM_COMPRESSED_RGBA", "CL_RGBx": "CL_QCOM_COMPRESSED_RGBx"}
-
-parse_image_format = parse_format
-
-
-def _image_type(image_type: str | int) -> int:
-    if isinstance(image_type, int) and not isinstance(image_type, bool):
-        return image_type
-    key = str(image_type).lower().replace("-", "_")
-    if key not in IMAGE_TYPES:
-        raise ConfigError(f"image_type {image_type!r}: expected one of {', '.join(IMAGE_TYPES)}")
-    return getattr(C, IMAGE_TYPES[key])
 
 
 def supported_image_formats(context: Any, *, flags: str | int = "read_only",
@@ -69,16 +62,19 @@ def supported_image_formats(context: Any, *, flags: str | int = "read_only",
     ``compressed_yuv``: compressed planar reads).
 
     A Qualcomm bit is passed only where every device of the context has its extension
-    natively; elsewhere no format can carry it and the answer is ``[]``.
+    natively; elsewhere no format can carry it and the answer is ``[]``. ``image_type``:
+    ``"image2d"`` (or ``"2d"``) ..., or any ``cl_mem_object_type`` token, which goes to
+    the driver as it is (``CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM`` too).
     """
-    flags = _memobj.access_flags(flags)
+    flags = access_flags(flags)
+    token = isinstance(image_type, int) and not isinstance(image_type, bool)
+    kind = image_type if token else image_type_token(image_type)
     caps = _memobj.context_caps(context)
     for wanted, (bit, extension) in QCOM_FLAGS.items():
         if {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}[wanted]:
             if not _memobj.all_native(caps, extension):
                 return []
             flags |= getattr(C, bit)
-    kind = _image_type(image_type)
     ctx = ffi.cast("cl_context", handle_int(context))
     count = ffi.new("cl_uint *")
     routine = "clGetSupportedImageFormats"
@@ -90,6 +86,16 @@ def supported_image_formats(context: Any, *, flags: str | int = "read_only",
           routine)  # fmt: skip
     return [ImageFormat(int(f.image_channel_order), int(f.image_channel_data_type))
             for f in formats]  # fmt: skip
+
+
+def require_listed(context: Any, caps: Any, fmt: ImageFormat, what: str,
+                   **query: Any) -> None:  # fmt: skip
+    """ConfigError naming the list unless ``supported_image_formats(context, **query)``
+    lists ``fmt`` (``what`` describes the list)."""
+    listed = supported_image_formats(context, **query)
+    if fmt not in listed:
+        shown = ", ".join(str(f) for f in listed) or "none"
+        raise ConfigError(f"{_memobj.labels(caps)} cannot create {fmt} images ({what}: {shown})")
 
 
 @dataclass(eq=False)
@@ -113,7 +119,7 @@ class QcomImage:
                               "read and write it); copy through an uncompressed image with "
                               "a kernel")  # fmt: skip
         width, height = self.shape
-        return width, height, element_size(self.format)
+        return width, height, self.format.element_size
 
     def write(self, queue: Any, pixels: np.ndarray) -> None:
         """Copy ``(height, width[, channels])`` pixels into the image (blocking)."""
@@ -130,32 +136,21 @@ class QcomImage:
         """The pixels as ``(height, width, channels)`` of the channel dtype."""
         import pyopencl
 
-        width, height, element = self._host_access("read")
-        dtype = numpy_dtype(self.format.data_type)
-        out = np.empty((height, width, element // dtype.itemsize), dtype)
+        width, height, _ = self._host_access("read")
+        out = np.empty((height, width, self.format.channels), self.format.dtype)
         pyopencl.enqueue_copy(queue, out, self.image, origin=(0, 0), region=(width, height))
         return out
 
 
-def _shape(shape: Any) -> tuple[int, int]:
-    try:
-        width, height = (int(v) for v in shape)
-    except (TypeError, ValueError):
-        raise ConfigError(f"shape must be (width, height), got {shape!r}") from None
-    if width <= 0 or height <= 0:
-        raise ConfigError(f"image shape {width}x{height}: both must be positive")
-    return width, height
-
-
 def compressed_format(fmt: ImageFormat) -> ImageFormat:
     """The compressed equivalent of a format: ``CL_RGBA`` -> ``CL_QCOM_COMPRESSED_RGBA``."""
-    if fmt.order_name.startswith("CL_QCOM_"):
+    if fmt.vendor:
         raise ConfigError(f"format {fmt}: pass the uncompressed format with compressed=True")
     name = COMPRESSED_ORDERS.get(fmt.order_name)
     if name is None:
         raise ConfigError(f"format {fmt} has no compressed equivalent; cl_qcom_compressed_image "
                           f"compresses {', '.join(COMPRESSED_ORDERS)}")  # fmt: skip
-    return ImageFormat(getattr(C, name), fmt.data_type)
+    return ImageFormat(getattr(C, name), fmt.channel_data_type)
 
 
 def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA/UNORM_INT8", *,
@@ -174,17 +169,22 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
     """
     import pyopencl
 
-    width, height = _shape(shape)
-    fmt = parse_format(image_format)
-    flags = _memobj.access_flags(flags)
+    width, height, _, _ = image_extent("2d", shape)
+    # Compression starts from the spelling alone: CL_RGBx/CL_UNORM_INT8 names the Qualcomm
+    # CL_QCOM_COMPRESSED_RGBx/CL_UNORM_INT8, though the core table has no such pair.
+    requested = image_format_tokens(image_format)
+    flags = access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
-    target = compressed_format(fmt) if compressed else fmt
-    if not compressed and fmt.order_name.startswith("CL_QCOM_"):
-        raise ConfigError(f"format {fmt}: Qualcomm formats are made by qcom_ext.planar_image "
-                          "(planar) or compressed=True (compressed)")  # fmt: skip
     reason = ""
-    if compressed:
+    if not compressed:
+        if requested.vendor:
+            raise ConfigError(f"format {requested}: Qualcomm formats are made by "
+                              "qcom_ext.planar_image (planar) or compressed=True "
+                              "(compressed)")  # fmt: skip
+        fmt = check_image_format(requested)
+    else:
+        target = compressed_format(requested)
         caps = _memobj.context_caps(context)
         if not _memobj.all_native(caps, COMPRESSED):
             reason = _memobj.why_not_native(caps, COMPRESSED)[1]
@@ -195,14 +195,16 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
         elif import_route(caps, memory)[0] != "native":
             reason = import_route(caps, memory)[2]
         else:
-            supported = supported_image_formats(context, flags=flags, compressed=True)
-            if target not in supported:
-                listed = ", ".join(str(f) for f in supported) or "none"
-                raise ConfigError(f"{_memobj.labels(caps)} cannot create {target} images "
-                                  f"(compressed formats for this access: {listed})")  # fmt: skip
+            require_listed(context, caps, target, "compressed formats for this access",
+                           flags=flags, compressed=True)  # fmt: skip
             image = import_memory(context, memory, flags=flags, image_format=target,
                                   shape=(width, height))  # fmt: skip
             return QcomImage(image, target, (width, height), True)
+        try:
+            fmt = check_image_format(requested)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}; compressed=True falls back to this uncompressed format "
+                              f"here ({reason})") from None  # fmt: skip
     if memory is not None:
         image = import_memory(context, memory, flags=flags, image_format=fmt,
                               shape=(width, height))  # fmt: skip

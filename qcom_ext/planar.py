@@ -36,11 +36,12 @@ from typing import Any
 import numpy as np
 
 from . import _memobj
-from ._format_names import ImageFormat, parse_format
+from ._image_formats import ImageFormat, image_extent, parse_image_format
 from ._lib import C
+from ._mem_flags import access_flags, flag_names
 from .errors import ConfigError, ExtensionUnavailable
 from .host_ptr import ExternalMemory, check_fits, import_route, map_fd, native_handle
-from .images import COMPRESSED, supported_image_formats
+from .images import COMPRESSED, require_listed, supported_image_formats
 from .yuv import check_nv12_shape, nv12_frame, nv12_planes
 
 __all__ = ["LAYOUTS", "Nv12Image", "PlanarImage", "nv12_image", "planar_image"]
@@ -64,7 +65,7 @@ class PlanarLayout:
     def formats(self, compressed: bool) -> tuple[ImageFormat, ImageFormat, ImageFormat]:
         names = ((self.compressed_parent, self.compressed_y, self.compressed_uv) if compressed
                  else (self.parent, self.y, self.uv))  # fmt: skip
-        return tuple(parse_format((n, self.data_type)) for n in names)  # type: ignore[return-value]
+        return tuple(parse_image_format((n, self.data_type)) for n in names)  # type: ignore[return-value]
 
 
 LAYOUTS = {
@@ -161,10 +162,7 @@ class Nv12Image(PlanarImage):
 def _validate(layout: str, shape: Any) -> tuple[PlanarLayout, int, int]:
     if layout not in LAYOUTS:
         raise ConfigError(f"planar layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
-    try:
-        width, height = (int(v) for v in shape)
-    except (TypeError, ValueError):
-        raise ConfigError(f"shape must be (width, height), got {shape!r}") from None
+    width, height, _, _ = image_extent("2d", shape)
     check_nv12_shape(width, height)  # every layout here is 4:2:0
     return LAYOUTS[layout], width, height
 
@@ -189,11 +187,8 @@ def _native(context: Any, caps: Any, spec: PlanarLayout, width: int, height: int
 
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
-        listed = supported_image_formats(context, flags="read_only", other=True, compressed=True)
-        if parent_fmt not in listed:
-            shown = ", ".join(str(f) for f in listed) or "none"
-            raise ConfigError(f"{_memobj.labels(caps)} cannot create {parent_fmt} images "
-                              f"(read-only compressed planar formats: {shown})")  # fmt: skip
+        require_listed(context, caps, parent_fmt, "read-only compressed planar formats",
+                       flags="read_only", other=True, compressed=True)  # fmt: skip
     # The planar parent is read-only (section 13); planes are written through children.
     parent, keep = native_handle(context, caps, memory, None, C.CL_MEM_READ_ONLY,
                                  image_spec(parent_fmt, (width, height), 0))  # fmt: skip
@@ -220,7 +215,7 @@ def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
     if R8 in listed:
         return R8, "interleaved"
     raise ConfigError("the device supports neither CL_RG nor CL_R UNORM_INT8 images for "
-                      f"access {_memobj.flag_names(flags)}: no portable NV12 layout")  # fmt: skip
+                      f"access {flag_names(flags)}: no portable NV12 layout")  # fmt: skip
 
 
 def _portable(context: Any, width: int, height: int, memory: ExternalMemory | None,
@@ -269,7 +264,7 @@ def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
     ``flags`` applies to the plane images the kernels see.
     """
     spec, width, height = _validate(layout, shape)
-    flags = _memobj.access_flags(flags)
+    flags = access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
     caps = _memobj.context_caps(context)

@@ -27,7 +27,6 @@ MODULES = [
     "qcom_ext.pytest_plugin",
     "qcom_ext._mem_flags",
     "qcom_ext._image_formats",
-    "qcom_ext._format_names",
     "qcom_ext.image_info",
     "qcom_ext.image_buffer",
     "qcom_ext.onchip",

@@ -115,7 +115,8 @@ def test_host_buffer_is_the_array(device_caps, kernel_context):
     (lambda a: np.frombuffer(bytes(4096), np.uint8), {}, "read-only"),
     (lambda a: a, {"flags": "read_most"}, "expected one of read_write"),
     (lambda a: a, {"flags": cl.mem_flags.COPY_HOST_PTR}, "set by qcom_ext itself"),
-    (lambda a: a, {"flags": cl.mem_flags.READ_ONLY | cl.mem_flags.WRITE_ONLY}, "pick one"),
+    (lambda a: a, {"flags": cl.mem_flags.READ_ONLY | cl.mem_flags.WRITE_ONLY},
+     "at most one device-access flag"),
 ])  # fmt: skip
 def test_host_buffer_refusals(cl_context, make, kwargs, match):
     array = qcom_ext.aligned_empty(4096, np.uint8)

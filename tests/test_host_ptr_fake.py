@@ -21,6 +21,7 @@ import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable
 from qcom_ext import _memobj as memobj
 from qcom_ext._lib import C, ffi
+from qcom_ext._mem_flags import access_flags
 from qcom_ext.probe import clear_cache
 
 pytestmark = pytest.mark.skipif(
@@ -73,7 +74,7 @@ def test_dmabuf_struct_flags_and_mapping(memfd, policy, flags):
         buf = qcom_ext.import_dmabuf(FakeContext(), memfd, 4096, cache_policy=policy,
                                      flags=flags)  # fmt: skip
     (call,) = fake.buffers
-    assert call.flags == use_ext_flags(memobj.access_flags(flags))
+    assert call.flags == use_ext_flags(access_flags(flags))
     assert call.size == 4096
     alloc, cache, fd, hostptr = struct.unpack("<IIi4xQ", call.host_bytes)
     assert (alloc, cache, fd) == (0x411D, POLICIES[policy], memfd)

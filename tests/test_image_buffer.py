@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import qcom_ext
 from qcom_ext import ConfigError, ImageBuffer, buffer_from_image, image_with_buffer
-from qcom_ext._image_formats import image_format
+from qcom_ext._image_formats import parse_image_format
 from qcom_ext._lib import C
 
 EXTENSION = "cl_qcom_create_buffer_from_image"
@@ -62,7 +62,7 @@ def supported(context, kind: str) -> list:
     found = []
     for fmt in cl.get_supported_image_formats(context, mf.READ_WRITE, _CL_TYPES[kind]):
         with contextlib.suppress(ConfigError):
-            found.append(image_format(fmt))
+            found.append(parse_image_format(fmt))
     return found
 
 

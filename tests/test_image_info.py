@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import qcom_ext
 from qcom_ext import ConfigError, ImageInfo, query_image_info
-from qcom_ext._image_formats import image_format
+from qcom_ext._image_formats import parse_image_format
 from qcom_ext._lib import C
 from qcom_ext.caps import DeviceCaps, Limits
 from qcom_ext.image_info import computed_image_info
@@ -27,7 +27,7 @@ def legal_formats(context, kind: str):
     found = []
     for fmt in cl.get_supported_image_formats(context, cl.mem_flags.READ_WRITE, _TYPES[kind]):
         with contextlib.suppress(ConfigError):  # CL_Rx and the like: refused on purpose
-            found.append(image_format(fmt))
+            found.append(parse_image_format(fmt))
     return found
 
 
@@ -89,7 +89,7 @@ def test_fallback_honours_pitch_alignment():
         extensions="", limits=Limits(image_pitch_alignment=64, image_base_address_alignment=16),
         disabled=(),
     )  # fmt: skip
-    fmt = image_format(("RGBA", "UNORM_INT8"))
+    fmt = parse_image_format(("RGBA", "UNORM_INT8"))
     extent = qcom_ext._image_formats.image_extent("2d", (100, 3))
     info = computed_image_info(caps, fmt, "2d", extent)
     assert info == ImageInfo(row_pitch=128 * 4, slice_pitch=0, size=128 * 4 * 3,
@@ -129,6 +129,7 @@ def test_flags_and_type_tokens_accepted(device_caps, no_disable):
         ({"image_format": ("RGB", "UNORM_INT8")}, "CL_RGB/CL_UNORM_INT8 is not a legal pair"),
         ({"image_format": ("Rx", "UNORM_INT8")}, "implementations disagree"),
         ({"image_format": "RGBA"}, "expected an image format"),
+        ({"image_format": "QCOM_NV12/UNORM_INT8"}, "Qualcomm formats take the driver's layout"),
         ({"shape": (10,)}, "a 2d image takes shape (width, height)"),
         ({"shape": (10, 0)}, "image height must be a positive int, got 0"),
         ({"shape": (10, 2.5)}, "image height must be a positive int, got 2.5"),
@@ -144,8 +145,10 @@ def test_flags_and_type_tokens_accepted(device_caps, no_disable):
 def test_bad_arguments(device_caps, no_disable, kwargs, message):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    if "exceeds" in message and device_caps.path("cl_qcom_extended_query_image_info") == "native":
-        pytest.skip("size limits are the driver's to enforce on the native path")
+    if ("exceeds" in message or "driver's layout" in message) and device_caps.path(
+        "cl_qcom_extended_query_image_info"
+    ) == "native":
+        pytest.skip("size limits and Qualcomm layouts are the driver's on the native path")
     arguments = {"image_format": ("RGBA", "UNORM_INT8"), "shape": (10, 4), **kwargs}
     with pytest.raises(ConfigError) as caught:
         query_image_info(device_caps.device(), **arguments)

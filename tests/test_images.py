@@ -101,7 +101,7 @@ def test_format_query_matches_pyopencl(images, cl_context, access):
              "read_write": cl.mem_flags.READ_WRITE}[access]  # fmt: skip
     ours = qcom_ext.supported_image_formats(cl_context, flags=flags)
     theirs = cl.get_supported_image_formats(cl_context, flags, cl.mem_object_type.IMAGE2D)
-    assert [(f.order, f.data_type) for f in ours] == [
+    assert [(f.channel_order, f.channel_data_type) for f in ours] == [
         (f.channel_order, f.channel_data_type) for f in theirs]  # fmt: skip
     assert qcom_ext.parse_image_format("R/UNORM_INT8") in ours
 
@@ -146,7 +146,9 @@ def test_compressed_over_memory_falls_back_to_an_imported_image(images, cl_conte
     ((0x4130, "UNORM_INT8"), {"compressed": True}, "pass the uncompressed format"),
     ((0x4133, "UNORM_INT8"), {}, "made by qcom_ext.planar_image"),
     ("RGBA/UNORM_INT8", {"compressed": 1}, "True or False"),
-    ("RGBZ/UNORM_INT8", {}, "'RGBZ' is not a channel order"),
+    ("RGBZ/UNORM_INT8", {}, "unknown image channel order 'RGBZ'"),
+    ("RGBx/UNORM_INT8", {"compressed": True}, "falls back to this uncompressed format here"),
+    ("RGBx/UNORM_INT8", {}, "CL_RGBx/CL_UNORM_INT8 is not a legal pair"),
 ])  # fmt: skip
 def test_create_image_refusals(images, cl_context, fmt, kwargs, match):
     with pytest.raises(ConfigError, match=match):
@@ -192,7 +194,7 @@ def test_nv12_portable_plane_formats(images, cl_context):
 
 @pytest.mark.parametrize(("shape", "match"), [
     ((641, 480), "641x480: width and height must be even"), ((2, 3), "must be even"),
-    ((0, 2), "must be positive"), ("640x480", r"shape must be \(width, height\)"),
+    ((0, 2), "must be a positive int"), ("640x480", r"takes shape \(width, height\)"),
 ])  # fmt: skip
 def test_nv12_refuses_bad_sizes(images, cl_context, shape, match):
     with pytest.raises(ConfigError, match=match):

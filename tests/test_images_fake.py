@@ -21,6 +21,7 @@ import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable, planar
 from qcom_ext import _memobj as memobj
 from qcom_ext._lib import C, ffi
+from qcom_ext._mem_flags import access_flags
 from qcom_ext.probe import clear_cache
 
 pytestmark = pytest.mark.skipif(
@@ -64,7 +65,7 @@ def mappings() -> int:
 ])  # fmt: skip
 @pytest.mark.parametrize("access", ["read_only", "read_write", "write_only"])
 def test_format_query_flags(kwargs, bits, access):
-    flags = memobj.access_flags(access) | bits
+    flags = access_flags(access) | bits
     with FakeMemDriver() as fake:
         fake.formats[flags] = [(0x4133, UNORM8), (0x4130, UNORM8), (C.CL_R, UNORM8)]
         listed = qcom_ext.supported_image_formats(FakeContext(), flags=access, **kwargs)
@@ -88,7 +89,7 @@ def test_compressed_yuv_bit_needs_its_extension():
 
 
 def test_format_query_refuses_unknown_image_type():
-    with FakeMemDriver(), pytest.raises(ConfigError, match="image_type 'image4d'"):
+    with FakeMemDriver(), pytest.raises(ConfigError, match="unknown image type 'image4d'"):
         qcom_ext.supported_image_formats(FakeContext(), image_type="image4d")
 
 
@@ -108,7 +109,9 @@ def test_compressed_image_is_created_over_external_memory(dmabuf, order, compres
     assert (call.desc["image_width"], call.desc["image_height"]) == (64, 32)
     assert (call.desc["image_row_pitch"], call.desc["image_slice_pitch"]) == (0, 0)
     assert ext_host_ptr(call.host_bytes) == (0x411D, 0x40A4)
-    assert image.compressed and image.reason == "" and image.format.order == compressed_order
+    assert (
+        image.compressed and image.reason == "" and image.format.channel_order == compressed_order
+    )
     with pytest.raises(ConfigError, match="no host access"):
         image.read(None)
 
@@ -263,7 +266,7 @@ def test_missing_plane_extraction_takes_the_portable_planes(dmabuf, monkeypatch)
 @pytest.mark.parametrize(("shape", "match"), [
     ((641, 480), "641x480: width and height must be even"),
     ((640, 481), "640x481: width and height must be even"),
-    ((0, 2), "must be positive"), ((2,), r"shape must be \(width, height\)"),
+    ((0, 2), "must be a positive int"), ((2,), r"takes shape \(width, height\)"),
 ])  # fmt: skip
 def test_bad_frame_sizes_are_refused_before_any_call(dmabuf, shape, match):
     with FakeMemDriver() as fake, pytest.raises(ConfigError, match=match):

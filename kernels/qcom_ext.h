@@ -17,5 +17,6 @@
 
 /* One part per extension, in kernels/compat/ (quoted includes resolve next to this file). */
 #include "compat/cl_qcom_bitreverse.h"
+#include "compat/cl_qcom_accelerated_image_ops.h"
 
 #endif /* QCOM_EXT_H */

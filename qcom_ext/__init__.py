@@ -8,6 +8,7 @@ True
 True
 """
 
+from .accelerated import HofLimits, WeightImage, box_size, hof_limits
 from .caps import DeviceCaps, Limits
 from .context import ContextInfo, context_info, create_context, create_queue, set_perf_hint
 from .errors import (
@@ -22,6 +23,7 @@ from .errors import (
     QcomExtWarning,
 )
 from .extensions import REGISTRY, ExtensionStatus
+from .image_ops import MotionField, block_match_image, box_filter_image, convolve_image
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
@@ -37,18 +39,26 @@ __all__ = [
     "DeviceCaps",
     "ExtensionStatus",
     "ExtensionUnavailable",
+    "HofLimits",
     "LibraryNotFound",
     "Limits",
+    "MotionField",
     "NoPlatformError",
     "OpenCLUnavailable",
     "QcomExtError",
     "QcomExtWarning",
     "Recording",
+    "WeightImage",
     "__version__",
+    "block_match_image",
+    "box_filter_image",
+    "box_size",
     "build_program",
     "context_info",
+    "convolve_image",
     "create_context",
     "create_queue",
+    "hof_limits",
     "probe",
     "probe_all",
     "set_perf_hint",

@@ -215,7 +215,8 @@ def _array(weights: Any) -> np.ndarray:
 def _rounded(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if not np.all(np.isfinite(array)):
         raise ConfigError("weights must be finite (found NaN or infinity)")
-    stored = array.astype(dtype)
+    with np.errstate(over="ignore"):  # reported below, with the value
+        stored = array.astype(dtype)
     if not np.all(np.isfinite(stored)):
         biggest = float(np.max(np.abs(array)))
         raise ConfigError(

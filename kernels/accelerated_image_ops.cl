@@ -51,6 +51,7 @@
 
 #ifndef QE_USE_BUILTIN
 /* One input row of the block; columns only outputs beyond the image need are not read. */
+QCOM_EXT_HOF_INLINE
 void qe_read_row(__read_only image2d_t src, sampler_t sampler, int x0, int y, int width,
                  float4 *row)
 {
@@ -61,6 +62,7 @@ void qe_read_row(__read_only image2d_t src, sampler_t sampler, int x0, int y, in
                      : (float4)(0.0f);
 }
 
+QCOM_EXT_HOF_INLINE
 void qe_write_block(__write_only image2d_t dst, int x0, int y0, int width, int height,
                     float4 acc[QE_BY][QE_BX], float divisor)
 {
@@ -74,6 +76,7 @@ void qe_write_block(__write_only image2d_t dst, int x0, int y0, int width, int h
 
 /* out = (sum_j v[j] * sum_i h[i] * pixel(x + QE_OX + i, y + QE_OY + j)) / divisor: the
  * summation order of the builtins (each row horizontally, then the rows vertically). */
+QCOM_EXT_HOF_INLINE
 void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
                         __write_only image2d_t dst, int x0, int y0, int width, int height,
                         const float *h, const float *v, float divisor)
@@ -113,6 +116,7 @@ void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
 }
 
 /* out = sum_j sum_i w[j][i] * pixel(x + QE_OX + i, y + QE_OY + j), row by row. */
+QCOM_EXT_HOF_INLINE
 void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
                        __write_only image2d_t dst, int x0, int y0, int width, int height,
                        float w[QE_FY][QE_FX])
@@ -148,6 +152,7 @@ void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
 }
 
 /* Taps first..first+n-1 of weight-image row `row` (phase 0 lives in rows 1..). */
+QCOM_EXT_HOF_INLINE
 void qe_weight_row(__read_only image2d_t weights, int row, float *out, int n)
 {
     for (int i = 0; i < n; i++)

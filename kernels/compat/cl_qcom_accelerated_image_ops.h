@@ -54,13 +54,23 @@
  * four taps per texel. A macro (not a typedef) so `__read_only qcom_weight_image_t` reads
  * as `__read_only image2d_t` on every compiler. */
 #define qcom_weight_image_t image2d_t
+
+/* Inlined where the compiler allows it: fewer calls, and Oclgrind's --uninitialized check
+ * (which loses track of float4 values returned by calls) sees through them. */
+#if defined(__clang__) || defined(__GNUC__)
+#define QCOM_EXT_HOF_INLINE __attribute__((always_inline))
+#else
+#define QCOM_EXT_HOF_INLINE
+#endif
 typedef float2 qcom_box_size_t; /* (box_filter_width, box_filter_height) */
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_ext_hof_pixel(__read_only image2d_t image, sampler_t sampler, int x, int y)
 {
     return read_imagef(image, sampler, (float2)((float)x + 0.5f, (float)y + 0.5f));
 }
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_ext_hof_weights4(__read_only image2d_t weight_image, int row, int tap4)
 {
     const sampler_t exact = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
@@ -68,17 +78,20 @@ float4 qcom_ext_hof_weights4(__read_only image2d_t weight_image, int row, int ta
     return read_imagef(weight_image, exact, (int2)(tap4, row));
 }
 
+QCOM_EXT_HOF_INLINE
 float qcom_ext_hof_lane(float4 v, int lane)
 {
     return lane == 0 ? v.x : lane == 1 ? v.y : lane == 2 ? v.z : v.w;
 }
 
 /* Phase index along one axis: the fraction of coord past its base pixel, in P steps. */
+QCOM_EXT_HOF_INLINE
 int qcom_ext_hof_phase(float c, float base, int per_axis)
 {
     return min((int)((c - base) * (float)per_axis), per_axis - 1);
 }
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
                             __read_only image2d_t weight_image)
 {
@@ -121,11 +134,13 @@ float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, floa
 }
 
 /* Coverage of pixel k (spanning [k - 0.5, k + 0.5]) by [lo, hi]; 0 when disjoint. */
+QCOM_EXT_HOF_INLINE
 float qcom_ext_hof_cover(int k, float lo, float hi)
 {
     return max(min((float)k + 0.5f, hi) - max((float)k - 0.5f, lo), 0.0f);
 }
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
                               const qcom_box_size_t box_size)
 {
@@ -149,6 +164,7 @@ float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, fl
     return sum / (box_size.x * box_size.y);
 }
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_ext_block_match(__read_only image2d_t target_image, sampler_t sampler,
                             float2 target_coord, uint2 region,
                             __read_only image2d_t reference_image, uint2 reference_coord,
@@ -169,6 +185,7 @@ float4 qcom_ext_block_match(__read_only image2d_t target_image, sampler_t sample
     return sum;
 }
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampler,
                              float2 target_coord, uint2 region,
                              __read_only image2d_t reference_image, uint2 reference_coord)
@@ -177,6 +194,7 @@ float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampl
                                 reference_coord, 0);
 }
 
+QCOM_EXT_HOF_INLINE
 float4 qcom_block_match_ssdf(__read_only image2d_t target_image, sampler_t sampler,
                              float2 target_coord, uint2 region,
                              __read_only image2d_t reference_image, uint2 reference_coord)

@@ -57,7 +57,7 @@ _ADDRESSING = ("clamp", "clamp_to_edge", "none")
 
 _lock = threading.Lock()
 _launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
-_programs: dict[tuple[int, tuple[tuple[str, Any], ...]], dict[str, Any]] = {}
+_programs: dict[tuple[int, tuple[tuple[str, Any], ...], tuple[str, ...]], dict[str, Any]] = {}
 _samplers: dict[tuple[int, str], Any] = {}
 
 
@@ -78,9 +78,11 @@ def _kernel(context: Any, name: str, defines: dict[str, Any]) -> Any:
     """The kernel ``name`` of the program built with ``defines`` (both cached)."""
 
     from ._resources import kernels_dir
-    from .program import build_program
+    from .program import build_program, program_options
 
-    key = (int(context.int_ptr), tuple(sorted(defines.items())))
+    # The probe's -D flags are part of the key: QCOM_EXT_DISABLE may change them in-process.
+    flags = tuple(program_options(list(context.devices)))
+    key = (int(context.int_ptr), tuple(sorted(defines.items())), flags)
     with _lock:
         kernels = _programs.get(key)
     if kernels is None:
@@ -225,6 +227,10 @@ def convolve_image(
         raise ConfigError(f"weights must be a qcom_ext.WeightImage, got {type(weights).__name__}")
     if weights.context != queue.context:
         raise ConfigError("weights belong to another context than the queue")
+    if weights.path != path(queue.context):
+        raise ConfigError(f"weights were made for the {weights.path} path but the kernels now "
+                          f"take the {path(queue.context)} path (QCOM_EXT_DISABLE changed?): "
+                          "make the WeightImage again")  # fmt: skip
     block = _pair("block", block)
     cx, cy = weights.center
     defines = _defines(weights.filter_size, (-cx, -cy), block, per_pixel, weights.separable)

@@ -24,6 +24,11 @@ MODULES = [
     "qcom_ext.recording",
     "qcom_ext._recording_args",
     "qcom_ext.program",
+    "qcom_ext.accelerated",
+    "qcom_ext.hof_reference",
+    "qcom_ext.image_ops",
+    "qcom_ext._hof_points",
+    "qcom_ext.selftest",
 ]
 
 NEEDS_DEVICE = {
@@ -32,6 +37,10 @@ NEEDS_DEVICE = {
     "qcom_ext.context",
     "qcom_ext.recording",
     "qcom_ext.program",
+    "qcom_ext.accelerated",
+    "qcom_ext.image_ops",
+    "qcom_ext._hof_points",
+    "qcom_ext.selftest",
 }
 
 

@@ -22,8 +22,12 @@ from typing import Any
 import numpy as np
 
 from .accelerated import WeightImage, box_size
+from .image_ops import empty_rgba_image as empty
+from .image_ops import read_rgba_image as download
+from .image_ops import rgba_image as upload
+from .image_ops import rgba_supported as supports
 
-__all__ = ["SOURCE", "PointOps", "download", "supports", "upload"]
+__all__ = ["SOURCE", "PointOps", "download", "empty", "supports", "upload"]
 
 SOURCE = """
 __kernel void qe_convolve_at(__read_only image2d_t image, sampler_t sampler,
@@ -55,50 +59,6 @@ __kernel void qe_block_match_at(__read_only image2d_t target, sampler_t sampler,
                                    reference_coords[i]);
 }
 """
-
-_TYPES = {np.dtype(np.float32): "FLOAT", np.dtype(np.float16): "HALF_FLOAT"}
-
-
-def supports(context: Any, dtype: Any) -> bool:
-    """Whether every device of ``context`` can read RGBA images of ``dtype``."""
-    import pyopencl as cl
-
-    wanted = getattr(cl.channel_type, _TYPES[np.dtype(dtype)])
-    formats = cl.get_supported_image_formats(
-        context, cl.mem_flags.READ_ONLY, cl.mem_object_type.IMAGE2D
-    )
-    return any(f.channel_order == cl.channel_order.RGBA and f.channel_data_type == wanted
-               for f in formats)  # fmt: skip
-
-
-def upload(context: Any, pixels: np.ndarray, dtype: Any = np.float32) -> Any:
-    """A read-only RGBA image of ``pixels`` (height, width, 4), stored as ``dtype``."""
-    import pyopencl as cl
-
-    data = np.ascontiguousarray(pixels, dtype=dtype)
-    fmt = cl.ImageFormat(cl.channel_order.RGBA, getattr(cl.channel_type, _TYPES[data.dtype]))
-    create = getattr(cl, "create_image", cl.Image)  # create_image: pyopencl 2024.3+
-    mf = cl.mem_flags
-    return create(context, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt,
-                  shape=(data.shape[1], data.shape[0]), hostbuf=data)  # fmt: skip
-
-
-def empty(context: Any, width: int, height: int) -> Any:
-    """A write-only RGBA float image."""
-    import pyopencl as cl
-
-    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
-    create = getattr(cl, "create_image", cl.Image)
-    return create(context, cl.mem_flags.WRITE_ONLY, fmt, shape=(width, height))
-
-
-def download(queue: Any, image: Any) -> np.ndarray:
-    """The pixels of an RGBA float image as (height, width, 4) float32."""
-    import pyopencl as cl
-
-    out = np.empty((image.height, image.width, 4), np.float32)
-    cl.enqueue_copy(queue, out, image, origin=(0, 0), region=(image.width, image.height))
-    return out
 
 
 class PointOps:

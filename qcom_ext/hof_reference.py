@@ -33,8 +33,10 @@ __all__ = [
     "block_match",
     "block_match_search",
     "box_filter",
+    "box_filter_image",
     "box_weights",
     "convolve",
+    "convolve_image",
     "pixels",
 ]
 
@@ -133,6 +135,44 @@ def box_filter(
         window = pixels(image, xs[None, :], ys[:, None], addressing)
         out.append(np.einsum("j,i,jic->c", wy, wx, window) / (w * h))
     return np.array(out).reshape(-1, 4)
+
+
+def _shifted(image: np.ndarray, dx: int, dy: int, addressing: str) -> np.ndarray:
+    """Pixel (x + dx, y + dy) for every (x, y) of the image, with the sampler's rule."""
+    height, width = image.shape[:2]
+    ys, xs = np.mgrid[0:height, 0:width]
+    return pixels(image, xs + dx, ys + dy, addressing)
+
+
+def box_filter_image(image: np.ndarray, size: tuple[float, float],
+                     addressing: str = "clamp_to_edge") -> np.ndarray:  # fmt: skip
+    """``qcom_box_filter_imagef`` at every integer coordinate (x, y) of ``image``: the
+    whole-image form of :func:`box_filter` (same weights, vectorised by shifts)."""
+    w, h = (float(np.float32(v)) for v in size)
+    first_x, wx = box_weights(0.0, w)
+    first_y, wy = box_weights(0.0, h)
+    image = np.asarray(image, dtype=np.float64)
+    out = np.zeros((*image.shape[:2], 4))
+    for j, weight_y in enumerate(wy):
+        if weight_y:
+            row = sum(weight_x * _shifted(image, first_x + i, first_y + j, addressing)
+                      for i, weight_x in enumerate(wx) if weight_x)  # fmt: skip
+            out += weight_y * row
+    return out / (w * h)
+
+
+def convolve_image(image: np.ndarray, kernel: np.ndarray, center: tuple[int, int],
+                   addressing: str = "clamp_to_edge") -> np.ndarray:  # fmt: skip
+    """``qcom_convolve_imagef`` with the 2-D filter ``kernel`` (fy, fx) at every integer
+    coordinate of ``image`` (phase 0; a separable slice as its outer product)."""
+    kernel = np.asarray(kernel, dtype=np.float64)
+    image = np.asarray(image, dtype=np.float64)
+    out = np.zeros((*image.shape[:2], 4))
+    for j in range(kernel.shape[0]):
+        for i in range(kernel.shape[1]):
+            if kernel[j, i]:
+                out += kernel[j, i] * _shifted(image, i - center[0], j - center[1], addressing)
+    return out
 
 
 def block_match(

@@ -497,3 +497,19 @@ def test_image_ops_reject_bad_arguments(any_context):
         qcom_ext.block_match_image(queue, small, small, region=(2, 2), metric="ncc")
     with pytest.raises(ConfigError, match="block must be"):
         qcom_ext.convolve_image(queue, small, w, small, block=(0, 4))
+
+
+@pytest.mark.parametrize("addressing", ["clamp", "clamp_to_edge"])
+def test_whole_image_references_agree_with_the_point_references(addressing):
+    rng = np.random.default_rng(6)
+    pixels = rng.random((9, 13, 4))
+    grid = np.stack(np.meshgrid(np.arange(13), np.arange(9)), -1).reshape(-1, 2)
+    for size in ((2.0, 2.0), (2.5, 3.3), (7.0, 7.0), (0.5, 1.0)):
+        whole = hof_reference.box_filter_image(pixels, size, addressing)
+        points = hof_reference.box_filter(pixels, grid, size, addressing).reshape(9, 13, 4)
+        np.testing.assert_allclose(whole, points, rtol=1e-12, atol=1e-12)
+    kernel = rng.uniform(-1, 1, (3, 5))
+    whole = hof_reference.convolve_image(pixels, kernel, (4, 1), addressing)
+    points = hof_reference.convolve(pixels, grid, kernel[None], center=(4, 1),
+                                    addressing=addressing).reshape(9, 13, 4)  # fmt: skip
+    np.testing.assert_allclose(whole, points, rtol=1e-12, atol=1e-12)

@@ -49,17 +49,60 @@
 #define QE_RX (QE_BX + QE_FX - 1) /* input columns of one work-item's block */
 #define QE_RY (QE_BY + QE_FY - 1) /* input rows */
 
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+/* Local-memory variant: the work-group's QE_LX x QE_LY work-items first copy the input
+ * their blocks need, QE_TW x QE_TH pixels, into local memory (one image read each), then
+ * read the rows from there. */
+#define QE_TW (QE_LX * QE_BX + QE_FX - 1)
+#define QE_TH (QE_LY * QE_BY + QE_FY - 1)
+#define QE_TILE_SIZE (QE_TW * QE_TH)
+#define QE_GROUP_SIZE __attribute__((reqd_work_group_size(QE_LX, QE_LY, 1)))
+#else
+#define QE_TILE_SIZE 1
+#define QE_GROUP_SIZE
+#endif
+
+/* "Needed": some output inside the image reads input column x0 + QE_OX + c (row likewise);
+ * other pixels are never read, so the read set is the builtin's. */
+#define QE_NEEDED(origin, c, taps, extent) ((origin) + (c) - ((taps) - 1) < (extent))
+
 #ifndef QE_USE_BUILTIN
-/* One input row of the block; columns only outputs beyond the image need are not read. */
+#ifdef QE_TILED
+/* All work-items of the group must call it (it ends with a barrier). */
 QCOM_EXT_HOF_INLINE
-void qe_read_row(__read_only image2d_t src, sampler_t sampler, int x0, int y, int width,
-                 float4 *row)
+void qe_load_tile(__read_only image2d_t src, sampler_t sampler, __local float4 *tile,
+                  int width, int height)
 {
+    int gx0 = (int)get_group_id(0) * QE_LX * QE_BX, gy0 = (int)get_group_id(1) * QE_LY * QE_BY;
+    int lid = (int)get_local_id(1) * QE_LX + (int)get_local_id(0);
+    for (int i = lid; i < QE_TILE_SIZE; i += QE_LX * QE_LY) {
+        int c = i % QE_TW, r = i / QE_TW;
+        bool needed = QE_NEEDED(gx0, c, QE_FX, width) && QE_NEEDED(gy0, r, QE_FY, height);
+        tile[i] = needed ? qcom_ext_hof_pixel(src, sampler, gx0 + QE_OX + c, gy0 + QE_OY + r)
+                         : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
+/* Input row r of the work-item's block (from the image, or from the tile). */
+QCOM_EXT_HOF_INLINE
+void qe_read_row(__read_only image2d_t src, sampler_t sampler, __local const float4 *tile,
+                 int x0, int y0, int r, int width, float4 *row)
+{
+#ifdef QE_TILED
+    __local const float4 *line =
+        tile + ((int)get_local_id(1) * QE_BY + r) * QE_TW + (int)get_local_id(0) * QE_BX;
 #pragma unroll
     for (int c = 0; c < QE_RX; c++)
-        row[c] = (x0 + c - (QE_FX - 1) < width)
-                     ? qcom_ext_hof_pixel(src, sampler, x0 + QE_OX + c, y)
+        row[c] = line[c];
+#else
+#pragma unroll
+    for (int c = 0; c < QE_RX; c++)
+        row[c] = QE_NEEDED(x0, c, QE_FX, width)
+                     ? qcom_ext_hof_pixel(src, sampler, x0 + QE_OX + c, y0 + QE_OY + r)
                      : (float4)(0.0f);
+#endif
 }
 
 QCOM_EXT_HOF_INLINE
@@ -78,8 +121,9 @@ void qe_write_block(__write_only image2d_t dst, int x0, int y0, int width, int h
  * summation order of the builtins (each row horizontally, then the rows vertically). */
 QCOM_EXT_HOF_INLINE
 void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
-                        __write_only image2d_t dst, int x0, int y0, int width, int height,
-                        const float *h, const float *v, float divisor)
+                        __local const float4 *tile, __write_only image2d_t dst, int x0,
+                        int y0, int width, int height, const float *h, const float *v,
+                        float divisor)
 {
     float4 acc[QE_BY][QE_BX];
 #pragma unroll
@@ -89,10 +133,10 @@ void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
             acc[oy][ox] = (float4)(0.0f);
 #pragma unroll
     for (int r = 0; r < QE_RY; r++) {
-        if (y0 + r - (QE_FY - 1) >= height)
-            break; /* rows below only feed outputs below the image */
+        if (!QE_NEEDED(y0, r, QE_FY, height))
+            continue; /* rows below only feed outputs below the image */
         float4 row[QE_RX];
-        qe_read_row(src, sampler, x0, y0 + QE_OY + r, width, row);
+        qe_read_row(src, sampler, tile, x0, y0, r, width, row);
         float4 hs[QE_BX];
 #pragma unroll
         for (int ox = 0; ox < QE_BX; ox++) {
@@ -118,8 +162,8 @@ void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
 /* out = sum_j sum_i w[j][i] * pixel(x + QE_OX + i, y + QE_OY + j), row by row. */
 QCOM_EXT_HOF_INLINE
 void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
-                       __write_only image2d_t dst, int x0, int y0, int width, int height,
-                       float w[QE_FY][QE_FX])
+                       __local const float4 *tile, __write_only image2d_t dst, int x0, int y0,
+                       int width, int height, float w[QE_FY][QE_FX])
 {
     float4 acc[QE_BY][QE_BX];
 #pragma unroll
@@ -129,10 +173,10 @@ void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
             acc[oy][ox] = (float4)(0.0f);
 #pragma unroll
     for (int r = 0; r < QE_RY; r++) {
-        if (y0 + r - (QE_FY - 1) >= height)
-            break;
+        if (!QE_NEEDED(y0, r, QE_FY, height))
+            continue;
         float4 row[QE_RX];
-        qe_read_row(src, sampler, x0, y0 + QE_OY + r, width, row);
+        qe_read_row(src, sampler, tile, x0, y0, r, width, row);
 #pragma unroll
         for (int oy = 0; oy < QE_BY; oy++) {
             int j = r - oy;
@@ -151,21 +195,52 @@ void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
     qe_write_block(dst, x0, y0, width, height, acc, 1.0f);
 }
 
-/* Taps first..first+n-1 of weight-image row `row` (phase 0 lives in rows 1..). */
+/* Weight-image row `row` (phase 0 lives in rows 1..) into out[0..n-1], n = QE_FX or QE_FY:
+ * one texel read per four taps, compile-time bounds so `out` stays in registers. */
+#define QE_WEIGHT_TAPS(i4, n, w, out)                                                      \
+    do {                                                                                   \
+        (out)[i4] = (w).x;                                                                 \
+        if ((i4) + 1 < (n))                                                                \
+            (out)[(i4) + 1] = (w).y;                                                       \
+        if ((i4) + 2 < (n))                                                                \
+            (out)[(i4) + 2] = (w).z;                                                       \
+        if ((i4) + 3 < (n))                                                                \
+            (out)[(i4) + 3] = (w).w;                                                       \
+    } while (0)
+
 QCOM_EXT_HOF_INLINE
-void qe_weight_row(__read_only image2d_t weights, int row, float *out, int n)
+void qe_weight_row_x(__read_only image2d_t weights, int row, float *out)
 {
-    for (int i = 0; i < n; i++)
-        out[i] = qcom_ext_hof_lane(qcom_ext_hof_weights4(weights, row, i >> 2), i & 3);
+#pragma unroll
+    for (int i4 = 0; i4 < QE_FX; i4 += 4) {
+        float4 w = qcom_ext_hof_weights4(weights, row, i4 >> 2);
+        QE_WEIGHT_TAPS(i4, QE_FX, w, out);
+    }
+}
+
+QCOM_EXT_HOF_INLINE
+void qe_weight_row_y(__read_only image2d_t weights, int row, float *out)
+{
+#pragma unroll
+    for (int i4 = 0; i4 < QE_FY; i4 += 4) {
+        float4 w = qcom_ext_hof_weights4(weights, row, i4 >> 2);
+        QE_WEIGHT_TAPS(i4, QE_FY, w, out);
+    }
 }
 #endif /* !QE_USE_BUILTIN */
 
-__kernel void qe_convolve_image(__read_only image2d_t src, sampler_t sampler,
-                                __read_only qcom_weight_image_t weights,
-                                __write_only image2d_t dst)
+__kernel QE_GROUP_SIZE void qe_convolve_image(__read_only image2d_t src, sampler_t sampler,
+                                              __read_only qcom_weight_image_t weights,
+                                              __write_only image2d_t dst)
 {
     int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
     int width = get_image_width(dst), height = get_image_height(dst);
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+    __local float4 tile[QE_TILE_SIZE];
+    qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
+#elif !defined(QE_USE_BUILTIN)
+    __local float4 tile[1]; /* unused */
+#endif
     if (x0 >= width || y0 >= height)
         return;
 #ifdef QE_USE_BUILTIN
@@ -179,22 +254,30 @@ __kernel void qe_convolve_image(__read_only image2d_t src, sampler_t sampler,
         }
 #elif QE_SEPARABLE
     float h[QE_FX], v[QE_FY];
-    qe_weight_row(weights, 1, h, QE_FX); /* slice 0: horizontal row, then vertical row */
-    qe_weight_row(weights, 2, v, QE_FY);
-    qe_separable_block(src, sampler, dst, x0, y0, width, height, h, v, 1.0f);
+    qe_weight_row_x(weights, 1, h); /* slice 0: horizontal row, then vertical row */
+    qe_weight_row_y(weights, 2, v);
+    qe_separable_block(src, sampler, tile, dst, x0, y0, width, height, h, v, 1.0f);
 #else
     float w[QE_FY][QE_FX];
+#pragma unroll
     for (int j = 0; j < QE_FY; j++)
-        qe_weight_row(weights, 1 + j, w[j], QE_FX);
-    qe_filter2d_block(src, sampler, dst, x0, y0, width, height, w);
+        qe_weight_row_x(weights, 1 + j, w[j]);
+    qe_filter2d_block(src, sampler, tile, dst, x0, y0, width, height, w);
 #endif
 }
 
-__kernel void qe_box_filter_image(__read_only image2d_t src, sampler_t sampler,
-                                  const qcom_box_size_t size, __write_only image2d_t dst)
+__kernel QE_GROUP_SIZE void qe_box_filter_image(__read_only image2d_t src, sampler_t sampler,
+                                                const qcom_box_size_t size,
+                                                __write_only image2d_t dst)
 {
     int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
     int width = get_image_width(dst), height = get_image_height(dst);
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+    __local float4 tile[QE_TILE_SIZE];
+    qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
+#elif !defined(QE_USE_BUILTIN)
+    __local float4 tile[1]; /* unused */
+#endif
     if (x0 >= width || y0 >= height)
         return;
 #ifdef QE_USE_BUILTIN
@@ -210,12 +293,48 @@ __kernel void qe_box_filter_image(__read_only image2d_t src, sampler_t sampler,
     /* The builtin's weights at an integer coordinate: the box spans [-w/2, w/2]. */
     float2 lo = -0.5f * size, hi = 0.5f * size;
     float h[QE_FX], v[QE_FY];
+#pragma unroll
     for (int i = 0; i < QE_FX; i++)
         h[i] = qcom_ext_hof_cover(QE_OX + i, lo.x, hi.x);
+#pragma unroll
     for (int j = 0; j < QE_FY; j++)
         v[j] = qcom_ext_hof_cover(QE_OY + j, lo.y, hi.y);
-    qe_separable_block(src, sampler, dst, x0, y0, width, height, h, v, size.x * size.y);
+    qe_separable_block(src, sampler, tile, dst, x0, y0, width, height, h, v,
+                       size.x * size.y);
 #endif
+}
+
+/* Key of a candidate: cost first (as_uint orders non-negative floats), then |dx| + |dy|,
+ * then the candidate's row-major index; the smallest key wins. */
+#define QE_NO_CANDIDATE 0xFFFFFFFFFFFFFFFFUL
+#define QE_KEY(cost, dx, dy, c)                                                            \
+    (((ulong)as_uint(cost) << 32) | ((ulong)(abs(dx) + abs(dy)) << 16) | (ulong)(c))
+
+/* keys[0] = the smallest of keys[0..lsize-1]; then work-item 0 writes the block's result. */
+void qe_finish_search(__local ulong *keys, int lid, int lsize, int side, int radius,
+                      __global int2 *vectors, __global float *costs)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int stride = 1;
+    while (stride * 2 < lsize)
+        stride *= 2;
+    for (; stride > 0; stride >>= 1) {
+        if (lid < stride && lid + stride < lsize)
+            keys[lid] = min(keys[lid], keys[lid + stride]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        ulong key = keys[0];
+        int b = (int)(get_group_id(1) * get_num_groups(0) + get_group_id(0));
+        if (key == QE_NO_CANDIDATE) {
+            vectors[b] = (int2)(0, 0);
+            costs[b] = INFINITY;
+        } else {
+            int c = (int)(key & 0xFFFFu);
+            vectors[b] = (int2)(c % side - radius, c / side - radius);
+            costs[b] = as_float((uint)(key >> 32));
+        }
+    }
 }
 
 /* Exhaustive block-matching search: work-group (bx, by) matches the target block whose
@@ -237,7 +356,7 @@ __kernel void qe_block_match_search(__read_only image2d_t target,
     int tx = bx * (int)region.x, ty = by * (int)region.y;
     int rw = get_image_width(reference), rh = get_image_height(reference);
     float2 target_coord = (float2)((float)tx, (float)ty);
-    ulong best = 0xFFFFFFFFFFFFFFFFUL;
+    ulong best = QE_NO_CANDIDATE;
     for (int c = lid; c < count; c += lsize) {
         int dx = c % side - radius, dy = c / side - radius;
         int rx = tx + dx, ry = ty + dy;
@@ -249,30 +368,57 @@ __kernel void qe_block_match_search(__read_only image2d_t target,
                            : qcom_block_match_sadf(target, sampler, target_coord, region,
                                                    reference, reference_coord);
         float cost = (m.x + m.y) + (m.z + m.w);
-        ulong key = ((ulong)as_uint(cost) << 32) | ((ulong)(abs(dx) + abs(dy)) << 16) |
-                    (ulong)c;
-        best = min(best, key);
+        best = min(best, QE_KEY(cost, dx, dy, c));
     }
     keys[lid] = best;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    int stride = 1;
-    while (stride * 2 < lsize)
-        stride *= 2;
-    for (; stride > 0; stride >>= 1) {
-        if (lid < stride && lid + stride < lsize)
-            keys[lid] = min(keys[lid], keys[lid + stride]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0) {
-        ulong key = keys[0];
-        int b = by * (int)get_num_groups(0) + bx;
-        if (key == 0xFFFFFFFFFFFFFFFFUL) {
-            vectors[b] = (int2)(0, 0);
-            costs[b] = INFINITY;
-        } else {
-            int c = (int)(key & 0xFFFFu);
-            vectors[b] = (int2)(c % side - radius, c / side - radius);
-            costs[b] = as_float((uint)(key >> 32));
-        }
-    }
+    qe_finish_search(keys, lid, lsize, side, radius, vectors, costs);
 }
+
+#ifndef QE_USE_BUILTIN
+/* The same search for the portable path, from local memory: the work-group first reads
+ * the target block and the reference window (region + 2 * radius each way; pixels
+ * outside the reference image are not read, no candidate uses them) once through the
+ * sampler, then every candidate sums |t - r| (or (t - r)^2) in the builtin's order.
+ * `tiles` holds region.x * region.y + (region.x + 2r) * (region.y + 2r) float4. */
+__kernel void qe_block_match_search_tiled(__read_only image2d_t target,
+                                          __read_only image2d_t reference, sampler_t sampler,
+                                          uint2 region, int radius, int squared,
+                                          __global int2 *vectors, __global float *costs,
+                                          __local ulong *keys, __local float4 *tiles)
+{
+    int lid = (int)get_local_id(0), lsize = (int)get_local_size(0);
+    int w = (int)region.x, h = (int)region.y;
+    int side = 2 * radius + 1, count = side * side;
+    int tx = (int)get_group_id(0) * w, ty = (int)get_group_id(1) * h;
+    int rw = get_image_width(reference), rh = get_image_height(reference);
+    int ww = w + 2 * radius, wh = h + 2 * radius; /* the reference window */
+    __local float4 *block = tiles, *window = tiles + w * h;
+    for (int i = lid; i < w * h; i += lsize)
+        block[i] = qcom_ext_hof_pixel(target, sampler, tx + i % w, ty + i / w);
+    for (int i = lid; i < ww * wh; i += lsize) {
+        int x = tx - radius + i % ww, y = ty - radius + i / ww;
+        bool inside = x >= 0 && y >= 0 && x < rw && y < rh;
+        window[i] = inside ? qcom_ext_hof_pixel(reference, sampler, x, y) : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong best = QE_NO_CANDIDATE;
+    for (int c = lid; c < count; c += lsize) {
+        int dx = c % side - radius, dy = c / side - radius;
+        int rx = tx + dx, ry = ty + dy;
+        if (rx < 0 || ry < 0 || rx + w > rw || ry + h > rh)
+            continue;
+        __local const float4 *origin = window + (dy + radius) * ww + (dx + radius);
+        float4 sum = (float4)(0.0f);
+        for (int j = 0; j < h; j++) {
+            for (int i = 0; i < w; i++) {
+                float4 d = block[j * w + i] - origin[j * ww + i];
+                sum += squared ? d * d : fabs(d);
+            }
+        }
+        float cost = (sum.x + sum.y) + (sum.z + sum.w);
+        best = min(best, QE_KEY(cost, dx, dy, c));
+    }
+    keys[lid] = best;
+    qe_finish_search(keys, lid, lsize, side, radius, vectors, costs);
+}
+#endif

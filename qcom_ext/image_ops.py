@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pyopencl
 
 __all__ = [
+    "METHODS",
     "MotionField",
     "block_match_image",
     "box_filter_image",
@@ -49,8 +50,13 @@ __all__ = [
 ]
 
 SOURCE_FILE = "accelerated_image_ops.cl"
-DEFAULT_BLOCK = (4, 4)
-DEFAULT_LOCAL = (16, 8)
+#: How the portable path computes a whole-image filter (natively the builtin always runs
+#: per pixel): "blocked" reads each work-item's input rows straight from the image,
+#: "tiled" first copies the work-group's input into local memory, "per_pixel" calls the
+#: portable builtin once per pixel (for comparison).
+METHODS = ("blocked", "tiled", "per_pixel")
+DEFAULT_BLOCKS = {"blocked": (4, 4), "tiled": (1, 4), "per_pixel": (1, 1)}
+DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (32, 8), "per_pixel": (16, 8)}
 MAX_RADIUS = 127
 _ADDRESSING = ("clamp", "clamp_to_edge", "none")
 
@@ -153,45 +159,55 @@ def _pair(name: str, value: Any) -> tuple[int, int]:
     return a, b
 
 
-def _launch(
-    queue: Any,
-    kernel: Any,
-    args: tuple[Any, ...],
-    shape: tuple[int, int],
-    block: tuple[int, int],
-    local_size: tuple[int, int] | None,
-    wait_for: Any,
-) -> Any:
+@dataclass(frozen=True)
+class _Plan:
+    """How one whole-image filter launches: -D values, block and work-group size."""
+
+    defines: dict[str, Any]
+    block: tuple[int, int]
+    local: tuple[int, int]
+    exact_local: bool  # the tiled kernels are compiled for exactly this work-group size
+
+
+def _plan(queue: Any, method: str, taps: tuple[int, int], offset: tuple[int, int],
+          block: Any, local_size: Any, separable: bool = False) -> _Plan:  # fmt: skip
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    block = _pair("block", block if block is not None else DEFAULT_BLOCKS[method])
+    local = _pair("local_size", local_size if local_size is not None else DEFAULT_LOCALS[method])
+    defines = {"QE_FX": taps[0], "QE_FY": taps[1], "QE_OX": offset[0], "QE_OY": offset[1],
+               "QE_BX": block[0], "QE_BY": block[1], "QE_SEPARABLE": int(separable),
+               "QE_PER_PIXEL": method == "per_pixel"}  # fmt: skip
+    tiled = method == "tiled" and path(queue.context) == "fallback"
+    if tiled:
+        device = queue.device
+        if local[0] * local[1] > device.max_work_group_size:
+            raise ConfigError(f"local_size {local[0]}x{local[1]} is more than the device's "
+                              f"{device.max_work_group_size} work-items a group")  # fmt: skip
+        tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
+        if tile > device.local_mem_size:
+            raise ConfigError(f"method='tiled' needs {tile} bytes of local memory for a "
+                              f"{local[0]}x{local[1]} group of {block[0]}x{block[1]} blocks; "
+                              f"the device has {device.local_mem_size}: use a smaller "
+                              "local_size or block, or method='blocked'")  # fmt: skip
+        defines.update(QE_TILED=True, QE_LX=local[0], QE_LY=local[1])
+    return _Plan(defines, block, local, tiled)
+
+
+def _launch(queue: Any, kernel: Any, args: tuple[Any, ...], shape: tuple[int, int],
+            plan: _Plan, wait_for: Any) -> Any:  # fmt: skip
     import pyopencl as cl
 
-    lx, ly = local_size or DEFAULT_LOCAL
-    limit = queue.device.max_work_group_size
-    while lx * ly > limit:
-        lx, ly = (lx // 2, ly) if lx >= ly else (lx, ly // 2)
-    items = (-(-shape[0] // block[0]), -(-shape[1] // block[1]))
+    lx, ly = plan.local
+    if not plan.exact_local:
+        limit = queue.device.max_work_group_size
+        while lx * ly > limit:
+            lx, ly = (lx // 2, ly) if lx >= ly else (lx, ly // 2)
+    items = (-(-shape[0] // plan.block[0]), -(-shape[1] // plan.block[1]))
     global_size = (-(-items[0] // lx) * lx, -(-items[1] // ly) * ly)
     with _launch_lock:
         kernel.set_args(*args)
         return cl.enqueue_nd_range_kernel(queue, kernel, global_size, (lx, ly), wait_for=wait_for)
-
-
-def _defines(
-    taps: tuple[int, int],
-    offset: tuple[int, int],
-    block: tuple[int, int],
-    per_pixel: bool,
-    separable: bool = False,
-) -> dict[str, Any]:
-    return {
-        "QE_FX": taps[0],
-        "QE_FY": taps[1],
-        "QE_OX": offset[0],
-        "QE_OY": offset[1],
-        "QE_BX": block[0],
-        "QE_BY": block[1],
-        "QE_SEPARABLE": int(separable),
-        "QE_PER_PIXEL": per_pixel,
-    }
 
 
 def _same_shape(queue: Any, src: Any, dst: Any) -> tuple[int, int]:
@@ -210,16 +226,17 @@ def convolve_image(
     dst: pyopencl.Image,
     *,
     sampler: Any = None,
-    block: tuple[int, int] = DEFAULT_BLOCK,
+    method: str = "blocked",
+    block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
-    per_pixel: bool = False,
     wait_for: Sequence[Any] | None = None,
 ) -> pyopencl.Event:
     """``dst(x, y) = qcom_convolve_imagef(src, sampler, (x, y), weights)`` for every pixel.
 
     ``sampler``: a pyopencl.Sampler with unnormalized coordinates, or an addressing name
-    (default "clamp_to_edge"). ``block`` = outputs per work-item of the portable kernel,
-    ``per_pixel=True`` calls the portable builtin per pixel instead (for comparison).
+    (default "clamp_to_edge"). ``method`` ("blocked", "tiled", "per_pixel"; see
+    :data:`METHODS`), ``block`` (outputs per work-item) and ``local_size`` tune the portable
+    kernels; defaults in :data:`DEFAULT_BLOCKS` and :data:`DEFAULT_LOCALS`.
     """
     shape = _same_shape(queue, src, dst)
     if not isinstance(weights, WeightImage):
@@ -230,12 +247,12 @@ def convolve_image(
         raise ConfigError(f"weights were made for the {weights.path} path but the kernels now "
                           f"take the {path(queue.context)} path (QCOM_EXT_DISABLE changed?): "
                           "make the WeightImage again")  # fmt: skip
-    block = _pair("block", block)
     cx, cy = weights.center
-    defines = _defines(weights.filter_size, (-cx, -cy), block, per_pixel, weights.separable)
-    kernel = _kernel(queue.context, "qe_convolve_image", defines)
+    plan = _plan(queue, method, weights.filter_size, (-cx, -cy), block, local_size,
+                 weights.separable)  # fmt: skip
+    kernel = _kernel(queue.context, "qe_convolve_image", plan.defines)
     args = (src, _check_sampler(sampler, queue.context), weights.image, dst)
-    return _launch(queue, kernel, args, shape, block, local_size, wait_for)
+    return _launch(queue, kernel, args, shape, plan, wait_for)
 
 
 def box_window(size: float) -> tuple[int, int]:
@@ -258,9 +275,9 @@ def box_filter_image(
     dst: pyopencl.Image,
     *,
     sampler: Any = None,
-    block: tuple[int, int] = DEFAULT_BLOCK,
+    method: str = "blocked",
+    block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
-    per_pixel: bool = False,
     wait_for: Sequence[Any] | None = None,
 ) -> pyopencl.Event:
     """``dst(x, y) = qcom_box_filter_imagef(src, sampler, (x, y), size)`` for every pixel.
@@ -279,12 +296,11 @@ def box_filter_image(
                 f"size must be qcom_ext.box_size(w, h) or a (w, h) pair, got {size!r}"
             ) from None
     packed = box_size(width, height, device=queue.context)
-    block = _pair("block", block)
     (ox, nx), (oy, ny) = box_window(float(packed["x"])), box_window(float(packed["y"]))
-    defines = _defines((nx, ny), (ox, oy), block, per_pixel)
-    kernel = _kernel(queue.context, "qe_box_filter_image", defines)
+    plan = _plan(queue, method, (nx, ny), (ox, oy), block, local_size)
+    kernel = _kernel(queue.context, "qe_box_filter_image", plan.defines)
     args = (src, _check_sampler(sampler, queue.context), packed, dst)
-    return _launch(queue, kernel, args, shape, block, local_size, wait_for)
+    return _launch(queue, kernel, args, shape, plan, wait_for)
 
 
 @dataclass
@@ -374,22 +390,21 @@ def block_match_image(
     candidates = (2 * int(radius) + 1) ** 2
     limit = queue.device.max_work_group_size
     lsize = local_size or min(limit, 256, -(-candidates // 32) * 32)
-    kernel = _kernel(queue.context, "qe_block_match_search", {})
+    window = (region[0] + 2 * radius) * (region[1] + 2 * radius)
+    tile_bytes = 16 * (region[0] * region[1] + window)
+    tiled = (path(queue.context) == "fallback"
+             and tile_bytes + 8 * lsize <= queue.device.local_mem_size // 2)  # fmt: skip
+    args = [target, reference, _check_sampler(sampler, queue.context), _uint2(region),
+            np.int32(radius), np.int32(metric == "ssd"), out.vectors, out.costs,
+            cl.LocalMemory(8 * lsize)]  # fmt: skip
+    if tiled:  # the portable path reads each pixel once, from local memory
+        args.append(cl.LocalMemory(tile_bytes))
+    name = "qe_block_match_search_tiled" if tiled else "qe_block_match_search"
+    kernel = _kernel(queue.context, name, {})
     with _launch_lock:
-        kernel.set_args(
-            target,
-            reference,
-            _check_sampler(sampler, queue.context),
-            _uint2(region),
-            np.int32(radius),
-            np.int32(metric == "ssd"),
-            out.vectors,
-            out.costs,
-            cl.LocalMemory(8 * lsize),
-        )
-        out.event = cl.enqueue_nd_range_kernel(
-            queue, kernel, (shape[1] * lsize, shape[0]), (lsize, 1), wait_for=wait_for
-        )
+        kernel.set_args(*args)
+        out.event = cl.enqueue_nd_range_kernel(queue, kernel, (shape[1] * lsize, shape[0]),
+                                               (lsize, 1), wait_for=wait_for)  # fmt: skip
     return out
 
 

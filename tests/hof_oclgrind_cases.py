@@ -57,16 +57,24 @@ def main() -> None:
 
     grid = np.stack(np.meshgrid(np.arange(9), np.arange(7)), -1).reshape(-1, 2)
     dst = empty(ctx, 9, 7)
-    for per_pixel in (False, True):
+    for method in qcom_ext.image_ops.METHODS:
         for w in (w2d, wsep):
-            qcom_ext.convolve_image(queue, image, w, dst, sampler="clamp", per_pixel=per_pixel)
+            qcom_ext.convolve_image(
+                queue,
+                image,
+                w,
+                dst,
+                sampler="clamp",
+                method=method,
+                local_size=(4, 2) if method == "tiled" else None,
+            )
             want = hof_reference.convolve(pixels, grid, w.weights, center=w.center,
                                           separable=w.separable, filter_size=w.filter_size,
                                           addressing="clamp")  # fmt: skip
-            close(download(queue, dst), want.reshape(7, 9, 4), f"convolve_image {w!r}")
-        qcom_ext.box_filter_image(queue, image, (3.0, 2.5), dst, per_pixel=per_pixel)
+            close(download(queue, dst), want.reshape(7, 9, 4), f"convolve_image {method} {w!r}")
+        qcom_ext.box_filter_image(queue, image, (3.0, 2.5), dst, method=method)
         want = hof_reference.box_filter(pixels, grid, (3.0, 2.5)).reshape(7, 9, 4)
-        close(download(queue, dst), want, "box_filter_image")
+        close(download(queue, dst), want, f"box_filter_image {method}")
     target = (rng.integers(0, 256, (12, 16, 4)) / 256).astype(np.float32)
     reference = np.roll(target, (1, -2), axis=(0, 1))
     field = qcom_ext.block_match_image(queue, upload(ctx, target), upload(ctx, reference),

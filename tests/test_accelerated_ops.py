@@ -314,7 +314,12 @@ def test_block_match_matches_numpy(ops, queue, kernel_context, dtype, addressing
 # ---- whole-image ops ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("per_pixel", [False, True], ids=["blocked", "per-pixel"])
+METHODS = [("blocked", None, None), ("tiled", None, None), ("tiled", (8, 4), (2, 2)),
+           ("per_pixel", None, None)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "local", "method_block"), METHODS,
+                         ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"])  # fmt: skip
 @pytest.mark.parametrize(
     ("shape", "separable", "center", "size", "block"),
     [((5, 5), False, (2, 2), (37, 29), (4, 4)),
@@ -324,8 +329,9 @@ def test_block_match_matches_numpy(ops, queue, kernel_context, dtype, addressing
     ids=["5x5", "3x7-corner-centre", "separable-2x7", "1x1"],
 )  # fmt: skip
 @pytest.mark.parametrize("addressing", ["clamp", "clamp_to_edge"])
-def test_convolve_image_matches_numpy(device_caps, kernel_context, queue, per_pixel, shape,
-                                      separable, center, size, block, addressing):  # fmt: skip
+def test_convolve_image_matches_numpy(device_caps, kernel_context, queue, method, local,
+                                      method_block, shape, separable, center, size, block,
+                                      addressing):  # fmt: skip
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     rng = np.random.default_rng(21)
@@ -340,7 +346,8 @@ def test_convolve_image_matches_numpy(device_caps, kernel_context, queue, per_pi
     pixels = rng.random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
     qcom_ext.convolve_image(queue, upload(kernel_context, pixels), w, dst, sampler=addressing,
-                            block=block, per_pixel=per_pixel)  # fmt: skip
+                            method=method, block=method_block or block,
+                            local_size=local)  # fmt: skip
     grid = np.stack(np.meshgrid(np.arange(width), np.arange(height)), -1).reshape(-1, 2)
     expected = hof_reference.convolve(pixels, grid, w.weights, center=center,
                                       separable=separable, filter_size=shape,
@@ -348,16 +355,19 @@ def test_convolve_image_matches_numpy(device_caps, kernel_context, queue, per_pi
     np.testing.assert_allclose(download(queue, dst), expected, atol=tolerance(w.weights))
 
 
-@pytest.mark.parametrize("per_pixel", [False, True], ids=["blocked", "per-pixel"])
+@pytest.mark.parametrize(("method", "local", "block"), METHODS,
+                         ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"])  # fmt: skip
 @pytest.mark.parametrize("size", [(7.0, 7.0), (2.0, 2.0), (2.5, 3.25), (0.5, 1.0), (16.0, 15.9)])
-def test_box_filter_image_matches_numpy(device_caps, kernel_context, queue, per_pixel, size):
+def test_box_filter_image_matches_numpy(device_caps, kernel_context, queue, method, local, block,
+                                        size):  # fmt: skip
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     width, height = 35, 22
     pixels = np.random.default_rng(4).random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
     qcom_ext.box_filter_image(queue, upload(kernel_context, pixels), box_size(*size,
-                              device=kernel_context), dst, per_pixel=per_pixel)  # fmt: skip
+                              device=kernel_context), dst, method=method, block=block,
+                              local_size=local)  # fmt: skip
     grid = np.stack(np.meshgrid(np.arange(width), np.arange(height)), -1).reshape(-1, 2)
     expected = hof_reference.box_filter(pixels, grid, size).reshape(height, width, 4)
     np.testing.assert_allclose(download(queue, dst), expected, atol=2e-6)

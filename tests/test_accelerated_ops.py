@@ -523,3 +523,17 @@ def test_whole_image_references_agree_with_the_point_references(addressing):
     points = hof_reference.convolve(pixels, grid, kernel[None], center=(4, 1),
                                     addressing=addressing).reshape(9, 13, 4)  # fmt: skip
     np.testing.assert_allclose(whole, points, rtol=1e-12, atol=1e-12)
+
+
+def test_weights_for_the_other_path_are_refused(any_context):
+    import pyopencl as cl
+
+    queue = cl.CommandQueue(any_context)
+    image = empty(any_context, 4, 4)
+    w = WeightImage(any_context, np.ones((3, 3)), center=(1, 1))
+    w.path = "native" if w.path == "fallback" else "fallback"  # as if QCOM_EXT_DISABLE changed
+    with pytest.raises(ConfigError, match="make the WeightImage again"):
+        qcom_ext.convolve_image(queue, image, w, image)
+    with pytest.raises(ConfigError, match="method must be one of"):
+        w.path = qcom_ext.image_ops.path(any_context)
+        qcom_ext.convolve_image(queue, image, w, image, method="fast")

@@ -219,3 +219,15 @@ def test_device_without_the_extension_never_reaches_the_driver(monkeypatch):
         w = WeightImage(context(), np.ones((3, 3)), center=(1, 1))
     assert w.path == "fallback" and len(created) == 1
     assert "clCreateImage" not in cl.calls and "clGetSupportedImageFormats" not in cl.calls
+
+
+def test_device_without_images_is_refused_before_anything_is_made():
+    """No extension and no images: no path can keep the builtins' semantics."""
+    with FakeImages(extensions="cl_khr_fp16 cl_qcom_perf_hint") as cl:
+        cl.device_info[0x1016] = struct.pack("<I", 0)  # CL_DEVICE_IMAGE_SUPPORT
+        clear_cache()
+        with pytest.raises(qcom_ext.ExtensionUnavailable, match="image"):
+            WeightImage(context(), np.ones((3, 3)), center=(1, 1))
+        with pytest.raises(qcom_ext.ExtensionUnavailable):
+            box_size(2, 2, device=context())
+    assert "clCreateImage" not in cl.calls and "clGetSupportedImageFormats" not in cl.calls

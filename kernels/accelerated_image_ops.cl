@@ -233,13 +233,13 @@ __kernel QE_GROUP_SIZE void qe_convolve_image(__read_only image2d_t src, sampler
                                               __read_only qcom_weight_image_t weights,
                                               __write_only image2d_t dst)
 {
+#ifndef QE_USE_BUILTIN
+    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
+#endif
     int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
     int width = get_image_width(dst), height = get_image_height(dst);
 #if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
-    __local float4 tile[QE_TILE_SIZE];
     qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
-#elif !defined(QE_USE_BUILTIN)
-    __local float4 tile[1]; /* unused */
 #endif
     if (x0 >= width || y0 >= height)
         return;
@@ -270,13 +270,13 @@ __kernel QE_GROUP_SIZE void qe_box_filter_image(__read_only image2d_t src, sampl
                                                 const qcom_box_size_t size,
                                                 __write_only image2d_t dst)
 {
+#ifndef QE_USE_BUILTIN
+    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
+#endif
     int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
     int width = get_image_width(dst), height = get_image_height(dst);
 #if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
-    __local float4 tile[QE_TILE_SIZE];
     qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
-#elif !defined(QE_USE_BUILTIN)
-    __local float4 tile[1]; /* unused */
 #endif
     if (x0 >= width || y0 >= height)
         return;

@@ -537,3 +537,47 @@ def test_weights_for_the_other_path_are_refused(any_context):
     with pytest.raises(ConfigError, match="method must be one of"):
         w.path = qcom_ext.image_ops.path(any_context)
         qcom_ext.convolve_image(queue, image, w, image, method="fast")
+
+
+NATIVE_STUBS = """
+/* What the Adreno compiler declares for cl_qcom_accelerated_image_ops (spec signatures);
+ * bodies only so that this device can compile the native branches. */
+#define qcom_weight_image_t image2d_t
+typedef float2 qcom_box_size_t;
+float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
+                            __read_only qcom_weight_image_t weight_image)
+{ return read_imagef(weight_image, sampler, coord) + read_imagef(image, sampler, coord); }
+float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
+                              const qcom_box_size_t box_size)
+{ return read_imagef(image, sampler, coord) * box_size.x; }
+float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampler,
+                             float2 coord, uint2 region, __read_only image2d_t reference_image,
+                             uint2 reference_coord)
+{ return read_imagef(target_image, sampler, coord) * (float)region.x; }
+float4 qcom_block_match_ssdf(__read_only image2d_t target_image, sampler_t sampler,
+                             float2 coord, uint2 region, __read_only image2d_t reference_image,
+                             uint2 reference_coord)
+{ return read_imagef(reference_image, sampler, convert_float2(reference_coord)); }
+"""
+
+
+@pytest.mark.parametrize("source", ["accelerated_image_ops.cl", "points"])
+def test_native_branches_compile_against_the_builtins_declarations(kernel_context, source):
+    """With -DQCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops the compat part defines nothing
+    and the kernels call the builtins per pixel: they must compile against the spec's
+    declarations (stubbed here, as no Adreno is at hand)."""
+    import pyopencl as cl
+
+    from qcom_ext._hof_points import SOURCE
+    from qcom_ext._resources import kernels_dir
+
+    text = (kernels_dir() / source).read_text() if source.endswith(".cl") else SOURCE
+    program = cl.Program(kernel_context, NATIVE_STUBS + "#include <qcom_ext.h>\n" + text)
+    options = ["-I", str(kernels_dir()), "-DQCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops",
+               "-DQE_FX=5", "-DQE_FY=5", "-DQE_OX=-2", "-DQE_OY=-2"]  # fmt: skip
+    built = program.build(options=options)
+    names = {k.function_name for k in built.all_kernels()}
+    if source.endswith(".cl"):  # the portable-only tiled search is left out natively
+        assert names == {"qe_convolve_image", "qe_box_filter_image", "qe_block_match_search"}
+    else:
+        assert names == {"qe_convolve_at", "qe_box_filter_at", "qe_block_match_at"}

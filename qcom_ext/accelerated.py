@@ -27,6 +27,17 @@ has the details and where hardware may differ):
 * Weights are rounded to ``dtype`` (half by default, as the spec's samples store them)
   on every path, so the fallback computes with the same weight values a native
   ``CL_HALF_FLOAT`` weight image holds.
+* Pixels are read through the kernel's sampler at their centres, ``(i + 0.5, j + 0.5)``,
+  so its addressing mode (clamp, clamp-to-edge, none) applies as in ``read_imagef``.
+  The box filter weighs pixel ``(i, j)``, spanning ``[i - 0.5, i + 0.5]`` on each axis, by
+  the area a box centred on ``coord`` covers, divided by ``w * h``; block matching starts
+  the target block at ``floor(target_coord)``.
+
+Where real hardware could differ (the spec settles only integer coordinates, which all its
+examples use): rounding instead of ``floor`` for fractional coordinates, a rounded phase
+or the ``px * P + py`` slice order, reduced-precision accumulation in the texture unit.
+``qcom-ext selftest`` runs the same checks natively and with the portable code forced and
+prints where the two differ.
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> ctx = cl.Context([qcom_ext.probe().device()])

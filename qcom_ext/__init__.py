@@ -8,6 +8,7 @@ True
 True
 """
 
+from .accelerated import HofLimits, WeightImage, box_size, hof_limits
 from .caps import DeviceCaps, Limits
 from .context import ContextInfo, context_info, create_context, create_queue, set_perf_hint
 from .errors import (
@@ -35,6 +36,7 @@ from .host_ptr import (
 )
 from .image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
 from .image_info import ImageInfo, query_image_info
+from .image_ops import MotionField, block_match_image, box_filter_image, convolve_image
 from .images import QcomImage, create_image, parse_image_format, supported_image_formats
 from .onchip import onchip_buffer, scrub_onchip
 from .planar import Nv12Image, PlanarImage, nv12_image, planar_image
@@ -57,10 +59,12 @@ __all__ = [
     "ExtensionStatus",
     "ExtensionUnavailable",
     "ExternalMemory",
+    "HofLimits",
     "ImageBuffer",
     "ImageInfo",
     "LibraryNotFound",
     "Limits",
+    "MotionField",
     "NoPlatformError",
     "Nv12Image",
     "OpenCLUnavailable",
@@ -69,15 +73,21 @@ __all__ = [
     "QcomExtWarning",
     "QcomImage",
     "Recording",
+    "WeightImage",
     "__version__",
     "aligned_empty",
+    "block_match_image",
+    "box_filter_image",
+    "box_size",
     "buffer_from_image",
     "build_program",
     "context_info",
+    "convolve_image",
     "create_context",
     "create_image",
     "create_queue",
     "create_sampler",
+    "hof_limits",
     "host_buffer",
     "image_with_buffer",
     "import_ahardwarebuffer",

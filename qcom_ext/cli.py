@@ -3,6 +3,8 @@
 ``qcom-ext probe`` prints, per device, the path each ``cl_qcom_*`` extension takes;
 ``--json`` prints the full report, ``--all`` covers every device and ``--device``
 picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``).
+``qcom-ext selftest`` runs the accelerated image ops on a device against numpy, and
+natively against the portable code (:mod:`qcom_ext.selftest`); exit status 1 on failure.
 """
 
 from __future__ import annotations
@@ -97,6 +99,42 @@ def _bench_command(args: argparse.Namespace) -> int:
     return int(benchmarks_runner().main(args.args, prog="qcom-ext bench"))
 
 
+def _selftest_command(args: argparse.Namespace) -> int:
+    from .selftest import run_selftest
+
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    report = run_selftest(seed=args.seed)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0 if report.ok else 1
+    console = Console()
+    console.rule(f"[bold]selftest[/] {report.device}: cl_qcom_accelerated_image_ops -> "
+                 f"{report.extension_path}")  # fmt: skip
+    if report.skipped:
+        console.print(f"[yellow]skipped:[/] {report.skipped}")
+        return 0
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("check", "path", "max error", "tolerance", "result"):
+        table.add_column(column, justify="right" if column.startswith(("max", "tol")) else "left")
+    for check in report.checks:
+        verdict = "[green]ok[/]" if check.ok else "[bold red]FAIL[/]"
+        table.add_row(check.name, check.path, f"{check.max_error:.3g}", f"{check.tolerance:.3g}",
+                      verdict)  # fmt: skip
+    console.print(table)
+    if report.comparisons:
+        native = Table(show_edge=False, pad_edge=False, title="native vs portable")
+        for column in ("check", "max difference", "tolerance", "result"):
+            native.add_column(column)
+        for item in report.comparisons:
+            verdict = "[green]same[/]" if item.ok else "[bold red]DIFFERS[/]"
+            native.add_row(item.name, f"{item.max_difference:.3g}", f"{item.tolerance:.3g}",
+                           verdict)  # fmt: skip
+        console.print(native)
+    console.print("[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]")
+    return 0 if report.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="qcom-ext", description="Qualcomm Adreno OpenCL extensions, portable."
@@ -112,6 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )
     probe_parser.set_defaults(run=_probe_command)
+    selftest_parser = commands.add_parser(
+        "selftest", help="check the accelerated image ops on a device (native vs portable)"
+    )
+    selftest_parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    selftest_parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")
+    selftest_parser.add_argument(
+        "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
+    )
+    selftest_parser.set_defaults(run=_selftest_command)
     bench_parser = commands.add_parser(
         "bench",
         help="time the benchmark cases on a device (qcom-ext bench --help)",

@@ -40,6 +40,11 @@ MODULES = [
     "qcom_ext.sampler",
     "qcom_ext.bicubic",
     "qcom_ext.bfloat16",
+    "qcom_ext.accelerated",
+    "qcom_ext.hof_reference",
+    "qcom_ext.image_ops",
+    "qcom_ext._hof_points",
+    "qcom_ext.selftest",
 ]
 
 NEEDS_DEVICE = {
@@ -56,6 +61,10 @@ NEEDS_DEVICE = {
     "qcom_ext.planar",
     "qcom_ext.subgroups",
     "qcom_ext.sampler",
+    "qcom_ext.accelerated",
+    "qcom_ext.image_ops",
+    "qcom_ext._hof_points",
+    "qcom_ext.selftest",
 }
 
 

@@ -281,3 +281,31 @@ def test_subgroup_prefix_sum_sample(device_caps, kernel_context, forced):
     if path == "fallback":
         assert "sub-groups of 16" in result.stdout
     assert result.stdout.rstrip().endswith("OK")
+
+
+def _png_size(path):
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    with Image.open(path) as image:
+        return image.size
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "png_size"),
+    [("convolve.py", ["--size", "64x40"], (192, 40)),
+     ("box_filter.py", ["--size", "48x32", "--boxes", "1.5,2.75"], (144, 32)),
+     ("block_match.py", ["--size", "96x64", "--radius", "3"], (192, 64))],
+)  # fmt: skip
+def test_accelerated_image_ops_samples(device_caps, kernel_context, tmp_path, name, args,
+                                       png_size):  # fmt: skip
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    png = tmp_path / "out.png"
+    result = run_sample(name, "--device", device_spec(device_caps), *args, "--png", str(png))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{device_caps.label}: cl_qcom_accelerated_image_ops -> ")
+    assert lines[-1] == "OK"
+    assert _png_size(png) in (None, png_size)

@@ -1,0 +1,424 @@
+/* Whole-image accelerated image ops (cl_qcom_accelerated_image_ops) for qcom_ext.image_ops,
+ * the samples and the benchmarks. Build with qcom_ext.build_program (it includes
+ * <qcom_ext.h>); qcom_ext/image_ops.py passes the -D values below.
+ *
+ * Output pixel (x, y) of qe_convolve_image / qe_box_filter_image is exactly
+ *     qcom_convolve_imagef(src, sampler, (float2)(x, y), weights)
+ *     qcom_box_filter_imagef(src, sampler, (float2)(x, y), size)
+ * (integer coordinates, as in the extension spec's sample kernels, so phase 0 of a
+ * multi-phase weight image is the one used). With the native extension (or -DQE_PER_PIXEL)
+ * each work-item calls the builtin for its QE_BX x QE_BY pixels. The portable path computes
+ * the same sums register-blocked: a work-item reads the (QE_BX + QE_FX - 1) x
+ * (QE_BY + QE_FY - 1) input pixels its block needs once, row by row, and accumulates every
+ * output that uses each row, with the filter size known at compile time (fully unrolled).
+ * It reads exactly the pixels the builtin reads for the outputs inside the image, through
+ * the same sampler, so addressing modes behave the same.
+ *
+ * -D values (all optional; qcom_ext.image_ops sets them):
+ *   QE_FX, QE_FY   taps of the window (filter size; for the box, the pixels it can touch)
+ *   QE_OX, QE_OY   offset of the first tap from the output pixel (-center for a filter)
+ *   QE_BX, QE_BY   outputs per work-item along x and y
+ *   QE_SEPARABLE   1 when the weight image is separable
+ */
+#ifndef QE_FX
+#define QE_FX 1
+#endif
+#ifndef QE_FY
+#define QE_FY 1
+#endif
+#ifndef QE_OX
+#define QE_OX 0
+#endif
+#ifndef QE_OY
+#define QE_OY 0
+#endif
+#ifndef QE_BX
+#define QE_BX 4
+#endif
+#ifndef QE_BY
+#define QE_BY 4
+#endif
+#ifndef QE_SEPARABLE
+#define QE_SEPARABLE 0
+#endif
+
+#if defined(QCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops) || defined(QE_PER_PIXEL)
+#define QE_USE_BUILTIN 1
+#endif
+
+#define QE_RX (QE_BX + QE_FX - 1) /* input columns of one work-item's block */
+#define QE_RY (QE_BY + QE_FY - 1) /* input rows */
+
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+/* Local-memory variant: the work-group's QE_LX x QE_LY work-items first copy the input
+ * their blocks need, QE_TW x QE_TH pixels, into local memory (one image read each), then
+ * read the rows from there. */
+#define QE_TW (QE_LX * QE_BX + QE_FX - 1)
+#define QE_TH (QE_LY * QE_BY + QE_FY - 1)
+#define QE_TILE_SIZE (QE_TW * QE_TH)
+#define QE_GROUP_SIZE __attribute__((reqd_work_group_size(QE_LX, QE_LY, 1)))
+#else
+#define QE_TILE_SIZE 1
+#define QE_GROUP_SIZE
+#endif
+
+/* "Needed": some output inside the image reads input column x0 + QE_OX + c (row likewise);
+ * other pixels are never read, so the read set is the builtin's. */
+#define QE_NEEDED(origin, c, taps, extent) ((origin) + (c) - ((taps) - 1) < (extent))
+
+#ifndef QE_USE_BUILTIN
+#ifdef QE_TILED
+/* All work-items of the group must call it (it ends with a barrier). */
+QCOM_EXT_HOF_INLINE
+void qe_load_tile(__read_only image2d_t src, sampler_t sampler, __local float4 *tile,
+                  int width, int height)
+{
+    int gx0 = (int)get_group_id(0) * QE_LX * QE_BX, gy0 = (int)get_group_id(1) * QE_LY * QE_BY;
+    int lid = (int)get_local_id(1) * QE_LX + (int)get_local_id(0);
+    for (int i = lid; i < QE_TILE_SIZE; i += QE_LX * QE_LY) {
+        int c = i % QE_TW, r = i / QE_TW;
+        bool needed = QE_NEEDED(gx0, c, QE_FX, width) && QE_NEEDED(gy0, r, QE_FY, height);
+        tile[i] = needed ? qcom_ext_hof_pixel(src, sampler, gx0 + QE_OX + c, gy0 + QE_OY + r)
+                         : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
+/* Input row r of the work-item's block (from the image, or from the tile). */
+QCOM_EXT_HOF_INLINE
+void qe_read_row(__read_only image2d_t src, sampler_t sampler, __local const float4 *tile,
+                 int x0, int y0, int r, int width, float4 *row)
+{
+#ifdef QE_TILED
+    __local const float4 *line =
+        tile + ((int)get_local_id(1) * QE_BY + r) * QE_TW + (int)get_local_id(0) * QE_BX;
+#pragma unroll
+    for (int c = 0; c < QE_RX; c++)
+        row[c] = line[c];
+#else
+#pragma unroll
+    for (int c = 0; c < QE_RX; c++)
+        row[c] = QE_NEEDED(x0, c, QE_FX, width)
+                     ? qcom_ext_hof_pixel(src, sampler, x0 + QE_OX + c, y0 + QE_OY + r)
+                     : (float4)(0.0f);
+#endif
+}
+
+QCOM_EXT_HOF_INLINE
+void qe_write_block(__write_only image2d_t dst, int x0, int y0, int width, int height,
+                    float4 acc[QE_BY][QE_BX], float divisor)
+{
+#pragma unroll
+    for (int oy = 0; oy < QE_BY; oy++)
+#pragma unroll
+        for (int ox = 0; ox < QE_BX; ox++)
+            if (x0 + ox < width && y0 + oy < height)
+                write_imagef(dst, (int2)(x0 + ox, y0 + oy), acc[oy][ox] / divisor);
+}
+
+/* out = (sum_j v[j] * sum_i h[i] * pixel(x + QE_OX + i, y + QE_OY + j)) / divisor: the
+ * summation order of the builtins (each row horizontally, then the rows vertically). */
+QCOM_EXT_HOF_INLINE
+void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
+                        __local const float4 *tile, __write_only image2d_t dst, int x0,
+                        int y0, int width, int height, const float *h, const float *v,
+                        float divisor)
+{
+    float4 acc[QE_BY][QE_BX];
+#pragma unroll
+    for (int oy = 0; oy < QE_BY; oy++)
+#pragma unroll
+        for (int ox = 0; ox < QE_BX; ox++)
+            acc[oy][ox] = (float4)(0.0f);
+#pragma unroll
+    for (int r = 0; r < QE_RY; r++) {
+        if (!QE_NEEDED(y0, r, QE_FY, height))
+            continue; /* rows below only feed outputs below the image */
+        float4 row[QE_RX];
+        qe_read_row(src, sampler, tile, x0, y0, r, width, row);
+        float4 hs[QE_BX];
+#pragma unroll
+        for (int ox = 0; ox < QE_BX; ox++) {
+            float4 s = (float4)(0.0f);
+#pragma unroll
+            for (int i = 0; i < QE_FX; i++)
+                s += h[i] * row[ox + i];
+            hs[ox] = s;
+        }
+#pragma unroll
+        for (int oy = 0; oy < QE_BY; oy++) {
+            int j = r - oy;
+            if (j >= 0 && j < QE_FY) {
+#pragma unroll
+                for (int ox = 0; ox < QE_BX; ox++)
+                    acc[oy][ox] += v[j] * hs[ox];
+            }
+        }
+    }
+    qe_write_block(dst, x0, y0, width, height, acc, divisor);
+}
+
+/* out = sum_j sum_i w[j][i] * pixel(x + QE_OX + i, y + QE_OY + j), row by row. */
+QCOM_EXT_HOF_INLINE
+void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
+                       __local const float4 *tile, __write_only image2d_t dst, int x0, int y0,
+                       int width, int height, float w[QE_FY][QE_FX])
+{
+    float4 acc[QE_BY][QE_BX];
+#pragma unroll
+    for (int oy = 0; oy < QE_BY; oy++)
+#pragma unroll
+        for (int ox = 0; ox < QE_BX; ox++)
+            acc[oy][ox] = (float4)(0.0f);
+#pragma unroll
+    for (int r = 0; r < QE_RY; r++) {
+        if (!QE_NEEDED(y0, r, QE_FY, height))
+            continue;
+        float4 row[QE_RX];
+        qe_read_row(src, sampler, tile, x0, y0, r, width, row);
+#pragma unroll
+        for (int oy = 0; oy < QE_BY; oy++) {
+            int j = r - oy;
+            if (j >= 0 && j < QE_FY) {
+#pragma unroll
+                for (int ox = 0; ox < QE_BX; ox++) {
+                    float4 s = acc[oy][ox];
+#pragma unroll
+                    for (int i = 0; i < QE_FX; i++)
+                        s += w[j][i] * row[ox + i];
+                    acc[oy][ox] = s;
+                }
+            }
+        }
+    }
+    qe_write_block(dst, x0, y0, width, height, acc, 1.0f);
+}
+
+/* Weight-image row `row` (phase 0 lives in rows 1..) into out[0..n-1], n = QE_FX or QE_FY:
+ * one texel read per four taps, compile-time bounds so `out` stays in registers. */
+#define QE_WEIGHT_TAPS(i4, n, w, out)                                                      \
+    do {                                                                                   \
+        (out)[i4] = (w).x;                                                                 \
+        if ((i4) + 1 < (n))                                                                \
+            (out)[(i4) + 1] = (w).y;                                                       \
+        if ((i4) + 2 < (n))                                                                \
+            (out)[(i4) + 2] = (w).z;                                                       \
+        if ((i4) + 3 < (n))                                                                \
+            (out)[(i4) + 3] = (w).w;                                                       \
+    } while (0)
+
+QCOM_EXT_HOF_INLINE
+void qe_weight_row_x(__read_only image2d_t weights, int row, float *out)
+{
+#pragma unroll
+    for (int i4 = 0; i4 < QE_FX; i4 += 4) {
+        float4 w = qcom_ext_hof_weights4(weights, row, i4 >> 2);
+        QE_WEIGHT_TAPS(i4, QE_FX, w, out);
+    }
+}
+
+QCOM_EXT_HOF_INLINE
+void qe_weight_row_y(__read_only image2d_t weights, int row, float *out)
+{
+#pragma unroll
+    for (int i4 = 0; i4 < QE_FY; i4 += 4) {
+        float4 w = qcom_ext_hof_weights4(weights, row, i4 >> 2);
+        QE_WEIGHT_TAPS(i4, QE_FY, w, out);
+    }
+}
+#endif /* !QE_USE_BUILTIN */
+
+__kernel QE_GROUP_SIZE void qe_convolve_image(__read_only image2d_t src, sampler_t sampler,
+                                              __read_only qcom_weight_image_t weights,
+                                              __write_only image2d_t dst)
+{
+#ifndef QE_USE_BUILTIN
+    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
+#endif
+    int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
+    int width = get_image_width(dst), height = get_image_height(dst);
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+    qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
+#endif
+    if (x0 >= width || y0 >= height)
+        return;
+#ifdef QE_USE_BUILTIN
+    for (int oy = 0; oy < QE_BY; oy++)
+        for (int ox = 0; ox < QE_BX; ox++) {
+            int x = x0 + ox, y = y0 + oy;
+            if (x < width && y < height)
+                write_imagef(dst, (int2)(x, y),
+                             qcom_convolve_imagef(src, sampler, (float2)((float)x, (float)y),
+                                                  weights));
+        }
+#elif QE_SEPARABLE
+    float h[QE_FX], v[QE_FY];
+    qe_weight_row_x(weights, 1, h); /* slice 0: horizontal row, then vertical row */
+    qe_weight_row_y(weights, 2, v);
+    qe_separable_block(src, sampler, tile, dst, x0, y0, width, height, h, v, 1.0f);
+#else
+    float w[QE_FY][QE_FX];
+#pragma unroll
+    for (int j = 0; j < QE_FY; j++)
+        qe_weight_row_x(weights, 1 + j, w[j]);
+    qe_filter2d_block(src, sampler, tile, dst, x0, y0, width, height, w);
+#endif
+}
+
+__kernel QE_GROUP_SIZE void qe_box_filter_image(__read_only image2d_t src, sampler_t sampler,
+                                                const qcom_box_size_t size,
+                                                __write_only image2d_t dst)
+{
+#ifndef QE_USE_BUILTIN
+    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
+#endif
+    int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
+    int width = get_image_width(dst), height = get_image_height(dst);
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+    qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
+#endif
+    if (x0 >= width || y0 >= height)
+        return;
+#ifdef QE_USE_BUILTIN
+    for (int oy = 0; oy < QE_BY; oy++)
+        for (int ox = 0; ox < QE_BX; ox++) {
+            int x = x0 + ox, y = y0 + oy;
+            if (x < width && y < height)
+                write_imagef(dst, (int2)(x, y),
+                             qcom_box_filter_imagef(src, sampler, (float2)((float)x, (float)y),
+                                                    size));
+        }
+#else
+    /* The builtin's weights at an integer coordinate: the box spans [-w/2, w/2]. */
+    float2 lo = -0.5f * size, hi = 0.5f * size;
+    float h[QE_FX], v[QE_FY];
+#pragma unroll
+    for (int i = 0; i < QE_FX; i++)
+        h[i] = qcom_ext_hof_cover(QE_OX + i, lo.x, hi.x);
+#pragma unroll
+    for (int j = 0; j < QE_FY; j++)
+        v[j] = qcom_ext_hof_cover(QE_OY + j, lo.y, hi.y);
+    qe_separable_block(src, sampler, tile, dst, x0, y0, width, height, h, v,
+                       size.x * size.y);
+#endif
+}
+
+/* Key of a candidate: cost first (as_uint orders non-negative floats), then |dx| + |dy|,
+ * then the candidate's row-major index; the smallest key wins. */
+#define QE_NO_CANDIDATE 0xFFFFFFFFFFFFFFFFUL
+#define QE_KEY(cost, dx, dy, c)                                                            \
+    (((ulong)as_uint(cost) << 32) | ((ulong)(abs(dx) + abs(dy)) << 16) | (ulong)(c))
+
+/* keys[0] = the smallest of keys[0..lsize-1]; then work-item 0 writes the block's result. */
+void qe_finish_search(__local ulong *keys, int lid, int lsize, int side, int radius,
+                      __global int2 *vectors, __global float *costs)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int stride = 1;
+    while (stride * 2 < lsize)
+        stride *= 2;
+    for (; stride > 0; stride >>= 1) {
+        if (lid < stride && lid + stride < lsize)
+            keys[lid] = min(keys[lid], keys[lid + stride]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        ulong key = keys[0];
+        int b = (int)(get_group_id(1) * get_num_groups(0) + get_group_id(0));
+        if (key == QE_NO_CANDIDATE) {
+            vectors[b] = (int2)(0, 0);
+            costs[b] = INFINITY;
+        } else {
+            int c = (int)(key & 0xFFFFu);
+            vectors[b] = (int2)(c % side - radius, c / side - radius);
+            costs[b] = as_float((uint)(key >> 32));
+        }
+    }
+}
+
+/* Exhaustive block-matching search: work-group (bx, by) matches the target block whose
+ * top-left pixel is (bx * region.x, by * region.y) against every reference block displaced
+ * by (dx, dy), |dx|, |dy| <= radius, that lies inside the reference image, with
+ * qcom_block_match_sadf (squared == 0) or _ssdf. Cost = sum of the four channels. The
+ * lowest cost wins; ties go to the smaller |dx| + |dy|, then to the first candidate in
+ * row-major (dy, dx) order. vectors[b] = (dx, dy), costs[b] = that cost (INFINITY, (0, 0)
+ * when no candidate fits). `keys` holds one ulong per work-item; any local size works. */
+__kernel void qe_block_match_search(__read_only image2d_t target,
+                                    __read_only image2d_t reference, sampler_t sampler,
+                                    uint2 region, int radius, int squared,
+                                    __global int2 *vectors, __global float *costs,
+                                    __local ulong *keys)
+{
+    int lid = (int)get_local_id(0), lsize = (int)get_local_size(0);
+    int bx = (int)get_group_id(0), by = (int)get_group_id(1);
+    int side = 2 * radius + 1, count = side * side;
+    int tx = bx * (int)region.x, ty = by * (int)region.y;
+    int rw = get_image_width(reference), rh = get_image_height(reference);
+    float2 target_coord = (float2)((float)tx, (float)ty);
+    ulong best = QE_NO_CANDIDATE;
+    for (int c = lid; c < count; c += lsize) {
+        int dx = c % side - radius, dy = c / side - radius;
+        int rx = tx + dx, ry = ty + dy;
+        if (rx < 0 || ry < 0 || rx + (int)region.x > rw || ry + (int)region.y > rh)
+            continue;
+        uint2 reference_coord = (uint2)((uint)rx, (uint)ry);
+        float4 m = squared ? qcom_block_match_ssdf(target, sampler, target_coord, region,
+                                                   reference, reference_coord)
+                           : qcom_block_match_sadf(target, sampler, target_coord, region,
+                                                   reference, reference_coord);
+        float cost = (m.x + m.y) + (m.z + m.w);
+        best = min(best, QE_KEY(cost, dx, dy, c));
+    }
+    keys[lid] = best;
+    qe_finish_search(keys, lid, lsize, side, radius, vectors, costs);
+}
+
+#ifndef QE_USE_BUILTIN
+/* The same search for the portable path, from local memory: the work-group first reads
+ * the target block and the reference window (region + 2 * radius each way; pixels
+ * outside the reference image are not read, no candidate uses them) once through the
+ * sampler, then every candidate sums |t - r| (or (t - r)^2) in the builtin's order.
+ * `tiles` holds region.x * region.y + (region.x + 2r) * (region.y + 2r) float4. */
+__kernel void qe_block_match_search_tiled(__read_only image2d_t target,
+                                          __read_only image2d_t reference, sampler_t sampler,
+                                          uint2 region, int radius, int squared,
+                                          __global int2 *vectors, __global float *costs,
+                                          __local ulong *keys, __local float4 *tiles)
+{
+    int lid = (int)get_local_id(0), lsize = (int)get_local_size(0);
+    int w = (int)region.x, h = (int)region.y;
+    int side = 2 * radius + 1, count = side * side;
+    int tx = (int)get_group_id(0) * w, ty = (int)get_group_id(1) * h;
+    int rw = get_image_width(reference), rh = get_image_height(reference);
+    int ww = w + 2 * radius, wh = h + 2 * radius; /* the reference window */
+    __local float4 *block = tiles, *window = tiles + w * h;
+    for (int i = lid; i < w * h; i += lsize)
+        block[i] = qcom_ext_hof_pixel(target, sampler, tx + i % w, ty + i / w);
+    for (int i = lid; i < ww * wh; i += lsize) {
+        int x = tx - radius + i % ww, y = ty - radius + i / ww;
+        bool inside = x >= 0 && y >= 0 && x < rw && y < rh;
+        window[i] = inside ? qcom_ext_hof_pixel(reference, sampler, x, y) : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong best = QE_NO_CANDIDATE;
+    for (int c = lid; c < count; c += lsize) {
+        int dx = c % side - radius, dy = c / side - radius;
+        int rx = tx + dx, ry = ty + dy;
+        if (rx < 0 || ry < 0 || rx + w > rw || ry + h > rh)
+            continue;
+        __local const float4 *origin = window + (dy + radius) * ww + (dx + radius);
+        float4 sum = (float4)(0.0f);
+        for (int j = 0; j < h; j++) {
+            for (int i = 0; i < w; i++) {
+                float4 d = block[j * w + i] - origin[j * ww + i];
+                sum += squared ? d * d : fabs(d);
+            }
+        }
+        float cost = (sum.x + sum.y) + (sum.z + sum.w);
+        best = min(best, QE_KEY(cost, dx, dy, c));
+    }
+    keys[lid] = best;
+    qe_finish_search(keys, lid, lsize, side, radius, vectors, costs);
+}
+#endif

@@ -1,0 +1,206 @@
+/* Part of qcom_ext.h: include <qcom_ext.h>, not this file. */
+/* ---- cl_qcom_accelerated_image_ops (qcom-extensions.md section 10; extension spec
+ * cl_qcom_accelerated_image_ops Version 8) ------------------------------------------
+ *
+ *   float4 qcom_convolve_imagef(image2d_t image, sampler_t sampler, float2 coord,
+ *                               qcom_weight_image_t weight_image);
+ *   float4 qcom_box_filter_imagef(image2d_t image, sampler_t sampler, float2 coord,
+ *                                 const qcom_box_size_t box_size);
+ *   float4 qcom_block_match_sadf(image2d_t target_image, sampler_t sampler,
+ *                                float2 target_coord, uint2 region,
+ *                                image2d_t reference_image, uint2 reference_coord);
+ *   float4 qcom_block_match_ssdf(... the same arguments ...);
+ *
+ * Kernel arguments: `__read_only qcom_weight_image_t w` (a qcom_ext.WeightImage's .image)
+ * and `qcom_box_size_t size` (qcom_ext.box_size(w, h): two floats, width then height).
+ *
+ * Natively (QCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops) the Adreno compiler provides
+ * the builtins and both types; the spec lists no pragma. Elsewhere this part defines them
+ * in OpenCL C 1.2 with the conventions of docs/accelerated_image_ops.md:
+ *
+ * - Pixel (i, j) is read with read_imagef(image, sampler, (float2)(i + 0.5f, j + 0.5f)),
+ *   so the sampler's addressing mode decides what reads outside the image return, exactly
+ *   as read_imagef would. The sampler must use unnormalized coordinates
+ *   (CLK_NORMALIZED_COORDS_FALSE); CLK_FILTER_NEAREST is the intended filter.
+ * - Convolution: base pixel (bx, by) = floor(coord); the filter's centre (cx, cy) lands on
+ *   it, so filter tap (i, j) multiplies pixel (bx - cx + i, by - cy + j) (a correlation:
+ *   the spec's 4x3 filter, centre (1, 1), at (4, 2) covers x 3..6, y 1..3). With P phases
+ *   per axis the phase is p = min(floor(frac(coord) * P), P - 1) per axis; a 2-D weight
+ *   image holds P*P slices, slice index py * P + px; a separable one holds P slices, the
+ *   horizontal row of slice px and the vertical row of slice py are used. Separable =
+ *   the horizontal 1-D sum of each row, then the vertical 1-D sum of those.
+ * - Box filter: the box of size (w, h) is centred on coord, pixel (i, j) spans
+ *   [i - 0.5, i + 0.5] x [j - 0.5, j + 0.5] (integer coordinates are pixel centres, as in
+ *   the spec's 2x2 example); each pixel is weighted by the area of it the box covers, and
+ *   the sum is divided by w * h.
+ * - Block matching: the target block's top-left pixel is floor(target_coord), the
+ *   reference block's is reference_coord; per channel SAD = sum |t - r|, SSD = sum (t - r)^2.
+ *
+ * Loop bounds are clamped to the fallback limits below, so a bad header or size can give a
+ * wrong result but never an endless or out-of-bounds loop.
+ */
+#if defined(QCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops)
+/* The Adreno compiler declares the builtins and qcom_weight_image_t / qcom_box_size_t. */
+#else
+
+/* Limits of the portable implementation (qcom_ext.accelerated.FALLBACK_LIMITS). */
+#define QCOM_EXT_HOF_MAX_FILTER_SIZE 16
+#define QCOM_EXT_HOF_MAX_NUM_PHASES 64
+#define QCOM_EXT_BLOCK_MATCH_MAX_REGION 32
+
+/* The fallback weight image is an RGBA float image2d_t (layout: qcom_ext/accelerated.py):
+ * texel (0, 0) = (filter_x, filter_y, center_x, center_y), texel (1, 0) = (num_phases,
+ * separable, phases per axis, 1); weight row r of slice s is image row 1 + s * rows + r,
+ * four taps per texel. A macro (not a typedef) so `__read_only qcom_weight_image_t` reads
+ * as `__read_only image2d_t` on every compiler. */
+#define qcom_weight_image_t image2d_t
+
+/* Inlined where the compiler allows it: fewer calls, and Oclgrind's --uninitialized check
+ * (which loses track of float4 values returned by calls) sees through them. */
+#if defined(__clang__) || defined(__GNUC__)
+#define QCOM_EXT_HOF_INLINE __attribute__((always_inline))
+#else
+#define QCOM_EXT_HOF_INLINE
+#endif
+typedef float2 qcom_box_size_t; /* (box_filter_width, box_filter_height) */
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_ext_hof_pixel(__read_only image2d_t image, sampler_t sampler, int x, int y)
+{
+    return read_imagef(image, sampler, (float2)((float)x + 0.5f, (float)y + 0.5f));
+}
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_ext_hof_weights4(__read_only image2d_t weight_image, int row, int tap4)
+{
+    const sampler_t exact = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                            CLK_FILTER_NEAREST;
+    return read_imagef(weight_image, exact, (int2)(tap4, row));
+}
+
+QCOM_EXT_HOF_INLINE
+float qcom_ext_hof_lane(float4 v, int lane)
+{
+    return lane == 0 ? v.x : lane == 1 ? v.y : lane == 2 ? v.z : v.w;
+}
+
+/* Phase index along one axis: the fraction of coord past its base pixel, in P steps. */
+QCOM_EXT_HOF_INLINE
+int qcom_ext_hof_phase(float c, float base, int per_axis)
+{
+    return min((int)((c - base) * (float)per_axis), per_axis - 1);
+}
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
+                            __read_only image2d_t weight_image)
+{
+    float4 h0 = qcom_ext_hof_weights4(weight_image, 0, 0);
+    float4 h1 = qcom_ext_hof_weights4(weight_image, 0, 1);
+    int fx = clamp((int)h0.x, 1, QCOM_EXT_HOF_MAX_FILTER_SIZE);
+    int fy = clamp((int)h0.y, 1, QCOM_EXT_HOF_MAX_FILTER_SIZE);
+    int cx = clamp((int)h0.z, 0, fx - 1), cy = clamp((int)h0.w, 0, fy - 1);
+    int per_axis = clamp((int)h1.z, 1, QCOM_EXT_HOF_MAX_NUM_PHASES);
+    float2 base = floor(coord);
+    int px = qcom_ext_hof_phase(coord.x, base.x, per_axis);
+    int py = qcom_ext_hof_phase(coord.y, base.y, per_axis);
+    int x0 = (int)base.x - cx, y0 = (int)base.y - cy;
+    float4 sum = (float4)(0.0f);
+    if (h1.y != 0.0f) { /* separable: slice rows (horizontal, vertical) */
+        int hrow = 1 + 2 * px, vrow = 2 + 2 * py;
+        for (int j = 0; j < fy; j++) {
+            float4 row = (float4)(0.0f);
+            for (int i4 = 0; i4 < fx; i4 += 4) {
+                float4 w = qcom_ext_hof_weights4(weight_image, hrow, i4 >> 2);
+                for (int lane = 0; lane < 4 && i4 + lane < fx; lane++)
+                    row += qcom_ext_hof_lane(w, lane) *
+                           qcom_ext_hof_pixel(image, sampler, x0 + i4 + lane, y0 + j);
+            }
+            float4 v = qcom_ext_hof_weights4(weight_image, vrow, j >> 2);
+            sum += qcom_ext_hof_lane(v, j & 3) * row;
+        }
+    } else {
+        int row0 = 1 + (py * per_axis + px) * fy;
+        for (int j = 0; j < fy; j++) {
+            for (int i4 = 0; i4 < fx; i4 += 4) {
+                float4 w = qcom_ext_hof_weights4(weight_image, row0 + j, i4 >> 2);
+                for (int lane = 0; lane < 4 && i4 + lane < fx; lane++)
+                    sum += qcom_ext_hof_lane(w, lane) *
+                           qcom_ext_hof_pixel(image, sampler, x0 + i4 + lane, y0 + j);
+            }
+        }
+    }
+    return sum;
+}
+
+/* Coverage of pixel k (spanning [k - 0.5, k + 0.5]) by [lo, hi]; 0 when disjoint. */
+QCOM_EXT_HOF_INLINE
+float qcom_ext_hof_cover(int k, float lo, float hi)
+{
+    return max(min((float)k + 0.5f, hi) - max((float)k - 0.5f, lo), 0.0f);
+}
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
+                              const qcom_box_size_t box_size)
+{
+    /* Edges relative to the base pixel: exact for any coordinate below 2^23. */
+    float2 base = floor(coord);
+    float2 lo = (coord - base) - 0.5f * box_size, hi = (coord - base) + 0.5f * box_size;
+    const int reach = QCOM_EXT_HOF_MAX_FILTER_SIZE / 2 + 2;
+    int i0 = clamp((int)floor(lo.x - 0.5f) + 1, -reach, reach);
+    int i1 = clamp((int)ceil(hi.x + 0.5f) - 1, -reach, reach);
+    int j0 = clamp((int)floor(lo.y - 0.5f) + 1, -reach, reach);
+    int j1 = clamp((int)ceil(hi.y + 0.5f) - 1, -reach, reach);
+    int bx = (int)base.x, by = (int)base.y;
+    float4 sum = (float4)(0.0f);
+    for (int j = j0; j <= j1; j++) {
+        float4 row = (float4)(0.0f);
+        for (int i = i0; i <= i1; i++)
+            row += qcom_ext_hof_cover(i, lo.x, hi.x) *
+                   qcom_ext_hof_pixel(image, sampler, bx + i, by + j);
+        sum += qcom_ext_hof_cover(j, lo.y, hi.y) * row;
+    }
+    return sum / (box_size.x * box_size.y);
+}
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_ext_block_match(__read_only image2d_t target_image, sampler_t sampler,
+                            float2 target_coord, uint2 region,
+                            __read_only image2d_t reference_image, uint2 reference_coord,
+                            int squared)
+{
+    int w = (int)min(region.x, (uint)QCOM_EXT_BLOCK_MATCH_MAX_REGION);
+    int h = (int)min(region.y, (uint)QCOM_EXT_BLOCK_MATCH_MAX_REGION);
+    int tx = (int)floor(target_coord.x), ty = (int)floor(target_coord.y);
+    int rx = (int)reference_coord.x, ry = (int)reference_coord.y;
+    float4 sum = (float4)(0.0f);
+    for (int j = 0; j < h; j++) {
+        for (int i = 0; i < w; i++) {
+            float4 d = qcom_ext_hof_pixel(target_image, sampler, tx + i, ty + j) -
+                       qcom_ext_hof_pixel(reference_image, sampler, rx + i, ry + j);
+            sum += squared ? d * d : fabs(d);
+        }
+    }
+    return sum;
+}
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampler,
+                             float2 target_coord, uint2 region,
+                             __read_only image2d_t reference_image, uint2 reference_coord)
+{
+    return qcom_ext_block_match(target_image, sampler, target_coord, region, reference_image,
+                                reference_coord, 0);
+}
+
+QCOM_EXT_HOF_INLINE
+float4 qcom_block_match_ssdf(__read_only image2d_t target_image, sampler_t sampler,
+                             float2 target_coord, uint2 region,
+                             __read_only image2d_t reference_image, uint2 reference_coord)
+{
+    return qcom_ext_block_match(target_image, sampler, target_coord, region, reference_image,
+                                reference_coord, 1);
+}
+
+#endif /* cl_qcom_accelerated_image_ops */

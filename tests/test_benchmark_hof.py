@@ -1,0 +1,148 @@
+"""benchmarks/cases_hof.py: its cases run on a small image, the throughput table adds up,
+and the torch / OpenCV comparisons compute what they claim (where those libraries exist)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qcom_ext import hof_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+PATH = ROOT / "benchmarks" / "cases_hof.py"
+SMALL = (48, 40)
+
+
+@pytest.fixture(scope="module")
+def hof():
+    if not PATH.is_file():
+        pytest.skip("not running from a source checkout")
+    spec = importlib.util.spec_from_file_location("cases_hof", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def names(cases):
+    return [c["name"] if isinstance(c, dict) else c.name for c in cases]
+
+
+def test_cases_are_declared_for_the_runner(hof):
+    assert names(hof.CASES)[:8] == ["image_copy", "convolve_5x5", "convolve_5x5_tiled",
+                                    "convolve_5x5_per_pixel", "box_7x7", "box_7x7_tiled",
+                                    "box_7x7_per_pixel", "block_match_8x8"]  # fmt: skip
+    baselines = [n for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
+                 if (c.get("baseline") if isinstance(c, dict) else c.baseline)]  # fmt: skip
+    assert baselines == ["image_copy"]
+    assert hof.parse_size(None) == (3840, 2160) and hof.parse_size("640x360") == (640, 360)
+    with pytest.raises(ValueError, match="too small"):
+        hof.parse_size("8x8")
+
+
+def test_opencl_cases_run_and_compute_the_operations(hof, device_caps, kernel_context,
+                                                     monkeypatch):  # fmt: skip
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    monkeypatch.setenv(hof.SIZE_ENV, "x".join(map(str, SMALL)))
+    monkeypatch.setattr(hof, "LAUNCHES", 1)
+    cases = {n: c for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
+             if not n.startswith(("torch", "opencv"))}  # fmt: skip
+    from qcom_ext.image_ops import read_rgba_image
+
+    for name, case in cases.items():
+        setup, run = (case["setup"], case["run"]) if isinstance(case, dict) else (
+            case.setup, case.run)  # fmt: skip
+        state = setup(device_caps)
+        run(state)
+        pixels = state["pixels"]
+        if name == "image_copy":
+            assert np.array_equal(read_rgba_image(state["queue"], state["dst"]), pixels)
+        elif name.startswith("box"):
+            want = hof_reference.box_filter_image(pixels, (7, 7))
+            np.testing.assert_allclose(read_rgba_image(state["queue"], state["dst"]), want,
+                                       atol=1e-5)  # fmt: skip
+        elif name.startswith("convolve"):
+            weights = state["weights"]
+            want = hof_reference.convolve_image(pixels, weights.kernel_2d(), weights.center)
+            np.testing.assert_allclose(read_rgba_image(state["queue"], state["dst"]), want,
+                                       atol=1e-4)  # fmt: skip
+        else:
+            vectors, _ = state["field"].get(state["queue"])
+            want, _ = hof_reference.block_match_search(pixels, state["reference_pixels"],
+                                                       hof.BLOCK, hof.RADIUS)  # fmt: skip
+            assert np.array_equal(vectors, want)
+
+
+def test_throughput_table(hof, device_caps, kernel_context):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    rows = hof.measure(device_caps, SMALL, rounds=2)
+    operations = [(r["operation"], r["implementation"]) for r in rows]
+    assert operations[0] == ("image copy", "clEnqueueCopyImage")
+    assert sum(op == "8x8 block match, r=4" for op, _ in operations) >= 1
+    copy = rows[0]
+    assert copy["of_copy"] == 1.0
+    assert copy["gb_s"] == pytest.approx(2 * 16 * SMALL[0] * SMALL[1] / copy["seconds"] / 1e9)
+    for row in rows:
+        assert row["seconds"] > 0 and row["mpix_s"] > 0
+        assert row["of_copy"] == pytest.approx(copy["seconds"] / row["seconds"])
+    text = hof.markdown(rows, device_caps, SMALL, 2)
+    assert "| image copy | clEnqueueCopyImage |" in text and "x copy bandwidth" in text
+    assert len(hof.verdicts(rows)) == 2
+
+
+def test_sweep_times_every_block_and_local_size(hof, device_caps, kernel_context,
+                                                monkeypatch):  # fmt: skip
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    monkeypatch.setattr(hof, "SWEEP", {"blocked": (((1, 1), (4, 2)), ((8, 8),)),
+                                       "tiled": (((1, 4),), ((8, 4), (4096, 4096)))})  # fmt: skip
+    monkeypatch.setattr(hof, "torch_cuda", lambda: None)
+    monkeypatch.setattr(hof, "opencv", lambda: None)
+    rows = hof.measure(device_caps, SMALL, rounds=1, sweep=True)
+    sweep = [r["implementation"] for r in rows if r["implementation"].startswith("sweep")]
+    if device_caps.path("cl_qcom_accelerated_image_ops") == "native":
+        assert sweep == []  # the portable kernels' knobs do not apply
+    else:  # 2 operations x (2 blocked + 1 tiled); the 4096x4096 group does not fit
+        assert len(sweep) == 6 and not any("4096" in s for s in sweep)
+
+
+def test_opencv_comparisons(hof):
+    cv2 = pytest.importorskip("cv2")
+    rng = np.random.default_rng(0)
+    pixels = (rng.integers(0, 256, (40, 48, 4)) / 256).astype(np.float32)
+    reference = np.roll(pixels, (1, -2), axis=(0, 1))
+    c = hof.cv_state(cv2, pixels, reference)
+    np.testing.assert_allclose(hof.cv_box(c), hof_reference.box_filter_image(pixels, (7, 7)),
+                               atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(hof.cv_conv(c),
+                               hof_reference.convolve_image(pixels, c["kernel"], (2, 2)),
+                               atol=1e-4)  # fmt: skip
+    best = hof.cv_sad(c) * 64  # INTER_AREA averages the 8x8 block
+    _, costs = hof_reference.block_match_search(pixels, reference, hof.BLOCK, hof.RADIUS)
+    inner = np.isfinite(costs)
+    assert np.all(best[inner] <= costs[inner] + 1e-3)  # it also sees border candidates
+    assert np.allclose(best[1:-1, 1:-1], costs[1:-1, 1:-1], atol=1e-3)
+
+
+def test_torch_comparisons(hof):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    pixels = (rng.integers(0, 256, (40, 48, 4)) / 256).astype(np.float32)
+    reference = np.roll(pixels, (1, -2), axis=(0, 1))
+    t = hof.torch_state(torch, pixels, reference, device="cpu")
+    box = hof.torch_box(t)[0].numpy().transpose(1, 2, 0)
+    np.testing.assert_allclose(box, hof_reference.box_filter_image(pixels, (7, 7), "clamp"),
+                               atol=1e-5)  # fmt: skip
+    kernel = t["weight"][0, 0].numpy()
+    conv = hof.torch_conv(t)[0].numpy().transpose(1, 2, 0)
+    np.testing.assert_allclose(conv, hof_reference.convolve_image(pixels, kernel, (2, 2),
+                                                                  "clamp"), atol=1e-4)  # fmt: skip
+    index = hof.torch_sad(t)[0].numpy().reshape(5, 6)
+    vectors, _ = hof_reference.block_match_search(pixels, reference, hof.BLOCK, hof.RADIUS)
+    side = 2 * hof.RADIUS + 1
+    found = np.stack([index % side - hof.RADIUS, index // side - hof.RADIUS], -1)
+    assert np.array_equal(found[1:-1, 1:-1], vectors[1:-1, 1:-1])

@@ -17,5 +17,6 @@
 
 /* One part per extension, in kernels/compat/ (quoted includes resolve next to this file). */
 #include "compat/cl_qcom_bitreverse.h"
+#include "compat/cl_qcom_dot_product8.h"
 
 #endif /* QCOM_EXT_H */

@@ -54,6 +54,15 @@ def test_bitreverse_sample(device_caps, kernel_context):
     assert device_caps.path("cl_qcom_bitreverse") in result.stdout
 
 
+def test_dot8_matmul_sample(device_caps, kernel_context):
+    result = run_sample(
+        "dot8_matmul.py", "--device", device_spec(device_caps), "--size", "9x23x14"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert device_caps.path("cl_qcom_dot_product8") in result.stdout
+    assert result.stdout.count("(exact)") == 2 and result.stdout.rstrip().endswith("OK")
+
+
 def test_perf_hint_sample_paths(device_caps):
     result = run_sample("perf_hint.py", "--device", device_spec(device_caps), "--runs", "3")
     assert result.returncode == 0, result.stdout + result.stderr

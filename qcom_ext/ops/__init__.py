@@ -1,0 +1,13 @@
+"""Mobile-GPU convolution kernels (the fallback for cl_qcom_ml_ops convolutions).
+
+Layout conversion (:func:`to_image`, :func:`from_image`) between NCHW/NHWC tensors and
+the RGBA image layout; convolutions in fp32 and fp16 storage with fused bias and
+activation. Every op takes numpy arrays (and returns numpy arrays) or device tensors
+(and returns device tensors), and uses a tuned local size where ``qcom_ext.tune`` cached
+one (the driver's choice otherwise).
+"""
+
+from ._tensor import BufferTensor, ImageTensor
+from .layout import from_image, to_image
+
+__all__ = ["BufferTensor", "ImageTensor", "from_image", "to_image"]

@@ -360,11 +360,16 @@ def tune_report(
     pad_global: bool = False,
     source: str | None = None,
     options: str | None = None,
+    identity: KernelIdentity | None = None,
     use_cache: bool = True,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> TuningResult:
-    """Like :func:`tune`, but returns the :class:`TuningResult` with all timings."""
+    """Like :func:`tune`, but returns the :class:`TuningResult` with all timings.
+
+    ``identity`` replaces the one read from the kernel (``source`` and ``options`` are
+    then unused): the ops pass the identity their lookups use.
+    """
     import pyopencl as cl
 
     global_size = tuple(int(g) for g in global_size)
@@ -373,7 +378,8 @@ def tune_report(
     if repeats < 1:
         raise ConfigError(f"repeats must be at least 1, not {repeats}")
     queue, device = _profiling_queue(kernel, queue)
-    identity = kernel_identity(kernel, device, source=source, options=options)
+    if identity is None:
+        identity = kernel_identity(kernel, device, source=source, options=options)
     cache = _cache() if use_cache else None
     if cache is not None and not force:
         found = cache.load(identity, global_size, pad_global)

@@ -58,3 +58,25 @@ def pack_image(x: np.ndarray) -> np.ndarray:
     # texel (cb * W + w, n * H + h) = channels 4cb..4cb+3 of (n, h, w)
     t = padded.reshape(n, blocks, 4, h, w).transpose(0, 3, 1, 4, 2)  # n, h, cb, w, 4
     return np.ascontiguousarray(t.reshape(n * h, blocks * w, 4))
+
+
+def tolerance(dtype) -> dict[str, float]:
+    """assert_allclose tolerances: float32 storage, or float16 storage of the inputs,
+    weights and outputs (the kernels accumulate in float)."""
+    if np.dtype(dtype) == np.float16:
+        return {"rtol": 4e-3, "atol": 4e-3}
+    return {"rtol": 2e-5, "atol": 2e-5}
+
+
+def assert_close(actual, expected, dtype) -> None:
+    """Compare with the tolerance of ``dtype``, scaled by the magnitude of the result."""
+    expected = np.asarray(expected, np.float64)
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    tol = tolerance(dtype)
+    np.testing.assert_allclose(np.asarray(actual, np.float64), expected, rtol=tol["rtol"],
+                               atol=tol["atol"] * scale)  # fmt: skip
+
+
+def rounded(array, dtype) -> np.ndarray:
+    """``array`` as stored in ``dtype``, back in float64 (what the kernel sees)."""
+    return np.asarray(array).astype(dtype).astype(np.float64)

@@ -7,7 +7,17 @@ activation. Every op takes numpy arrays (and returns numpy arrays) or device ten
 one (the driver's choice otherwise).
 """
 
+from ._params import ACTIVATIONS
 from ._tensor import BufferTensor, ImageTensor
+from .depthwise import DepthwiseConv2d, depthwise_conv2d
 from .layout import from_image, to_image
 
-__all__ = ["BufferTensor", "ImageTensor", "from_image", "to_image"]
+__all__ = [
+    "ACTIVATIONS",
+    "BufferTensor",
+    "DepthwiseConv2d",
+    "ImageTensor",
+    "depthwise_conv2d",
+    "from_image",
+    "to_image",
+]

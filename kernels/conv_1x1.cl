@@ -98,12 +98,11 @@ __kernel void conv2d_1x1(__global const store_t *input, __global const store_t *
 #pragma unroll
     for (int i = 0; i < PIX; ++i) {
         const int p = first + i;
-        if (p >= pixels) break;
         const int out_at = IMUL(p, out_c);
 #pragma unroll
         for (int v = 0; v < COV; ++v) {
             const int c = (g * COV + v) * 4;
-            if (c >= out_c) break;
+            if (p >= pixels || c >= out_c) continue;
             const float4 r = ACTIVATE(acc[i][v], slope);
             if (c + 4 <= out_c) {
                 STORE4(r, output, out_at + c);

@@ -11,14 +11,18 @@ from ._params import ACTIVATIONS
 from ._tensor import BufferTensor, ImageTensor
 from .conv_1x1 import Conv2d1x1, conv2d_1x1
 from .depthwise import DepthwiseConv2d, depthwise_conv2d
+from .kxk import Conv2d, TiledConv2d, conv2d
 from .layout import from_image, to_image
 
 __all__ = [
     "ACTIVATIONS",
     "BufferTensor",
+    "Conv2d",
     "Conv2d1x1",
     "DepthwiseConv2d",
     "ImageTensor",
+    "TiledConv2d",
+    "conv2d",
     "conv2d_1x1",
     "depthwise_conv2d",
     "from_image",

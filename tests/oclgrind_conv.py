@@ -2,7 +2,7 @@
 
 Used by test_ops_oclgrind.py under Oclgrind (out-of-bounds accesses, data races,
 uninitialized values are reported in its log); runnable on any device as
-``python tests/oclgrind_conv.py [images|buffers]``. Exit status 1 on a numerical
+``python tests/oclgrind_conv.py [images|buffers|int8]``. Exit status 1 on a numerical
 mismatch.
 """
 
@@ -28,8 +28,8 @@ def main() -> int:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 5, 6, 7)).astype(np.float32)
     checks = 0
-    if part not in ("all", "images", "buffers"):
-        raise SystemExit(f"unknown part {part!r}: expected images or buffers")
+    if part not in ("all", "images", "buffers", "int8"):
+        raise SystemExit(f"unknown part {part!r}: expected images, buffers or int8")
     if device.image_support and part in ("all", "images"):
         for dtype in (np.float32, np.float16):
             xd = x.astype(dtype)
@@ -51,9 +51,16 @@ def main() -> int:
         got = ops.conv2d(queue, x, w, padding=1, stride=(1, 2), method="image")
         assert_close(got, conv2d(x, w, padding=1, stride=(1, 2)), np.float32)
         checks += 1
-    if part == "images":
-        print(f"{checks} kernel checks OK on {device.name}")
-        return 0
+    if part in ("all", "buffers"):
+        checks += buffer_kernels(queue, x, rng)
+    if part in ("all", "int8"):
+        checks += int8_kernel(queue, rng)
+    print(f"{checks} kernel checks OK on {device.name}")
+    return 0
+
+
+def buffer_kernels(queue, x, rng) -> int:
+    checks = 0
     w1 = rng.standard_normal((6, 5)).astype(np.float32)
     x1 = x[:1, :, :3, :5]  # 15 output pixels: a tail for every tile
     for tile in ((2, 4), (4, 8), (8, 4)):
@@ -68,16 +75,17 @@ def main() -> int:
                                x.shape, np.dtype(np.float32), "NCHW")  # fmt: skip
         assert_close(layer(queue, src).to_numpy(queue), conv2d(x, w, padding=1), np.float32)
         checks += 1
-    if hasattr(ops, "conv2d_int8"):
-        xq = rng.integers(0, 256, (1, 2, 3, 7), dtype=np.uint8)  # NHWC, Ci = 7
-        wq = rng.integers(-128, 128, (5, 7), dtype=np.int8)
-        got = ops.conv2d_int8(queue, xq, wq, input_scale=0.02, input_zero_point=120,
-                              weight_scale=0.01, layout="NHWC")  # fmt: skip
-        real = (xq.astype(np.float64) - 120) @ wq.T.astype(np.float64) * 0.02 * 0.01
-        assert_close(got, real, np.float32)
-        checks += 1
-    print(f"{checks} kernel checks OK on {device.name}")
-    return 0
+    return checks
+
+
+def int8_kernel(queue, rng) -> int:
+    xq = rng.integers(0, 256, (1, 2, 3, 7), dtype=np.uint8)  # NHWC, Ci = 7
+    wq = rng.integers(-128, 128, (5, 7), dtype=np.int8)
+    got = ops.conv2d_int8(queue, xq, wq, input_scale=0.02, input_zero_point=120,
+                          weight_scale=0.01, layout="NHWC")  # fmt: skip
+    real = (xq.astype(np.float64) - 120) @ wq.T.astype(np.float64) * 0.02 * 0.01
+    assert_close(got, real, np.float32)
+    return 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ one (the driver's choice otherwise).
 from ._params import ACTIVATIONS
 from ._tensor import BufferTensor, ImageTensor
 from .conv_1x1 import Conv2d1x1, conv2d_1x1
+from .conv_int8 import Conv2dInt8, conv2d_int8
 from .depthwise import DepthwiseConv2d, depthwise_conv2d
 from .kxk import Conv2d, TiledConv2d, conv2d
 from .layout import from_image, to_image
@@ -19,11 +20,13 @@ __all__ = [
     "BufferTensor",
     "Conv2d",
     "Conv2d1x1",
+    "Conv2dInt8",
     "DepthwiseConv2d",
     "ImageTensor",
     "TiledConv2d",
     "conv2d",
     "conv2d_1x1",
+    "conv2d_int8",
     "depthwise_conv2d",
     "from_image",
     "to_image",

@@ -25,6 +25,7 @@ from .extensions import REGISTRY, ExtensionStatus
 from .probe import probe, probe_all
 from .program import build_program
 from .recording import Recording
+from .tuning import tune
 
 __version__ = "0.1.0"
 
@@ -52,4 +53,5 @@ __all__ = [
     "probe",
     "probe_all",
     "set_perf_hint",
+    "tune",
 ]

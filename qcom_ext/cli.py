@@ -2,7 +2,8 @@
 
 ``qcom-ext probe`` prints, per device, the path each ``cl_qcom_*`` extension takes;
 ``--json`` prints the full report, ``--all`` covers every device and ``--device``
-picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``).
+picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``). ``qcom-ext tune``
+tunes the local sizes of the convolution suite (:mod:`qcom_ext._tune_cli`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
+from . import __version__, _tune_cli
 from .caps import DeviceCaps
 from .errors import QcomExtError
 from .probe import probe, probe_all
@@ -85,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )
     probe_parser.set_defaults(run=_probe_command)
+    _tune_cli.add_parser(commands)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -24,6 +24,15 @@ MODULES = [
     "qcom_ext.recording",
     "qcom_ext._recording_args",
     "qcom_ext.program",
+    "qcom_ext._cache_dir",
+    "qcom_ext.tuning",
+    "qcom_ext.ops",
+    "qcom_ext.ops.layout",
+    "qcom_ext.ops.depthwise",
+    "qcom_ext.ops.conv_1x1",
+    "qcom_ext.ops.kxk",
+    "qcom_ext.ops.conv_int8",
+    "qcom_ext.ops.suite",
 ]
 
 NEEDS_DEVICE = {
@@ -32,6 +41,13 @@ NEEDS_DEVICE = {
     "qcom_ext.context",
     "qcom_ext.recording",
     "qcom_ext.program",
+    "qcom_ext.tuning",
+    "qcom_ext.ops",
+    "qcom_ext.ops.layout",
+    "qcom_ext.ops.depthwise",
+    "qcom_ext.ops.conv_1x1",
+    "qcom_ext.ops.kxk",
+    "qcom_ext.ops.conv_int8",
 }
 
 

@@ -25,6 +25,7 @@ MODULES = [
     "qcom_ext._recording_args",
     "qcom_ext.program",
     "qcom_ext._cache_dir",
+    "qcom_ext._clml",
     "qcom_ext.tuning",
     "qcom_ext.ops",
     "qcom_ext.ops.layout",

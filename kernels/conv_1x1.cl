@@ -20,7 +20,9 @@
  * past the end are computed from a clamped pixel and not written; channel blocks past Co
  * are skipped and a partial last block writes only its valid channels. No local memory,
  * no barriers: any local size is valid.
- * Compile-time: PIX (1..8), COV (1 or 2), ACTIVATION, STORAGE_HALF, USE_MAD24.
+ * Compile-time: PIX (1..8), COV (1 or 2), ACTIVATION, STORAGE_HALF, USE_MAD24,
+ * IN_ALIGNED (Ci % 4 == 0: whole-vector input loads), OUT_ALIGNED (Co % 4 == 0: whole-
+ * vector stores).
  */
 #include "conv_common.h"
 
@@ -30,13 +32,23 @@
 #ifndef COV
 #define COV 1
 #endif
+#if IN_ALIGNED
+#define LOAD_INPUT LOAD4A
+#else
+#define LOAD_INPUT LOAD4
+#endif
+#if OUT_ALIGNED
+#define STORE_OUTPUT STORE4A
+#else
+#define STORE_OUTPUT STORE4
+#endif
 
 /* acc[i][v] += the 4 input channels of pixel i times their filter vectors of block v */
 #define ACCUMULATE(x, w_at)                                                                \
     for (int v = 0; v < COV; ++v) {                                                        \
         const int at = (w_at) + v * 16;                                                     \
-        const float4 w0 = LOAD4(weights, at), w1 = LOAD4(weights, at + 4);                 \
-        const float4 w2 = LOAD4(weights, at + 8), w3 = LOAD4(weights, at + 12);            \
+        const float4 w0 = LOAD4A(weights, at), w1 = LOAD4A(weights, at + 4);               \
+        const float4 w2 = LOAD4A(weights, at + 8), w3 = LOAD4A(weights, at + 12);          \
         for (int i = 0; i < PIX; ++i) {                                                     \
             float4 a = acc[i][v];                                                           \
             a = mad((float4)((x)[i].s0), w0, a);                                            \
@@ -68,7 +80,7 @@ __kernel void conv2d_1x1(__global const store_t *input, __global const store_t *
     float4 acc[PIX][COV];
 #pragma unroll
     for (int v = 0; v < COV; ++v) {
-        const float4 b = vload4(g * COV + v, bias);
+        const float4 b = ((__global const float4 *)bias)[g * COV + v];
 #pragma unroll
         for (int i = 0; i < PIX; ++i) acc[i][v] = b;
     }
@@ -80,7 +92,7 @@ __kernel void conv2d_1x1(__global const store_t *input, __global const store_t *
     for (int k = 0; k < steps; ++k, w_at += step_stride) {
         const int c0 = k * 4;
 #pragma unroll
-        for (int i = 0; i < PIX; ++i) x[i] = LOAD4(input, in_at[i] + c0);
+        for (int i = 0; i < PIX; ++i) x[i] = LOAD_INPUT(input, in_at[i] + c0);
         ACCUMULATE(x, w_at);
     }
     if (rest) {
@@ -105,7 +117,7 @@ __kernel void conv2d_1x1(__global const store_t *input, __global const store_t *
             if (p >= pixels || c >= out_c) continue;
             const float4 r = ACTIVATE(acc[i][v], slope);
             if (c + 4 <= out_c) {
-                STORE4(r, output, out_at + c);
+                STORE_OUTPUT(r, output, out_at + c);
             } else {
                 STORE1(r.s0, output, out_at + c);
                 if (c + 1 < out_c) STORE1(r.s1, output, out_at + c + 1);

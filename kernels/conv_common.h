@@ -16,18 +16,25 @@
 #ifndef QCOM_EXT_CONV_COMMON_H
 #define QCOM_EXT_CONV_COMMON_H
 
+/* LOAD4/STORE4 take any element offset; LOAD4A/STORE4A need an offset that is a multiple
+ * of 4 elements (then whole-vector accesses: one 16-byte load instead of four on
+ * compilers that cannot prove the alignment of vload4). */
 #ifdef STORAGE_HALF
 typedef half store_t;
 #define LOAD1(p, i) vload_half((i), (p))
 #define LOAD4(p, i) vload_half4(0, (p) + (i))
+#define LOAD4A(p, i) vloada_half4(0, (p) + (i))
 #define STORE1(v, p, i) vstore_half_rte((v), (i), (p))
 #define STORE4(v, p, i) vstore_half4_rte((v), 0, (p) + (i))
+#define STORE4A(v, p, i) vstorea_half4_rte((v), 0, (p) + (i))
 #else
 typedef float store_t;
 #define LOAD1(p, i) ((p)[(i)])
 #define LOAD4(p, i) vload4(0, (p) + (i))
+#define LOAD4A(p, i) (*(__global const float4 *)((p) + (i)))
 #define STORE1(v, p, i) ((p)[(i)] = (v))
 #define STORE4(v, p, i) vstore4((v), 0, (p) + (i))
+#define STORE4A(v, p, i) (*(__global float4 *)((p) + (i)) = (v))
 #endif
 
 #ifdef USE_MAD24

@@ -19,7 +19,8 @@
  * A work-item computes PIX output pixels (flattened N * Ho * Wo order) x 4 output
  * channels, four input channels per builtin call. Global size (COB, ceil(N*Ho*Wo / PIX)).
  * Accumulation saturates at the int32 limits, as the builtins do (only reachable with
- * Ci above 33,000). Compile-time: PIX, WEIGHTS_SIGNED, OUT_KIND, ACTIVATION, USE_MAD24.
+ * Ci above 33,000). Compile-time: PIX, WEIGHTS_SIGNED, OUT_KIND, ACTIVATION, USE_MAD24,
+ * IN_ALIGNED (Ci % 4 == 0: one aligned 32-bit load per four input channels).
  */
 #include "conv_common.h"
 
@@ -75,13 +76,17 @@ __kernel void conv2d_1x1_int8(__global const uchar *input, __global const uint *
 
     const int steps = (in_c + 3) >> 2, full = in_c >> 2;
     for (int k = 0; k < steps; ++k) {
-        const uint4 w = vload4(IMAD(k, co_blocks, cob), weights);
+        const uint4 w = ((__global const uint4 *)weights)[IMAD(k, co_blocks, cob)];
         const int c0 = k * 4;
 #pragma unroll
         for (int i = 0; i < PIX; ++i) {
             uint x;
             if (k < full) {
+#if IN_ALIGNED
+                x = *(__global const uint *)(input + in_at[i] + c0);
+#else
                 x = as_uint(vload4(0, input + in_at[i] + c0));
+#endif
             } else { /* the last Ci % 4 channels; the missing lanes are zero */
                 uchar4 part = (uchar4)(input[in_at[i] + c0], 0, 0, 0);
                 if (c0 + 1 < in_c) part.s1 = input[in_at[i] + c0 + 1];
@@ -99,8 +104,8 @@ __kernel void conv2d_1x1_int8(__global const uchar *input, __global const uint *
     }
 
     const int c = cob * 4;
-    const int4 offsets = vload4(cob, offset);
-    const float4 b = vload4(cob, bias);
+    const int4 offsets = ((__global const int4 *)offset)[cob];
+    const float4 b = ((__global const float4 *)bias)[cob];
 #pragma unroll
     for (int i = 0; i < PIX; ++i) {
         const int p = first + i;

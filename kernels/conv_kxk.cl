@@ -37,7 +37,7 @@ __kernel void conv2d_image(__read_only image2d_t input, __global const store_t *
     const int ow0 = IMUL(owb, PIX);
 
     float4 acc[PIX];
-    const float4 b = vload4(cob, bias);
+    const float4 b = ((__global const float4 *)bias)[cob];
 #pragma unroll
     for (int i = 0; i < PIX; ++i) acc[i] = b;
 
@@ -50,8 +50,8 @@ __kernel void conv2d_image(__read_only image2d_t input, __global const store_t *
             const int iy = iy0 + ky * DH;
             const int row = (iy >= 0 && iy < in_h) ? IMAD(n, in_h, iy) : -1;
             for (int kx = 0; kx < KW; ++kx, w_at += 16) {
-                const float4 w0 = LOAD4(weights, w_at), w1 = LOAD4(weights, w_at + 4);
-                const float4 w2 = LOAD4(weights, w_at + 8), w3 = LOAD4(weights, w_at + 12);
+                const float4 w0 = LOAD4A(weights, w_at), w1 = LOAD4A(weights, w_at + 4);
+                const float4 w2 = LOAD4A(weights, w_at + 8), w3 = LOAD4A(weights, w_at + 12);
 #pragma unroll
                 for (int i = 0; i < PIX; ++i) {
                     const int x = ix0 + i * SW + kx * DW;

@@ -67,6 +67,11 @@ def buffer_kernels(queue, x, rng) -> int:
         got = ops.conv2d_1x1(queue, x1, w1, tile=tile, activation="relu")
         assert_close(got, conv2d(x1, w1[:, :, None, None], activation="relu"), np.float32)
         checks += 1
+    xa = rng.standard_normal((1, 8, 3, 5)).astype(np.float32)  # Ci, Co multiples of 4
+    wa = rng.standard_normal((8, 8)).astype(np.float32)
+    got = ops.conv2d_1x1(queue, xa, wa, tile=(4, 8))
+    assert_close(got, conv2d(xa, wa[:, :, None, None]), np.float32)
+    checks += 1
     w = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
     for block in (4, 8):
         layer = ops.TiledConv2d(queue, w, padding=1, block=block, channels_per_item=4)
@@ -85,7 +90,21 @@ def int8_kernel(queue, rng) -> int:
                           weight_scale=0.01, layout="NHWC")  # fmt: skip
     real = (xq.astype(np.float64) - 120) @ wq.T.astype(np.float64) * 0.02 * 0.01
     assert_close(got, real, np.float32)
-    return 1
+    xq = rng.integers(0, 256, (1, 2, 3, 8), dtype=np.uint8)  # Ci = 8: aligned loads
+    wq = rng.integers(0, 256, (4, 8), dtype=np.uint8)
+    got = ops.conv2d_int8(
+        queue,
+        xq,
+        wq,
+        input_scale=0.02,
+        input_zero_point=7,
+        weight_scale=0.01,
+        weight_zero_point=100,
+        layout="NHWC",
+    )
+    real = (xq.astype(np.float64) - 7) @ (wq.T.astype(np.float64) - 100) * 0.02 * 0.01
+    assert_close(got, real, np.float32)
+    return 2
 
 
 if __name__ == "__main__":

@@ -101,6 +101,8 @@ class Conv2d1x1(Layer):
             "COV": channels // 4,
             "STORAGE_HALF": self.dtype == np.float16,
             "ACTIVATION": activation_code(activation, negative_slope),
+            "IN_ALIGNED": int(self.in_channels % 4 == 0),
+            "OUT_ALIGNED": int(self.out_channels % 4 == 0),
         }
         self.launcher = kernel_for(
             queue.context, queue.device, "conv_1x1.cl", "conv2d_1x1", defines

@@ -144,6 +144,7 @@ class Conv2dInt8(Layer):
             "PIX": pixels,
             "WEIGHTS_SIGNED": int(signed),
             "OUT_KIND": OUT_DTYPES[self.out_dtype],
+            "IN_ALIGNED": int(self.in_channels % 4 == 0),
             "ACTIVATION": activation_code(activation, negative_slope),
         }
         self.launcher = kernel_for(

@@ -8,6 +8,7 @@ True
 True
 """
 
+from . import ops
 from .caps import DeviceCaps, Limits
 from .context import ContextInfo, context_info, create_context, create_queue, set_perf_hint
 from .errors import (
@@ -50,6 +51,7 @@ __all__ = [
     "context_info",
     "create_context",
     "create_queue",
+    "ops",
     "probe",
     "probe_all",
     "set_perf_hint",

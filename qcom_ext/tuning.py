@@ -224,7 +224,7 @@ def _decode(entry: Any, key: dict[str, Any]) -> TuningResult | None:
     return TuningResult(local, best, driver_ns, from_cache=True)
 
 
-_memory: dict[str, TuningResult | None] = {}
+_memory: dict[tuple[KernelIdentity, tuple[int, ...], bool], TuningResult | None] = {}
 _memory_lock = threading.Lock()
 
 
@@ -242,16 +242,16 @@ def cached_local_size(
     identity: KernelIdentity, global_size: Sequence[int], pad_global: bool = True
 ) -> LocalSize:
     """The tuned local size for this kernel and global size, or None (driver's choice)
-    when it was never tuned. Lookups are memoised in the process (see :func:`forget`)."""
-    digest = identity.digest(global_size, pad_global)
-    with _memory_lock:
-        if digest in _memory:
-            found = _memory[digest]
-            return None if found is None else found.local_size
-    cache = _cache()
-    found = cache.load(identity, global_size, pad_global) if cache else None
-    with _memory_lock:
-        _memory[digest] = found
+    when it was never tuned. Lookups are memoised in the process (see :func:`forget`), so
+    a launch pays a dict lookup, not a file read."""
+    key = (identity, tuple(int(g) for g in global_size), bool(pad_global))
+    try:
+        found = _memory[key]
+    except KeyError:
+        cache = _cache()
+        found = cache.load(identity, key[1], pad_global) if cache else None
+        with _memory_lock:
+            _memory[key] = found
     return None if found is None else found.local_size
 
 
@@ -425,9 +425,8 @@ def tune_report(
     driver_ns = next((ns for ls, ns in measured if ls is None), None)
     best_local, best_ns = min(measured, key=lambda item: item[1]) if measured else (None, None)
     result = TuningResult(best_local, best_ns, driver_ns, tuple(measured), tuple(rejected))
-    digest = identity.digest(global_size, pad_global)
     with _memory_lock:
-        _memory[digest] = result
+        _memory[(identity, global_size, bool(pad_global))] = result
     if cache is not None:
         cache.store(identity, global_size, pad_global, result)
     return result

@@ -118,3 +118,18 @@ def test_bad_arguments_are_named(queue, kwargs, message):
     arguments = {"weight": np.ones((4, 3, 3, 3), np.float32), "method": "tiled", **kwargs}
     with pytest.raises(ConfigError, match=message):
         ops.conv2d(queue, x, **arguments)
+
+
+def test_dtype_converts_numpy_inputs_and_device_tensors_keep_theirs(queue):
+    needs_images(queue, "image")
+    x = np.random.default_rng(8).standard_normal((1, 4, 5, 5))  # float64
+    w = np.random.default_rng(9).standard_normal((2, 4, 3, 3)).astype(np.float32)
+    half = ops.conv2d(queue, x, w, padding=1, dtype=np.float16)
+    assert half.dtype == np.float16
+    assert_close(half, conv2d(rounded(x, np.float16), rounded(w, np.float16), padding=1),
+                 np.float16)  # fmt: skip
+    image = ops.to_image(queue, x.astype(np.float32))
+    kept = ops.conv2d(queue, image, w, padding=1, dtype=np.float16)  # the image's storage
+    assert isinstance(kept, ops.ImageTensor) and kept.dtype == np.float32
+    dw = ops.depthwise_conv2d(queue, x, np.ones((4, 1, 1, 1)), dtype=np.float16)
+    assert dw.dtype == np.float16

@@ -7,7 +7,7 @@ import hashlib
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -30,11 +30,13 @@ def _source(filename: str) -> tuple[str, str]:
 
 @dataclass
 class Launcher:
-    """One kernel of one built variant, with its tuning identity."""
+    """One kernel of one built variant, with its tuning identity. Setting the arguments
+    and enqueueing happen under a lock, so threads may share a layer."""
 
     kernel: Any
     identity: KernelIdentity
     device: Any
+    lock: Any = field(default_factory=threading.Lock, repr=False)
 
     def local_size(self, global_size: Sequence[int]) -> tuple[int, ...] | None:
         return cached_local_size(self.identity, global_size, pad_global=True)
@@ -52,10 +54,11 @@ class Launcher:
         import pyopencl as cl
 
         local = self.local_size(global_size) if local_size == "tuned" else local_size
-        self.kernel.set_args(*args)
-        return cl.enqueue_nd_range_kernel(
-            queue, self.kernel, padded(global_size, local), local, wait_for=wait_for
-        )
+        with self.lock:
+            self.kernel.set_args(*args)
+            return cl.enqueue_nd_range_kernel(
+                queue, self.kernel, padded(global_size, local), local, wait_for=wait_for
+            )
 
 
 _built: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[Any, str, dict[str, Launcher]]]]

@@ -8,6 +8,7 @@ compute in float).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,18 +101,17 @@ def require_images(context: Any, device: Any, dtype: np.dtype, dims: tuple[int, 
         )
 
 
-_FORMATS: dict[int, set[tuple[int, int]]] = {}
+_FORMATS: weakref.WeakKeyDictionary[Any, set[tuple[int, int]]] = weakref.WeakKeyDictionary()
 
 
 def _supported_formats(context: Any) -> set[tuple[int, int]]:
     import pyopencl as cl
 
-    key = context.int_ptr
-    if key not in _FORMATS:
+    if context not in _FORMATS:
         flags = cl.mem_flags.READ_WRITE
         found = cl.get_supported_image_formats(context, flags, cl.mem_object_type.IMAGE2D)
-        _FORMATS[key] = {(f.channel_order, f.channel_data_type) for f in found}
-    return _FORMATS[key]
+        _FORMATS[context] = {(f.channel_order, f.channel_data_type) for f in found}
+    return _FORMATS[context]
 
 
 @dataclass(frozen=True)

@@ -117,19 +117,21 @@ def depthwise_conv2d(
     negative_slope: float = 0.01,
     layout: str = "NCHW",
     shape: Sequence[int] | None = None,
+    dtype: Any = None,
 ) -> Any:
     """Depthwise conv2d of ``x`` (numpy NCHW/NHWC array -> array of the same layout;
     :class:`ImageTensor` or pyopencl Image with ``shape`` -> ImageTensor).
 
     ``weight`` (C, 1, KH, KW), ``bias`` (C,); ``stride``, ``padding``, ``dilation``: int
-    or (h, w); ``activation``: None, "relu", "relu6" or "leaky_relu" (``negative_slope``).
+    or (h, w); ``activation``: None, "relu", "relu6" or "leaky_relu" (``negative_slope``);
+    ``dtype``: float32 or float16 storage for a numpy input (default: its own).
     """
     return image_call(
         queue,
         x,
         layout,
         shape,
-        lambda dtype: DepthwiseConv2d(
+        lambda storage: DepthwiseConv2d(
             queue,
             weight,
             bias,
@@ -138,6 +140,7 @@ def depthwise_conv2d(
             dilation=dilation,
             activation=activation,
             negative_slope=negative_slope,
-            dtype=dtype,
+            dtype=storage,
         ),
+        dtype,
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ._layer import Layer
-from ._tensor import BufferTensor, ImageTensor, as_array4, check_layout
+from ._tensor import BufferTensor, ImageTensor, as_array4, check_layout, storage_dtype
 from .layout import from_image, to_image
 
 __all__ = ["image_call"]
@@ -19,9 +19,11 @@ def image_call(
     layout: str,
     shape: Sequence[int] | None,
     make_layer: Callable[[Any], Layer],
+    dtype: Any = None,
 ) -> Any:
-    """Run the layer ``make_layer(dtype)`` on ``x``: numpy in, numpy out (same layout);
-    ImageTensor (or pyopencl Image with ``shape``) in, ImageTensor out."""
+    """Run the layer ``make_layer(dtype)`` on ``x``: numpy in, numpy out (same layout;
+    ``dtype`` converts it first); ImageTensor (or pyopencl Image with ``shape``) in,
+    ImageTensor out (the image's own storage type)."""
     import pyopencl as cl
 
     check_layout(layout)
@@ -37,6 +39,8 @@ def image_call(
             "ops.to_image first, or pass a numpy array"
         )
     array = as_array4(x, "input")
+    if dtype is not None:
+        array = array.astype(storage_dtype(dtype, "dtype"))
     layer = make_layer(array.dtype)
     result = layer(queue, to_image(queue, array, layout=layout))
     return from_image(queue, result, layout=layout)

@@ -281,14 +281,13 @@ def conv2d(
         "negative_slope": negative_slope,
     }
     if method == "image":
-        if dtype is not None:
-            x = np.asarray(x).astype(storage_dtype(dtype, "dtype"))
         return image_call(
             queue,
             x,
             layout,
             shape,
             lambda storage: Conv2d(queue, weight, bias, dtype=storage, **options),
+            dtype,
         )
     if method == "tiled":
         return buffer_call(

@@ -59,10 +59,11 @@
         }                                                                                   \
     }
 
-__kernel void conv2d_1x1(__global const store_t *input, __global const store_t *weights,
-                         __global const float *bias, __global store_t *output, int in_h,
-                         int in_w, int in_c, int out_c, int out_h, int out_w, int stride_h,
-                         int stride_w, int pixels, int co_blocks, float slope)
+__kernel void conv2d_1x1(__global const store_t *restrict input,
+                         __global const store_t *restrict weights,
+                         __global const float *restrict bias, __global store_t *output,
+                         int in_h, int in_w, int in_c, int out_c, int out_h, int out_w,
+                         int stride_h, int stride_w, int pixels, int co_blocks, float slope)
 {
     const int g = get_global_id(0), t = get_global_id(1);
     const int first = IMUL(t, PIX);

@@ -24,8 +24,8 @@
 #define PIX 4
 #endif
 
-__kernel void conv2d_image(__read_only image2d_t input, __global const store_t *weights,
-                           __global const float *bias, __write_only image2d_t output,
+__kernel void conv2d_image(__read_only image2d_t input, __global const store_t *restrict weights,
+                           __global const float *restrict bias, __write_only image2d_t output,
                            int in_w, int in_h, int in_blocks, int out_w, int out_h,
                            int out_blocks, int out_w_blocks, int batch, int pad_w, int pad_h,
                            float slope)

@@ -39,10 +39,10 @@
 #define RH ((BS - 1) * SH + (KH - 1) * DH + 1)
 
 __kernel __attribute__((reqd_work_group_size(BS, BS, 1)))
-void conv2d_tiled(__global const store_t *input, __global const store_t *weights,
-                  __global const float *bias, __global store_t *output, int in_c, int in_h,
-                  int in_w, int out_c, int out_h, int out_w, int pad_h, int pad_w,
-                  int co_groups, float slope)
+void conv2d_tiled(__global const store_t *restrict input,
+                  __global const store_t *restrict weights, __global const float *restrict bias,
+                  __global store_t *output, int in_c, int in_h, int in_w, int out_c, int out_h,
+                  int out_w, int pad_h, int pad_w, int co_groups, float slope)
 {
     __local float region[2][RH * RW];
     const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * BS + lx;

@@ -16,8 +16,9 @@
 #define OFFSET(n, c, h, w, C, H, W) ((IMAD((n), (C), (c)) * (H) + (h)) * (W) + (w))
 #endif
 
-__kernel void tensor_to_image(__global const store_t *tensor, __write_only image2d_t image,
-                              int batch, int channels, int height, int width)
+__kernel void tensor_to_image(__global const store_t *restrict tensor,
+                              __write_only image2d_t image, int batch, int channels, int height,
+                              int width)
 {
     const int x = get_global_id(0), y = get_global_id(1);
     const int blocks = (channels + 3) / 4;

@@ -53,10 +53,11 @@ float4 requantise(int4 acc, int4 offset, int sum_x, int weight_zero_point, float
 __kernel void conv2d_1x1_int8(__global const uchar *restrict input,
                               __global const uint *restrict weights,
                               __global const int *restrict offset,
-                              __global const float *restrict bias, __global out_t *output, int in_h, int in_w, int in_c, int out_c,
-                              int out_h, int out_w, int stride_h, int stride_w, int pixels,
-                              int co_blocks, float acc_scale, int weight_zero_point,
-                              float inv_out_scale, int out_zero_point, float slope)
+                              __global const float *restrict bias, __global out_t *output,
+                              int in_h, int in_w, int in_c, int out_c, int out_h, int out_w,
+                              int stride_h, int stride_w, int pixels, int co_blocks,
+                              float acc_scale, int weight_zero_point, float inv_out_scale,
+                              int out_zero_point, float slope)
 {
     const int cob = get_global_id(0), t = get_global_id(1);
     const int first = IMUL(t, PIX);

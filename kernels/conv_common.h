@@ -60,9 +60,12 @@ typedef float store_t;
 #error "ACTIVATION must be 0 (none), 1 (ReLU), 2 (ReLU6) or 3 (LeakyReLU)"
 #endif
 
+#ifdef __IMAGE_SUPPORT__
 /* Unnormalized integer coordinates; reads outside the image return the border colour
- * (0, 0, 0, 0). Kernels map out-of-tensor coordinates to -1 to read that zero. */
+ * (0, 0, 0, 0). Kernels map out-of-tensor coordinates to -1 to read that zero. (Only
+ * where the device has images, so that the buffer kernels build everywhere.) */
 __constant sampler_t CONV_SAMPLER = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP
                                     | CLK_FILTER_NEAREST;
+#endif
 
 #endif /* QCOM_EXT_CONV_COMMON_H */

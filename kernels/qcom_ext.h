@@ -22,6 +22,7 @@
 #include "compat/cl_qcom_bfloat16_product.h"
 #include "compat/cl_qcom_subgroup_shuffle.h"
 #include "compat/cl_qcom_vector_image_ops.h"
+#include "compat/cl_qcom_dot_product8.h"
 #include "compat/cl_qcom_accelerated_image_ops.h"
 /* Keep cl_qcom_filter_bicubic last: with -DQCOM_EXT_BICUBIC_READ_IMAGEF it redefines
  * read_imagef, which must not reach the parts above. */

@@ -8,6 +8,7 @@ True
 True
 """
 
+from . import ops
 from .accelerated import HofLimits, WeightImage, box_size, hof_limits
 from .caps import DeviceCaps, Limits
 from .context import ContextInfo, context_info, create_context, create_queue, set_perf_hint
@@ -45,6 +46,7 @@ from .program import build_program
 from .recording import Recording
 from .sampler import create_sampler
 from .subgroups import kernel_sub_group_size
+from .tuning import tune
 
 __version__ = "0.1.0"
 
@@ -98,6 +100,7 @@ __all__ = [
     "kernel_sub_group_size",
     "nv12_image",
     "onchip_buffer",
+    "ops",
     "parse_image_format",
     "planar_image",
     "probe",
@@ -106,4 +109,5 @@ __all__ = [
     "scrub_onchip",
     "set_perf_hint",
     "supported_image_formats",
+    "tune",
 ]

@@ -63,12 +63,17 @@ class Limits:
     max_num_sub_groups: int | None = None  # cl_khr_subgroups / OpenCL 2.1+
     command_buffer_capabilities: int | None = None  # cl_khr_command_buffer
     integer_dot_product_capabilities: int | None = None  # cl_khr_integer_dot_product
+    ml_interface_versions: tuple[tuple[int, int], ...] | None = None  # cl_qcom_ml_ops
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.items()}
+        return {k: _listed(v) for k, v in self.items()}
 
     def items(self) -> list[tuple[str, Any]]:
         return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+
+def _listed(value: Any) -> Any:
+    return [_listed(v) for v in value] if isinstance(value, tuple) else value
 
 
 def parse_disabled(value: str | None) -> frozenset[str]:

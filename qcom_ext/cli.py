@@ -5,6 +5,8 @@
 picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``).
 ``qcom-ext selftest`` runs the accelerated image ops on a device against numpy, and
 natively against the portable code (:mod:`qcom_ext.selftest`); exit status 1 on failure.
+``qcom-ext tune`` tunes the local sizes of the convolution suite
+(:mod:`qcom_ext._tune_cli`); ``qcom-ext bench`` runs the benchmark cases.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
+from . import __version__, _tune_cli
 from ._resources import data_dir
 from .caps import DeviceCaps
 from .errors import QcomExtError
@@ -159,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )
     selftest_parser.set_defaults(run=_selftest_command)
+    _tune_cli.add_parser(commands)
     bench_parser = commands.add_parser(
         "bench",
         help="time the benchmark cases on a device (qcom-ext bench --help)",

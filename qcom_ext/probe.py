@@ -11,14 +11,15 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from typing import Any
 
-from . import _info
+from . import _clml, _info
 from ._lib import C, driver, handle_int
 from .caps import DISABLE_ENV, DeviceCaps, Limits
-from .errors import CLError, NoPlatformError, QcomExtError
+from .errors import CLError, EntryPointMissing, NoPlatformError, QcomExtError
 
 __all__ = ["clear_cache", "default_device", "probe", "probe_all"]
 
@@ -117,6 +118,12 @@ def read_device(device: Any) -> DeviceCaps:
         except CLError:
             pass  # optional: 3.0 drivers are allowed to get this wrong
     limits, problems = _read_limits(dev, extensions, images)
+    if "cl_qcom_ml_ops" in extensions:
+        try:
+            versions_ml = _clml.ml_interface_versions(platform)
+            limits = dataclasses.replace(limits, ml_interface_versions=versions_ml)
+        except (CLError, EntryPointMissing) as exc:
+            problems.append(f"cl_qcom_ml_ops is advertised but {_clml.ENTRY_POINT} failed: {exc}")
     return DeviceCaps.from_info(
         extensions=extensions,
         device_version=device_version,

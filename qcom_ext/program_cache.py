@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._cache_dir import DIR_ENV, DISABLE_ENV, cache_enabled, cache_subdir
 from .errors import QcomExtWarning
 
 __all__ = [
@@ -50,8 +51,6 @@ __all__ = [
     "key_of",
 ]
 
-DIR_ENV = "QCOM_EXT_CACHE_DIR"
-DISABLE_ENV = "QCOM_EXT_NO_CACHE"
 #: Bumped whenever the entry layout or the key's contents change.
 FORMAT = 1
 MAGIC = b"QCOM_EXT program cache\n"
@@ -109,20 +108,10 @@ def directory_digest(
     return digest.hexdigest()
 
 
-def cache_enabled() -> bool:
-    """False when ``QCOM_EXT_NO_CACHE`` is set to anything but ``""`` or ``0``."""
-    return os.environ.get(DISABLE_ENV, "").strip() in ("", "0")
-
-
 def default_dir() -> Path:
-    """``QCOM_EXT_CACHE_DIR`` if set, else ``programs/`` in the user cache directory
-    (``platformdirs.user_cache_dir("qcom_ext")``)."""
-    override = os.environ.get(DIR_ENV)
-    if override:
-        return Path(override).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("qcom_ext", appauthor=False)) / "programs"
+    """``programs/`` under the cache root: ``QCOM_EXT_CACHE_DIR`` if set, else
+    ``platformdirs.user_cache_dir("qcom_ext")`` (the tuner keeps ``tuning/`` beside it)."""
+    return cache_subdir("programs")
 
 
 def default_cache() -> ProgramCache | None:

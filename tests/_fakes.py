@@ -32,8 +32,34 @@ def name_versions(entries: dict[str, tuple[int, int, int]]) -> bytes:
     return out
 
 
+#: CLML interface versions the fake driver reports (cl_qcom_ml_ops is in the 740 string).
+ML_VERSIONS = ((2, 0), (3, 0))
+
+
+def ml_versions_query(versions=ML_VERSIONS, status: int = 0, calls: list | None = None):
+    """A clQueryMLInterfaceVersionsQCOM that reports ``versions`` (or fails with ``status``)."""
+
+    def query(majors, minors, capacity, count):
+        if calls is not None:
+            calls.append((majors == ffi.NULL, minors == ffi.NULL, capacity, count == ffi.NULL))
+        if status:
+            return status
+        if count != ffi.NULL:
+            count[0] = len(versions)
+        for i, (major, minor) in enumerate(versions[:capacity]):
+            majors[i], minors[i] = major, minor
+        return 0
+
+    return query
+
+
 def fake_driver(device_info: dict[int, bytes], platform_info: dict[int, bytes], asked: list,
                 **extra):  # fmt: skip
+    """Substitutes for the info queries (and ``extra``); the CLML version query answers
+    :data:`ML_VERSIONS` unless ``extra`` replaces it."""
+    extra.setdefault("clQueryMLInterfaceVersionsQCOM", ml_versions_query())
+    extra = {name: fn for name, fn in extra.items() if fn is not None}  # None: no substitute
+
     def serve(table, handle, expected, param, size, value, size_ret):
         asked.append(param)
         if int(ffi.cast("uintptr_t", handle)) != expected or param not in table:

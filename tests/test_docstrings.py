@@ -45,6 +45,16 @@ MODULES = [
     "qcom_ext.image_ops",
     "qcom_ext._hof_points",
     "qcom_ext.selftest",
+    "qcom_ext._cache_dir",
+    "qcom_ext._clml",
+    "qcom_ext.tuning",
+    "qcom_ext.ops",
+    "qcom_ext.ops.layout",
+    "qcom_ext.ops.depthwise",
+    "qcom_ext.ops.conv_1x1",
+    "qcom_ext.ops.kxk",
+    "qcom_ext.ops.conv_int8",
+    "qcom_ext.ops.suite",
 ]
 
 NEEDS_DEVICE = {
@@ -65,6 +75,13 @@ NEEDS_DEVICE = {
     "qcom_ext.image_ops",
     "qcom_ext._hof_points",
     "qcom_ext.selftest",
+    "qcom_ext.tuning",
+    "qcom_ext.ops",
+    "qcom_ext.ops.layout",
+    "qcom_ext.ops.depthwise",
+    "qcom_ext.ops.conv_1x1",
+    "qcom_ext.ops.kxk",
+    "qcom_ext.ops.conv_int8",
 }
 
 

@@ -34,6 +34,7 @@ def test_fake_adreno740_probe():
     assert limits.block_matching_max_region == (32, 24)
     assert limits.image_pitch_alignment == 64
     assert limits.integer_dot_product_capabilities == 3
+    assert limits.ml_interface_versions == ((2, 0), (3, 0))  # cl_qcom_ml_ops, _fakes
     assert caps.problems == ()
     advertised = set(adreno_strings()["adreno740-cl3.0"].split())
     for name in REGISTRY:

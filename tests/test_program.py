@@ -43,10 +43,9 @@ def expected_value(value: int, extra: int = 0) -> int:
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "cache"
-    monkeypatch.setenv(program_cache.DIR_ENV, str(folder))
+    monkeypatch.setenv(program_cache.DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(program_cache.DISABLE_ENV, raising=False)
-    return folder
+    return tmp_path / "cache" / "programs"
 
 
 @pytest.fixture
@@ -309,8 +308,8 @@ def test_cache_location(monkeypatch, tmp_path):
     default = Path(platformdirs.user_cache_dir("qcom_ext", appauthor=False)) / "programs"
     assert program_cache.default_dir() == default
     monkeypatch.setenv(program_cache.DIR_ENV, str(tmp_path / "x"))
-    assert program_cache.default_dir() == tmp_path / "x"
-    assert program_cache.default_cache().directory == tmp_path / "x"
+    assert program_cache.default_dir() == tmp_path / "x" / "programs"
+    assert program_cache.default_cache().directory == tmp_path / "x" / "programs"
     monkeypatch.setenv(program_cache.DISABLE_ENV, "yes")
     assert program_cache.default_cache() is None
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +53,37 @@ def test_bitreverse_sample(device_caps, kernel_context):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK" in result.stdout
     assert device_caps.path("cl_qcom_bitreverse") in result.stdout
+
+
+def test_dot8_matmul_sample(device_caps, kernel_context):
+    result = run_sample(
+        "dot8_matmul.py", "--device", device_spec(device_caps), "--size", "9x23x14"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert device_caps.path("cl_qcom_dot_product8") in result.stdout
+    assert result.stdout.count("(exact)") == 2 and result.stdout.rstrip().endswith("OK")
+
+
+@pytest.mark.parametrize("source", ["synthetic", "png"])
+def test_conv_net_sample(device_caps, kernel_context, tmp_path, source):
+    args = ["--size", "21x13"]
+    if source == "png":
+        Image = pytest.importorskip("PIL.Image")
+        pixels = (np.arange(17 * 11 * 3) % 251).astype(np.uint8).reshape(11, 17, 3)
+        Image.fromarray(pixels).save(tmp_path / "in.png")
+        args = ["--image", str(tmp_path / "in.png")]
+    result = run_sample("conv_net.py", "--device", device_spec(device_caps), *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert device_caps.path("cl_qcom_ml_ops") in result.stdout
+    if not device_caps.image_support:
+        assert "Skipped" in result.stdout
+        return
+    for layer in ("expand 1x1", "depthwise 3x3/2", "project 1x1"):
+        assert layer in result.stdout
+    assert "conv2d_1x1 on NHWC buffers" in result.stdout
+    assert "depthwise_conv2d on RGBA image layout" in result.stdout
+    expected = "output 11x7x16" if source == "synthetic" else "output 9x6x16"
+    assert expected in result.stdout and result.stdout.rstrip().endswith("OK")
 
 
 def test_perf_hint_sample_paths(device_caps):

@@ -1,0 +1,44 @@
+"""Mobile-GPU convolution kernels (the fallback for cl_qcom_ml_ops convolutions).
+
+Layout conversion (:func:`to_image`, :func:`from_image`) between NCHW/NHWC tensors and
+the RGBA image layout; convolutions in fp32 and fp16 storage with fused bias and
+activation. Every op takes numpy arrays (and returns numpy arrays) or device tensors
+(and returns device tensors), and uses a tuned local size where ``qcom_ext.tune`` cached
+one (the driver's choice otherwise). Prepared layers (:class:`DepthwiseConv2d`,
+:class:`Conv2d1x1`, ...) upload their weights once and can be tuned (``layer.tune``).
+
+>>> import numpy as np, pyopencl as cl, qcom_ext
+>>> from qcom_ext import ops
+>>> queue = cl.CommandQueue(cl.Context([qcom_ext.probe().device()]))
+>>> x = ops.to_image(queue, np.ones((1, 8, 6, 6), np.float32))   # NCHW -> RGBA image
+>>> dw = ops.DepthwiseConv2d(queue, np.ones((8, 1, 3, 3), np.float32), padding=1,
+...                          activation="relu6")
+>>> y = dw(queue, x)                                   # stays on the device
+>>> y.shape, float(ops.from_image(queue, y).max())     # 9 taps, clipped at 6
+((1, 8, 6, 6), 6.0)
+"""
+
+from ._params import ACTIVATIONS
+from ._tensor import BufferTensor, ImageTensor
+from .conv_1x1 import Conv2d1x1, conv2d_1x1
+from .conv_int8 import Conv2dInt8, conv2d_int8
+from .depthwise import DepthwiseConv2d, depthwise_conv2d
+from .kxk import Conv2d, TiledConv2d, conv2d
+from .layout import from_image, to_image
+
+__all__ = [
+    "ACTIVATIONS",
+    "BufferTensor",
+    "Conv2d",
+    "Conv2d1x1",
+    "Conv2dInt8",
+    "DepthwiseConv2d",
+    "ImageTensor",
+    "TiledConv2d",
+    "conv2d",
+    "conv2d_1x1",
+    "conv2d_int8",
+    "depthwise_conv2d",
+    "from_image",
+    "to_image",
+]

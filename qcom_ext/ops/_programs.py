@@ -1,0 +1,104 @@
+"""Build the convolution kernels once per context, device and variant; launch them with
+the tuned local size when one is cached (the driver's choice otherwise)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from .._resources import kernels_dir
+from ..tuning import KernelIdentity, cached_local_size, kernel_identity, padded
+
+__all__ = ["Launcher", "kernel_for"]
+
+
+@cache
+def _source(filename: str) -> tuple[str, str]:
+    """The text of ``kernels/<filename>`` and a hash of it and the headers it uses."""
+    folder = kernels_dir()
+    text = (folder / filename).read_text()
+    digest = hashlib.sha256(text.encode())
+    for header in sorted(folder.glob("*.h")) + sorted((folder / "compat").glob("*.h")):
+        digest.update(header.name.encode() + b"\0" + header.read_bytes())
+    return text, digest.hexdigest()
+
+
+@dataclass
+class Launcher:
+    """One kernel of one built variant, with its tuning identity. Setting the arguments
+    and enqueueing happen under a lock, so threads may share a layer."""
+
+    kernel: Any
+    identity: KernelIdentity
+    device: Any
+    lock: Any = field(default_factory=threading.Lock, repr=False)
+
+    def local_size(self, global_size: Sequence[int]) -> tuple[int, ...] | None:
+        return cached_local_size(self.identity, global_size, pad_global=True)
+
+    def __call__(
+        self,
+        queue: Any,
+        global_size: Sequence[int],
+        *args: Any,
+        local_size: Any = "tuned",
+        wait_for: Any = None,
+    ) -> Any:
+        """Set ``args`` and enqueue. ``local_size``: "tuned" (cached tuning or the driver's
+        choice), None (the driver's choice) or a tuple; the global size is padded to it."""
+        import pyopencl as cl
+
+        local = self.local_size(global_size) if local_size == "tuned" else local_size
+        with self.lock:
+            self.kernel.set_args(*args)
+            return cl.enqueue_nd_range_kernel(
+                queue, self.kernel, padded(global_size, local), local, wait_for=wait_for
+            )
+
+
+_built: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[Any, str, dict[str, Launcher]]]]
+_built = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _options_key(defines: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in defines.items() if v is not False))
+
+
+def kernel_for(
+    context: Any, device: Any, filename: str, name: str, defines: Mapping[str, Any]
+) -> Launcher:
+    """The kernel ``name`` of ``kernels/<filename>`` built for ``device`` with ``defines``
+    (``USE_MAD24`` is added on Adreno). Programs are kept per context."""
+    import pyopencl as cl
+
+    from ..probe import probe
+    from ..program import build_program
+
+    defines = dict(defines)
+    if probe(device).is_adreno:
+        defines.setdefault("USE_MAD24", True)
+    key = (device.int_ptr, filename, _options_key(defines))
+    with _lock:
+        per_context = _built.setdefault(context, {})
+        entry = per_context.get(key)
+    if entry is None:
+        text, digest = _source(filename)
+        program = build_program(context, text, devices=[device], defines=defines)
+        options = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
+        entry = (program, options, {})
+        with _lock:
+            entry = per_context.setdefault(key, entry)
+    program, options, launchers = entry
+    launcher = launchers.get(name)
+    if launcher is None:
+        kernel = cl.Kernel(program, name)
+        _, digest = _source(filename)
+        identity = kernel_identity(kernel, device, source=f"{filename}\0{digest}", options=options)
+        launcher = launchers.setdefault(name, Launcher(kernel, identity, device))
+    return launcher

@@ -1,0 +1,231 @@
+"""Device tensors of the convolution ops and the checks every op applies to its inputs.
+
+:class:`ImageTensor` is an N x C x H x W tensor in the RGBA image layout of guide section
+8.1 (width W * ceil(C/4), height H * N, four channels per texel); :class:`BufferTensor`
+is one in a buffer, NCHW or NHWC. Both hold float32 or float16 (storage; the kernels
+compute in float).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, ExtensionUnavailable
+
+__all__ = ["LAYOUTS", "BufferTensor", "ImageTensor"]
+
+LAYOUTS = ("NCHW", "NHWC")
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+
+
+def storage_dtype(dtype: Any, what: str) -> np.dtype:
+    """float32 or float16; float64 becomes float32; anything else is refused."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return np.dtype(np.float32)
+    if dtype not in FLOAT_DTYPES:
+        raise ConfigError(
+            f"{what} has dtype {dtype}; expected float32 or float16 "
+            "(float64 is converted to float32)"
+        )
+    return dtype
+
+
+def check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ConfigError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    return layout
+
+
+def nchw_of(shape: Sequence[int], layout: str) -> tuple[int, int, int, int]:
+    n, a, b, c = (int(v) for v in shape)
+    return (n, a, b, c) if layout == "NCHW" else (n, c, a, b)
+
+
+def shape_in(nchw: Sequence[int], layout: str) -> tuple[int, int, int, int]:
+    n, c, h, w = (int(v) for v in nchw)
+    return (n, c, h, w) if layout == "NCHW" else (n, h, w, c)
+
+
+def check_shape4(shape: Any, what: str) -> tuple[int, int, int, int]:
+    try:
+        dims = tuple(int(v) for v in shape)
+    except TypeError:
+        raise ConfigError(f"{what} must be 4 sizes (N, C, H, W), not {shape!r}") from None
+    if len(dims) != 4 or min(dims) < 1:
+        raise ConfigError(f"{what} must be 4 positive sizes, not {dims}")
+    return dims  # type: ignore[return-value]
+
+
+def image_format(dtype: np.dtype) -> Any:
+    import pyopencl as cl
+
+    kind = cl.channel_type.HALF_FLOAT if dtype == np.float16 else cl.channel_type.FLOAT
+    return cl.ImageFormat(cl.channel_order.RGBA, kind)
+
+
+def image_dims(nchw: Sequence[int]) -> tuple[int, int]:
+    """(width, height) of the RGBA image of an N x C x H x W tensor."""
+    n, c, h, w = nchw
+    return w * -(-c // 4), h * n
+
+
+def require_images(context: Any, device: Any, dtype: np.dtype, dims: tuple[int, int]) -> None:
+    """Clear errors for devices without images, the RGBA format or room for ``dims``."""
+    if not device.image_support:
+        raise ExtensionUnavailable(
+            "image support",
+            device.name.strip(),
+            "CL_DEVICE_IMAGE_SUPPORT is 0; use the buffer ops "
+            "(conv2d_1x1, conv2d(method='tiled'))",
+        )
+    fmt = image_format(dtype)
+    formats = _supported_formats(context)
+    if (fmt.channel_order, fmt.channel_data_type) not in formats:
+        raise ExtensionUnavailable(
+            f"RGBA {np.dtype(dtype).name} images",
+            device.name.strip(),
+            "the device does not list this image format",
+        )
+    width, height = dims
+    max_w, max_h = device.image2d_max_width, device.image2d_max_height
+    if width > max_w or height > max_h:
+        raise ConfigError(
+            f"the image layout needs a {width} x {height} image (W*ceil(C/4) x H*N), more "
+            f"than the device's {max_w} x {max_h}; split the batch or the channels"
+        )
+
+
+_FORMATS: weakref.WeakKeyDictionary[Any, set[tuple[int, int]]] = weakref.WeakKeyDictionary()
+
+
+def _supported_formats(context: Any) -> set[tuple[int, int]]:
+    import pyopencl as cl
+
+    if context not in _FORMATS:
+        flags = cl.mem_flags.READ_WRITE
+        found = cl.get_supported_image_formats(context, flags, cl.mem_object_type.IMAGE2D)
+        _FORMATS[context] = {(f.channel_order, f.channel_data_type) for f in found}
+    return _FORMATS[context]
+
+
+@dataclass(frozen=True)
+class ImageTensor:
+    """An N x C x H x W tensor in an RGBA image (see the module docstring)."""
+
+    image: Any
+    shape: tuple[int, int, int, int]
+    dtype: np.dtype
+
+    @property
+    def channel_blocks(self) -> int:
+        return -(-self.shape[1] // 4)
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """(width, height) of the image."""
+        return image_dims(self.shape)
+
+    @classmethod
+    def empty(cls, context: Any, device: Any, shape: Sequence[int], dtype: Any) -> ImageTensor:
+        """A new image for a tensor of ``shape`` (N, C, H, W); contents undefined."""
+        import pyopencl as cl
+
+        shape = check_shape4(shape, "image tensor shape")
+        dtype = storage_dtype(dtype, "image tensor")
+        dims = image_dims(shape)
+        require_images(context, device, dtype, dims)
+        image = cl.create_image(context, cl.mem_flags.READ_WRITE, image_format(dtype), shape=dims)
+        return cls(image, shape, dtype)
+
+    @classmethod
+    def wrap(cls, image: Any, shape: Sequence[int]) -> ImageTensor:
+        """An existing RGBA FLOAT or HALF_FLOAT image holding a tensor of ``shape``."""
+        import pyopencl as cl
+
+        shape = check_shape4(shape, "image tensor shape")
+        fmt = image.format
+        kinds = {cl.channel_type.FLOAT: np.float32, cl.channel_type.HALF_FLOAT: np.float16}
+        if fmt.channel_order != cl.channel_order.RGBA or fmt.channel_data_type not in kinds:
+            raise ConfigError("the image must be RGBA with FLOAT or HALF_FLOAT channels")
+        dims = image_dims(shape)
+        have = (
+            image.get_image_info(cl.image_info.WIDTH),
+            image.get_image_info(cl.image_info.HEIGHT),
+        )
+        if have != dims:
+            raise ConfigError(
+                f"a {shape} tensor needs a {dims[0]} x {dims[1]} image "
+                f"(W*ceil(C/4) x H*N), not {have[0]} x {have[1]}"
+            )
+        return cls(image, shape, np.dtype(kinds[fmt.channel_data_type]))
+
+
+@dataclass(frozen=True)
+class BufferTensor:
+    """A tensor in a buffer. ``shape`` is in ``layout`` order, like a numpy array's."""
+
+    buffer: Any
+    shape: tuple[int, int, int, int]
+    dtype: np.dtype
+    layout: str = "NCHW"
+
+    @property
+    def nchw(self) -> tuple[int, int, int, int]:
+        """(N, C, H, W) whatever the layout."""
+        return nchw_of(self.shape, self.layout)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    @classmethod
+    def empty(
+        cls, context: Any, shape: Sequence[int], dtype: Any, layout: str = "NCHW"
+    ) -> BufferTensor:
+        import pyopencl as cl
+
+        shape = check_shape4(shape, "buffer tensor shape")
+        dtype = storage_dtype(dtype, "buffer tensor")
+        size = int(np.prod(shape)) * dtype.itemsize
+        return cls(
+            cl.Buffer(context, cl.mem_flags.READ_WRITE, size), shape, dtype, check_layout(layout)
+        )
+
+    @classmethod
+    def wrap(
+        cls, buffer: Any, shape: Sequence[int], dtype: Any, layout: str = "NCHW"
+    ) -> BufferTensor:
+        shape = check_shape4(shape, "buffer tensor shape")
+        dtype = storage_dtype(dtype, "buffer tensor")
+        tensor = cls(buffer, shape, dtype, check_layout(layout))
+        if buffer.size < tensor.nbytes:
+            raise ConfigError(
+                f"a {layout} {shape} {dtype.name} tensor needs {tensor.nbytes} "
+                f"bytes; the buffer has {buffer.size}"
+            )
+        return tensor
+
+    def to_numpy(self, queue: Any) -> np.ndarray:
+        """The tensor read back to the host (blocking), in its layout."""
+        import pyopencl as cl
+
+        out = np.empty(self.shape, self.dtype)
+        cl.enqueue_copy(queue, out, self.buffer)
+        return out
+
+
+def as_array4(value: Any, what: str) -> np.ndarray:
+    """A 4-D float32/float16 numpy array, or a clear error."""
+    array = np.asarray(value)
+    if array.ndim != 4:
+        raise ConfigError(f"{what} must be 4-D, got shape {array.shape}")
+    if 0 in array.shape:
+        raise ConfigError(f"{what} has an empty dimension: shape {array.shape}")
+    dtype = storage_dtype(array.dtype, what)
+    return np.ascontiguousarray(array, dtype=dtype)

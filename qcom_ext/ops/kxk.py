@@ -1,0 +1,302 @@
+"""General KxK conv2d: on the image layout (kernels/conv_kxk.cl, 4 output channels per
+work-item) or on NCHW buffers through local-memory tiles (kernels/conv_tiled.cl).
+
+>>> import numpy as np, pyopencl as cl, qcom_ext
+>>> from qcom_ext import ops
+>>> queue = cl.CommandQueue(cl.Context([qcom_ext.probe().device()]))
+>>> x = np.ones((1, 3, 6, 6), np.float32)
+>>> w = np.ones((5, 3, 3, 3), np.float32)
+>>> a = ops.conv2d(queue, x, w, padding=1)                  # image layout
+>>> b = ops.conv2d(queue, x, w, padding=1, method="tiled")  # local-memory tiles
+>>> a.shape, float(a[0, 0, 3, 3]), float(a[0, 0, 0, 0]), bool(np.array_equal(a, b))
+((1, 5, 6, 6), 27.0, 12.0, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ._layer import Layer
+from ._params import Geometry, activation_code, bias_vector, weight_array
+from ._programs import kernel_for
+from ._tensor import BufferTensor, ImageTensor, storage_dtype
+from .buffer_io import buffer_call
+from .image_io import image_call
+
+__all__ = ["METHODS", "Conv2d", "TiledConv2d", "conv2d"]
+
+METHODS = ("image", "tiled")
+
+
+def _buffer(queue: Any, array: np.ndarray) -> Any:
+    import pyopencl as cl
+
+    mf = cl.mem_flags
+    return cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
+
+
+class _Conv(Layer):
+    """Weights (Co, Ci, KH, KW), bias, geometry and activation, checked."""
+
+    def __init__(
+        self,
+        weight: Any,
+        bias: Any,
+        stride: Any,
+        padding: Any,
+        dilation: Any,
+        activation: str | None,
+        negative_slope: float,
+        dtype: Any,
+    ) -> None:
+        w = weight_array(weight, "conv2d weight", (4,))
+        self.w = w
+        self.out_channels, self.in_channels = w.shape[:2]
+        self.geometry = Geometry.of(w.shape[2:], stride, padding, dilation)
+        self.dtype = storage_dtype(dtype, "dtype")
+        self.slope = np.float32(negative_slope)
+        self.code = activation_code(activation, negative_slope)
+        self.bias_values = bias_vector(bias, self.out_channels)
+
+    def output_nchw(self, nchw: Sequence[int]) -> tuple[int, int, int, int]:
+        n, c, h, w = nchw
+        if c != self.in_channels:
+            raise ConfigError(
+                f"input has {c} channels; the weight expects "
+                f"{self.in_channels} (weight shape (Co, Ci, KH, KW))"
+            )
+        oh, ow = self.geometry.output_size(h, w)
+        return n, self.out_channels, oh, ow
+
+    def _check_dtypes(self, *tensors: Any) -> None:
+        for t in tensors:
+            if t.dtype != self.dtype:
+                raise ConfigError(f"tensor is {t.dtype.name}; the layer stores {self.dtype.name}")
+
+
+class Conv2d(_Conv):
+    """KxK conv2d on :class:`ImageTensor`s; weights re-packed so that the 4 weight
+    vectors of one tap and input channel block are adjacent. ``pixels``: output pixels
+    per work-item (1, 2, 4 or 8)."""
+
+    def __init__(
+        self,
+        queue: Any,
+        weight: Any,
+        bias: Any = None,
+        *,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        activation: str | None = None,
+        negative_slope: float = 0.01,
+        dtype: Any = np.float32,
+        pixels: int = 4,
+    ) -> None:
+        super().__init__(
+            weight, bias, stride, padding, dilation, activation, negative_slope, dtype
+        )
+        if pixels not in (1, 2, 4, 8):
+            raise ConfigError(f"pixels must be 1, 2, 4 or 8, not {pixels!r}")
+        self.pixels = pixels
+        co, ci, kh, kw = self.w.shape
+        cob, cib = -(-co // 4), -(-ci // 4)
+        padded = np.zeros((cob * 4, cib * 4, kh, kw))
+        padded[:co, :ci] = self.w
+        packed = padded.reshape(cob, 4, cib, 4, kh, kw).transpose(0, 2, 4, 5, 1, 3)
+        self.weights = _buffer(queue, np.ascontiguousarray(packed, dtype=self.dtype))
+        bias_padded = np.zeros(cob * 4, np.float32)
+        bias_padded[:co] = self.bias_values
+        self.bias = _buffer(queue, bias_padded)
+        defines = {
+            **self.geometry.defines(),
+            "PIX": pixels,
+            "ACTIVATION": self.code,
+            "STORAGE_HALF": self.dtype == np.float16,
+        }
+        self.launcher = kernel_for(
+            queue.context, queue.device, "conv_kxk.cl", "conv2d_image", defines
+        )
+
+    def output_for(self, queue: Any, x: ImageTensor) -> ImageTensor:
+        return ImageTensor.empty(
+            queue.context, queue.device, self.output_nchw(x.shape), self.dtype
+        )
+
+    def launch_args(self, x: ImageTensor, out: ImageTensor) -> tuple[Sequence[int], list]:
+        if not isinstance(x, ImageTensor) or not isinstance(out, ImageTensor):
+            raise ConfigError("Conv2d takes ImageTensors (see ops.to_image)")
+        self._check_dtypes(x, out)
+        want = self.output_nchw(x.shape)
+        if out.shape != want:
+            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        n, _, h, w = x.shape
+        _, co, oh, ow = want
+        out_blocks, out_w_blocks = -(-co // 4), -(-ow // self.pixels)
+        ph, pw = self.geometry.padding
+        ints = [
+            np.int32(v)
+            for v in (w, h, x.channel_blocks, ow, oh, out_blocks, out_w_blocks, n, pw, ph)
+        ]
+        args = [x.image, self.weights, self.bias, out.image, *ints, self.slope]
+        return (out_w_blocks * out_blocks, oh * n), args
+
+
+class TiledConv2d(_Conv):
+    """KxK conv2d on NCHW :class:`BufferTensor`s with BS x BS local-memory tiles.
+
+    ``block``: BS (default: 16 where 256 work-items and the tile fit, else 8, else 4);
+    ``channels_per_item``: output channels per work-item (COT, default 4). The local
+    size is fixed at (BS, BS, 1), so this kernel is not tuned.
+    """
+
+    def __init__(
+        self,
+        queue: Any,
+        weight: Any,
+        bias: Any = None,
+        *,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        activation: str | None = None,
+        negative_slope: float = 0.01,
+        dtype: Any = np.float32,
+        block: int | None = None,
+        channels_per_item: int = 4,
+    ) -> None:
+        super().__init__(
+            weight, bias, stride, padding, dilation, activation, negative_slope, dtype
+        )
+        if channels_per_item not in (1, 2, 4, 8):
+            raise ConfigError(f"channels_per_item must be 1, 2, 4 or 8, not {channels_per_item!r}")
+        self.cot = channels_per_item
+        co, ci, kh, kw = self.w.shape
+        cop = -(-co // self.cot) * self.cot
+        padded = np.zeros((cop, ci, kh, kw))
+        padded[:co] = self.w
+        self.weights = _buffer(queue, np.ascontiguousarray(padded, dtype=self.dtype))
+        bias_padded = np.zeros(cop, np.float32)
+        bias_padded[:co] = self.bias_values
+        self.bias = _buffer(queue, bias_padded)
+        device = queue.device
+        sizes = (block,) if block is not None else (16, 8, 4)
+        problems = []
+        for bs in sizes:
+            problem = self._fits(device, bs)
+            if problem is None:
+                self.block = bs
+                break
+            problems.append(f"BS={bs}: {problem}")
+        else:
+            raise ConfigError("no tile fits this device: " + "; ".join(problems))
+        defines = {
+            **self.geometry.defines(),
+            "BS": self.block,
+            "COT": self.cot,
+            "ACTIVATION": self.code,
+            "STORAGE_HALF": self.dtype == np.float16,
+        }
+        self.launcher = kernel_for(queue.context, device, "conv_tiled.cl", "conv2d_tiled", defines)
+
+    def region(self, bs: int) -> tuple[int, int]:
+        """(RH, RW): the input region a BS x BS output tile reads."""
+        (kh, kw), (sh, sw), (dh, dw) = (
+            self.geometry.kernel,
+            self.geometry.stride,
+            self.geometry.dilation,
+        )
+        return (bs - 1) * sh + (kh - 1) * dh + 1, (bs - 1) * sw + (kw - 1) * dw + 1
+
+    def _fits(self, device: Any, bs: int) -> str | None:
+        if bs < 1:
+            return "the block must be positive"
+        if bs * bs > device.max_work_group_size or bs > device.max_work_item_sizes[1]:
+            return f"{bs * bs} work-items exceed the device's work-group limits"
+        rh, rw = self.region(bs)
+        need = 2 * rh * rw * 4
+        if need > device.local_mem_size:
+            return f"{need} bytes of local memory exceed the device's {device.local_mem_size}"
+        return None
+
+    def output_for(self, queue: Any, x: BufferTensor) -> BufferTensor:
+        return BufferTensor.empty(queue.context, self.output_nchw(x.nchw), self.dtype, "NCHW")
+
+    def launch_args(self, x: BufferTensor, out: BufferTensor) -> tuple[Sequence[int], list]:
+        for name, t in (("input", x), ("out", out)):
+            if not isinstance(t, BufferTensor) or t.layout != "NCHW":
+                raise ConfigError(f"TiledConv2d takes NCHW BufferTensors; {name} is not one")
+        self._check_dtypes(x, out)
+        want = self.output_nchw(x.shape)
+        if out.shape != want:
+            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        n, ci, h, w = x.shape
+        _, co, oh, ow = want
+        groups = -(-co // self.cot)
+        ph, pw = self.geometry.padding
+        bs = self.block
+        ints = [np.int32(v) for v in (ci, h, w, co, oh, ow, ph, pw, groups)]
+        global_size = (-(-ow // bs) * bs, -(-oh // bs) * bs, n * groups)
+        return global_size, [x.buffer, self.weights, self.bias, out.buffer, *ints, self.slope]
+
+    def __call__(self, queue: Any, x: Any, out: Any = None, *, local_size: Any = "tuned") -> Any:
+        """Enqueue with the required (BS, BS, 1) local size."""
+        return super().__call__(queue, x, out, local_size=(self.block, self.block, 1))
+
+
+def conv2d(
+    queue: Any,
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    *,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    activation: str | None = None,
+    negative_slope: float = 0.01,
+    method: str = "image",
+    layout: str = "NCHW",
+    shape: Sequence[int] | None = None,
+    dtype: Any = None,
+) -> Any:
+    """KxK conv2d of ``x`` with ``weight`` (Co, Ci, KH, KW) and ``bias`` (Co,).
+
+    ``method="image"``: on the RGBA image layout (numpy in ``layout`` -> numpy in
+    ``layout``; ImageTensor or pyopencl Image with ``shape`` -> ImageTensor).
+    ``method="tiled"``: local-memory tiles on NCHW buffers (numpy -> numpy; NCHW
+    BufferTensor or pyopencl Buffer with ``shape`` and ``dtype`` -> BufferTensor).
+    ``stride``, ``padding``, ``dilation``: int or (h, w); ``activation``: None, "relu",
+    "relu6" or "leaky_relu" (``negative_slope``).
+    """
+    options = {
+        "stride": stride,
+        "padding": padding,
+        "dilation": dilation,
+        "activation": activation,
+        "negative_slope": negative_slope,
+    }
+    if method == "image":
+        return image_call(
+            queue,
+            x,
+            layout,
+            shape,
+            lambda storage: Conv2d(queue, weight, bias, dtype=storage, **options),
+            dtype,
+        )
+    if method == "tiled":
+        return buffer_call(
+            queue,
+            x,
+            layout,
+            shape,
+            dtype,
+            "NCHW",
+            lambda storage: TiledConv2d(queue, weight, bias, dtype=storage, **options),
+        )
+    raise ConfigError(f"method {method!r} is not one of {', '.join(METHODS)}")

@@ -1,0 +1,87 @@
+"""benchmarks/cases_conv.py: the runner's cases run, the script's measurements and
+summary are well-formed (no timing checks: this VM's numbers mean nothing)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PATH = ROOT / "benchmarks" / "cases_conv.py"
+
+
+@pytest.fixture(scope="module")
+def conv_module():
+    if not PATH.is_file():
+        pytest.skip("not running from a source checkout")
+    spec = importlib.util.spec_from_file_location("cases_conv", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cases_are_declared_for_the_runner(conv_module):
+    names = [s["name"] for s in conv_module._SPECS]
+    assert names == ["conv_copy", "conv_depthwise", "conv_1x1", "conv_kxk_image",
+                     "conv_kxk_tiled", "conv_int8"]  # fmt: skip
+    assert {s["group"] for s in conv_module._SPECS} == {"conv"}
+    assert [s["name"] for s in conv_module._SPECS if s["baseline"]] == ["conv_copy"]
+
+
+def test_every_case_runs(conv_module, device_caps, kernel_context):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label}: the image-layout cases need images")
+    for spec in conv_module._SPECS:
+        state = spec["setup"](device_caps)
+        spec["run"](state)
+
+
+def test_summary_medians_and_verdicts(conv_module):
+    rows = [
+        {"layer": "a", "kind": "1x1", "variant": "tile 2x4", "gain": 1.0, "vs_torch": 0.3},
+        {"layer": "a", "kind": "1x1", "variant": "tile 4x8", "gain": 1.2, "vs_torch": 0.7},
+        {"layer": "b", "kind": "1x1", "variant": "tile 2x4", "gain": 1.4, "vs_torch": 0.5},
+        {"layer": "c", "kind": "depthwise", "variant": "", "gain": 1.3,
+         "bandwidth_fraction": 0.65},
+        {"layer": "d", "kind": "conv", "variant": "tiled", "gain": 1.0},
+    ]  # fmt: skip
+    summary = conv_module.summarise(rows)
+    assert summary["pointwise_vs_torch"] == pytest.approx(0.6)  # best tiles: 0.7 and 0.5
+    assert summary["pointwise_mace_vs_torch"] == pytest.approx(0.4)
+    assert summary["pointwise_best_tiles"] == {"a": "tile 4x8", "b": "tile 2x4"}
+    assert summary["depthwise_bandwidth"] == pytest.approx(0.65)
+    assert summary["tuning_gain"] == pytest.approx(1.25)  # tiled rows are not tuned
+    targets = summary["targets"]
+    assert targets["pointwise_vs_torch"]["met"] and targets["depthwise_bandwidth"]["met"]
+    assert targets["tuning_gain"]["met"]
+    assert conv_module.summarise([])["targets"]["tuning_gain"]["met"] is None
+
+
+@pytest.mark.slow
+def test_small_run_writes_json_and_markdown(conv_module, device_caps, kernel_context,
+                                            tmp_path, monkeypatch):  # fmt: skip
+    from test_samples import device_spec
+
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label}: the depthwise layers need images")
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
+    out_json, out_md = tmp_path / "conv.json", tmp_path / "conv.md"
+    code = conv_module.main(["--device", device_spec(device_caps), "--small", "--rounds", "2",
+                             "--budget-s", "0.2", "--kinds", "depthwise,1x1,conv", "--no-torch",
+                             "--json", str(out_json), "--markdown", str(out_md)])  # fmt: skip
+    assert code == 0
+    data = json.loads(out_json.read_text())
+    assert data["bandwidth"]["buffer_copy_Bps"] > 0
+    variants = {(r["kind"], r["variant"]) for r in data["rows"]}
+    assert {("1x1", "tile 2x4"), ("1x1", "tile 4x8"), ("1x1", "tile 8x8"), ("depthwise", ""),
+            ("conv", "image"), ("conv", "tiled")} <= variants  # fmt: skip
+    for row in data["rows"]:
+        assert row["tuned_ns"] > 0 and row["gflops"] > 0
+        assert row["gflops"] == pytest.approx(row["flops"] / row["tuned_ns"])
+    assert all("bandwidth_fraction" in r for r in data["rows"] if r["kind"] == "depthwise")
+    markdown = out_md.read_text()
+    assert "| layer | shape (C x H x W) | kernel |" in markdown
+    assert "| tuning_gain | 1.15 |" in markdown

@@ -1,0 +1,116 @@
+"""Depthwise conv2d on the image layout against a float64 numpy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pytest
+from conv_reference import assert_close, conv2d, rounded
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from qcom_ext import ConfigError, ops
+
+
+@pytest.fixture
+def queue(kernel_context, device_caps):
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label}: CL_DEVICE_IMAGE_SUPPORT is 0")
+    return cl.CommandQueue(kernel_context)
+
+
+cases = st.fixed_dictionaries({
+    "n": st.integers(1, 3), "c": st.integers(1, 11), "h": st.integers(1, 11),
+    "w": st.integers(1, 13), "kh": st.integers(1, 4), "kw": st.integers(1, 5),
+    "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+    "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    "activation": st.sampled_from(list(ops.ACTIVATIONS)),
+    "bias": st.booleans(), "layout": st.sampled_from(["NCHW", "NHWC"]),
+    "dtype": st.sampled_from([np.float32, np.float16]),
+})  # fmt: skip
+
+
+def fits(case) -> bool:
+    """Whether the output is non-empty."""
+    dims = zip((case["h"], case["w"]), (case["kh"], case["kw"]), case["padding"],
+               case["dilation"], strict=True)  # fmt: skip
+    return all(size + 2 * p - d * (k - 1) - 1 >= 0 for size, k, p, d in dims)
+
+
+def test_random_shapes_against_numpy(queue):
+    rng = np.random.default_rng(3)
+
+    @settings(max_examples=30, deadline=None)
+    @given(cases)
+    def check(case):
+        assume(fits(case))
+        dtype = case["dtype"]
+        x = rng.standard_normal((case["n"], case["c"], case["h"], case["w"])).astype(dtype)
+        w = rng.standard_normal((case["c"], 1, case["kh"], case["kw"])).astype(dtype)
+        b = rng.standard_normal(case["c"]).astype(np.float32) if case["bias"] else None
+        kwargs = {k: case[k] for k in ("stride", "padding", "dilation", "activation")}
+        want = conv2d(rounded(x, dtype), rounded(w, dtype), b, groups=case["c"],
+                      slope=0.1, **kwargs)  # fmt: skip
+        host = x if case["layout"] == "NCHW" else x.transpose(0, 2, 3, 1)
+        got = ops.depthwise_conv2d(queue, host, w, b, layout=case["layout"],
+                                   negative_slope=0.1, **kwargs)  # fmt: skip
+        if case["layout"] == "NHWC":
+            got = got.transpose(0, 3, 1, 2)
+        assert got.dtype == dtype and got.shape == want.shape
+        assert_close(got, want, dtype)
+
+    check()
+
+
+@pytest.mark.parametrize("ow", [1, 4, 5, 7, 8, 9])
+def test_output_widths_not_a_multiple_of_4_write_only_valid_pixels(queue, ow):
+    x = np.random.default_rng(ow).standard_normal((2, 6, 3, ow)).astype(np.float32)
+    w = np.random.default_rng(9).standard_normal((6, 1, 3, 3)).astype(np.float32)
+    layer = ops.DepthwiseConv2d(queue, w, padding=1)
+    image = ops.to_image(queue, x)
+    out = ops.ImageTensor.empty(queue.context, queue.device, (2, 6, 3, ow), np.float32)
+    sentinel = np.full(4, 123.0, np.float32)
+    cl.enqueue_fill_image(queue, out.image, sentinel, (0, 0), out.image_size)
+    layer(queue, image, out)
+    assert_close(ops.from_image(queue, out), conv2d(x, w, padding=1, groups=6), np.float32)
+
+
+def test_image_tensors_stay_on_the_device(queue):
+    x = np.random.default_rng(5).standard_normal((1, 9, 8, 8)).astype(np.float32)
+    w = np.random.default_rng(6).standard_normal((9, 3, 3)).astype(np.float32)  # (C, KH, KW)
+    image = ops.to_image(queue, x)
+    y = ops.depthwise_conv2d(queue, image, w, stride=2, padding=1, activation="relu6")
+    assert isinstance(y, ops.ImageTensor) and y.shape == (1, 9, 4, 4)
+    want = conv2d(x, w[:, None], stride=2, padding=1, groups=9, activation="relu6")
+    assert_close(ops.from_image(queue, y), want, np.float32)
+    bare = ops.depthwise_conv2d(queue, image.image, w, shape=image.shape, padding=1)
+    assert_close(ops.from_image(queue, bare), conv2d(x, w[:, None], padding=1, groups=9),
+                 np.float32)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"weight": np.ones((4, 2, 3, 3), np.float32)}, "channel multiplier"),
+        ({"weight": np.ones((5, 1, 3, 3), np.float32)}, "input has 4 channels"),
+        ({"weight": np.ones((4, 3), np.float32)}, "must have 3 or 4 dimensions"),
+        ({"weight": np.ones((4, 1, 3, 3), np.int8)}, "non-empty float array"),
+        ({"bias": np.ones(3, np.float32)}, r"bias must have shape \(4,\)"),
+        ({"stride": 0}, "stride must be at least 1"),
+        ({"padding": (1, 2, 3)}, "padding must be an int or a pair"),
+        ({"activation": "gelu"}, "activation 'gelu' is not one of"),
+        ({"weight": np.ones((4, 1, 9, 3), np.float32)}, "the output is empty"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_named(queue, kwargs, message):
+    x = np.ones((1, 4, 5, 5), np.float32)
+    arguments = {"weight": np.ones((4, 1, 3, 3), np.float32), **kwargs}
+    with pytest.raises(ConfigError, match=message):
+        ops.depthwise_conv2d(queue, x, **arguments)
+
+
+def test_buffers_are_refused_with_advice(queue):
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 64)
+    with pytest.raises(ConfigError, match=r"ops\.to_image"):
+        ops.depthwise_conv2d(queue, buf, np.ones((1, 1, 1, 1), np.float32))

@@ -1,0 +1,48 @@
+"""``qcom-ext tune`` runs the convolution suite and fills the tuning cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, env: dict) -> subprocess.CompletedProcess:
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, "-m", "qcom_ext", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, "PYTHONPATH": path, **env})  # fmt: skip
+
+
+@pytest.mark.slow
+def test_tune_small_suite_then_served_from_the_cache(kernel_context, device_caps, tmp_path):
+    from test_samples import device_spec
+
+    env = {"QCOM_EXT_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    args = ["tune", "--device", device_spec(device_caps), "--scale", "0.1", "--kinds",
+            "depthwise,1x1,int8", "--budget-s", "0.5", "--repeats", "2"]  # fmt: skip
+    first = run(*args, "--json", str(tmp_path / "a.json"), env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "median gain over the driver's choice" in first.stdout
+    results = json.loads((tmp_path / "a.json").read_text())["results"]
+    kinds = {r["kernel"] for r in results}
+    assert {"conv2d_1x1", "conv2d_1x1_int8"} <= kinds
+    assert ("depthwise_conv2d" in kinds) == device_caps.image_support
+    assert not any(r["from_cache"] for r in results)
+    assert len(list((tmp_path / "cache" / "tuning").glob("*.json"))) == len(results)
+    second = run(*args, "--json", str(tmp_path / "b.json"), env=env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    again = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert all(r["from_cache"] for r in again)
+    assert [r["local_size"] for r in again] == [r["local_size"] for r in results]
+
+
+def test_tune_rejects_bad_options(tmp_path):
+    result = run("tune", "--kinds", "fft", env={"QCOM_EXT_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 1 and "unknown layer kind" in result.stderr

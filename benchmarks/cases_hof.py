@@ -123,10 +123,10 @@ def block_match(state: dict[str, Any], **options: Any) -> Any:
 OPENCL_OPS = {
     "image_copy": copy_image,
     "convolve_5x5": convolve,
-    "convolve_5x5_tiled": lambda s: convolve(s, method="tiled"),
+    "convolve_5x5_blocked": lambda s: convolve(s, method="blocked"),
     "convolve_5x5_per_pixel": lambda s: convolve(s, method="per_pixel"),
     "box_7x7": box,
-    "box_7x7_tiled": lambda s: box(s, method="tiled"),
+    "box_7x7_blocked": lambda s: box(s, method="blocked"),
     "box_7x7_per_pixel": lambda s: box(s, method="per_pixel"),
     "block_match_8x8": block_match,
 }
@@ -265,10 +265,10 @@ def _cv_setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 _NOTES = {
     "image_copy": "clEnqueueCopyImage of the RGBA float image (the bandwidth reference)",
     "convolve_5x5": "qcom_ext.convolve_image, 5x5 2-D weight image (device's path)",
-    "convolve_5x5_tiled": "the same, portable kernel tiled in local memory",
+    "convolve_5x5_blocked": "the same, portable kernel in register blocks (no local memory)",
     "convolve_5x5_per_pixel": "the same, portable builtin called once per pixel",
     "box_7x7": "qcom_ext.box_filter_image, box_size(7, 7) (device's path)",
-    "box_7x7_tiled": "the same, portable kernel tiled in local memory",
+    "box_7x7_blocked": "the same, portable kernel in register blocks (no local memory)",
     "box_7x7_per_pixel": "the same, portable builtin called once per pixel",
     "block_match_8x8": "qcom_ext.block_match_image, 8x8 SAD, radius 4 (81 candidates)",
 }
@@ -341,7 +341,7 @@ def _implementation(name: str, kernel_path: str) -> str:
         return "qcom_ext (portable builtin per pixel)"
     if name.startswith("block_match"):
         return "qcom_ext (portable, search from local memory)"
-    return f"qcom_ext (portable, {'tiled' if name.endswith('tiled') else 'blocked'})"
+    return f"qcom_ext (portable, {'blocked' if name.endswith('blocked') else 'tiled'})"
 
 
 def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
@@ -360,9 +360,11 @@ def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
 
     label = f"OpenCL {caps.label}"
     add("image copy", "clEnqueueCopyImage", device_seconds(state, copy_image, rounds), label)
-    opencl = {"5x5 convolution": ("convolve_5x5", "convolve_5x5_tiled", "convolve_5x5_per_pixel"),
-              "7x7 box filter": ("box_7x7", "box_7x7_tiled", "box_7x7_per_pixel"),
-              "8x8 block match, r=4": ("block_match_8x8",)}  # fmt: skip
+    opencl = {
+        "5x5 convolution": ("convolve_5x5", "convolve_5x5_blocked", "convolve_5x5_per_pixel"),
+        "7x7 box filter": ("box_7x7", "box_7x7_blocked", "box_7x7_per_pixel"),
+        "8x8 block match, r=4": ("block_match_8x8",),
+    }
     for operation, names in opencl.items():
         for name in names:
             add(operation, _implementation(name, state["path"]),

@@ -31,8 +31,8 @@ def names(cases):
 
 
 def test_cases_are_declared_for_the_runner(hof):
-    assert names(hof.CASES)[:8] == ["image_copy", "convolve_5x5", "convolve_5x5_tiled",
-                                    "convolve_5x5_per_pixel", "box_7x7", "box_7x7_tiled",
+    assert names(hof.CASES)[:8] == ["image_copy", "convolve_5x5", "convolve_5x5_blocked",
+                                    "convolve_5x5_per_pixel", "box_7x7", "box_7x7_blocked",
                                     "box_7x7_per_pixel", "block_match_8x8"]  # fmt: skip
     baselines = [n for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
                  if (c.get("baseline") if isinstance(c, dict) else c.baseline)]  # fmt: skip

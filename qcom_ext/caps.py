@@ -26,7 +26,14 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import ConfigError
-from .extensions import REGISTRY, ExtensionStatus, khronos_names, khronos_problem, resolve
+from .extensions import (
+    REGISTRY,
+    ExtensionStatus,
+    khronos_names,
+    khronos_problem,
+    known_broken,
+    resolve,
+)
 
 __all__ = ["DISABLE_ENV", "DeviceCaps", "Limits", "parse_disabled"]
 
@@ -63,6 +70,9 @@ class Limits:
     max_num_sub_groups: int | None = None  # cl_khr_subgroups / OpenCL 2.1+
     command_buffer_capabilities: int | None = None  # cl_khr_command_buffer
     integer_dot_product_capabilities: int | None = None  # cl_khr_integer_dot_product
+    #: (extension, reason) for advertised Khronos extensions this driver gets wrong
+    #: (extensions.KNOWN_BROKEN); their tiers are not used.
+    broken_khronos: tuple[tuple[str, str], ...] | None = None
     ml_interface_versions: tuple[tuple[int, int], ...] | None = None  # cl_qcom_ml_ops
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +213,9 @@ class DeviceCaps:
         exts = _split_extensions(extensions)
         platform_exts = _split_extensions(platform_extensions)
         limits = limits or Limits()
+        if limits.broken_khronos is None:
+            broken = known_broken(platform_name, driver_version)
+            limits = dataclasses.replace(limits, broken_khronos=broken)
         versions = dict(extension_versions or {})
         off = (
             parse_disabled(os.environ.get(DISABLE_ENV))

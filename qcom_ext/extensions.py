@@ -30,6 +30,7 @@ __all__ = [
     "ExtensionStatus",
     "khronos_names",
     "khronos_problem",
+    "known_broken",
     "resolve",
 ]
 
@@ -173,6 +174,34 @@ def khronos_names() -> frozenset[str]:
     return frozenset(k for e in REGISTRY.values() for k in e.khronos)
 
 
+#: Khronos extensions some drivers advertise but get wrong badly enough that the portable
+#: path is the better choice: (platform name substring, driver version prefix, extension,
+#: what goes wrong). Each entry was seen on a real device; the date says when.
+KNOWN_BROKEN: tuple[tuple[str, str, str, str], ...] = (
+    ("Portable Computing Language", "5.0", "cl_khr_subgroup_shuffle",
+     "pocl 5.0 kills the process (SIGSEGV/SIGABRT) running sub_group_shuffle kernels "
+     "(seen 2026-11-22)"),
+    ("Portable Computing Language", "5.0", "cl_intel_required_subgroup_size",
+     "pocl 5.0 runs a required sub-group size larger than the work-group "
+     "(get_sub_group_size() 128 in a work-group of 64; seen 2026-11-22)"),
+)  # fmt: skip
+
+
+def known_broken(platform_name: str, driver_version: str) -> tuple[tuple[str, str], ...]:
+    """``(extension, reason)`` for the Khronos extensions this driver gets wrong.
+
+    >>> [ext for ext, _ in known_broken("Portable Computing Language", "5.0+debian")]
+    ['cl_khr_subgroup_shuffle', 'cl_intel_required_subgroup_size']
+    >>> known_broken("Portable Computing Language", "6.0")
+    ()
+    """
+    return tuple(
+        (ext, reason)
+        for platform, version, ext, reason in KNOWN_BROKEN
+        if platform in platform_name and driver_version.startswith(version)
+    )
+
+
 def khronos_problem(
     tier: str,
     available: Collection[str],
@@ -195,6 +224,9 @@ def khronos_problem(
         return f"{tier} advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0"
     if tier == "cl_intel_required_subgroup_size" and not limits.get("sub_group_sizes"):
         return f"{tier} advertised, but CL_DEVICE_SUB_GROUP_SIZES_INTEL is empty"
+    for ext, reason in limits.get("broken_khronos") or ():  # type: ignore[attr-defined]
+        if ext == tier:
+            return f"{tier} advertised, but {reason}"
     return None
 
 

@@ -311,3 +311,21 @@ def test_oclgrind_gets_its_quirk_flag_and_others_do_not():
     assert "-DQCOM_EXT_QUIRK_OCLGRIND" in grind.compiler_options()
     pocl = DeviceCaps.from_info(extensions="", platform_name="Portable Computing Language")
     assert "-DQCOM_EXT_QUIRK_OCLGRIND" not in pocl.compiler_options()
+
+
+def test_known_broken_khronos_tiers_are_not_used():
+    exts = "cl_khr_subgroups cl_khr_subgroup_shuffle cl_intel_required_subgroup_size"
+    common = dict(extensions=exts, limits=Limits(sub_group_sizes=(8, 16)), disabled=())
+    broken = DeviceCaps.from_info(platform_name="Portable Computing Language",
+                                  driver_version="5.0+debian", **common)  # fmt: skip
+    fine = DeviceCaps.from_info(platform_name="Portable Computing Language",
+                                driver_version="6.0", **common)  # fmt: skip
+    assert fine.path("cl_qcom_subgroup_shuffle") == "khr:cl_khr_subgroup_shuffle"
+    assert broken.path("cl_qcom_subgroup_shuffle") == "fallback"
+    assert "pocl 5.0" in broken.status("cl_qcom_subgroup_shuffle").reason
+    assert broken.path("cl_qcom_reqd_sub_group_size") == "fallback"
+    assert not broken.khronos_usable("cl_khr_subgroup_shuffle")
+    assert "-DQCOM_EXT_KHR_cl_qcom_subgroup_shuffle" not in broken.compiler_options()
+    assert json.loads(broken.to_json())["limits"]["broken_khronos"][0][0] == (
+        "cl_khr_subgroup_shuffle"
+    )

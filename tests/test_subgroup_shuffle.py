@@ -233,12 +233,6 @@ def test_shuffles_match_model(shuffle_path, kernel_context):
     caps = shuffle_path
     types = list(TYPES) + (["half"] if caps.has("cl_khr_fp16") else [])
     emulated = caps.path(EXT) == "fallback"
-    if not emulated and caps.label.startswith("pocl-5.0"):
-        # Seen 2026-11-22 on the GPU machine's pocl 5.0: the process aborts inside the
-        # driver while running random cl_khr_subgroup_shuffle kernels (the spec examples
-        # pass). A pocl bug, not a qcom_ext one; QCOM_EXT_DISABLE=cl_khr_subgroup_shuffle
-        # takes the emulated path there, which this test covers as "emulated".
-        pytest.skip("pocl 5.0 aborts in random cl_khr_subgroup_shuffle runs")
 
     @_SETTINGS
     @given(shuffle_cases(types))

@@ -194,6 +194,11 @@ def create_context(
     or a list of them from one platform. Hints: ``"high" | "normal" | "low"`` or the
     ``CL_PERF_HINT_*_QCOM`` / ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True``
     never falls back: :class:`ExtensionUnavailable` where it is not native.
+
+    >>> import qcom_ext
+    >>> ctx = qcom_ext.create_context()  # the probed default device, no hints
+    >>> len(ctx.devices), qcom_ext.context_info(ctx).perf_hint
+    (1, None)
     """
     levels = {"perf_hint": _hints.parse("perf_hint", perf_hint),
               "priority_hint": _hints.parse("priority_hint", priority_hint)}  # fmt: skip
@@ -336,6 +341,11 @@ def create_queue(
     ``recordable=True`` makes a ``CL_QUEUE_RECORDABLE_QCOM`` queue where that is
     native and an ordinary in-order queue elsewhere. A rejected property list raises
     :class:`CLError` naming the properties.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> queue = qcom_ext.create_queue(qcom_ext.create_context(), profiling=True)
+    >>> bool(queue.properties & cl.command_queue_properties.PROFILING_ENABLE)
+    True
     """
     handle = _context_handle(context)
     levels = {"priority": _hints.parse("priority", priority),

@@ -245,6 +245,13 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
     and, on Adreno, be followed by ``CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM`` bytes; it
     stays alive as long as the buffer. Map the buffer (or finish the queue) before
     reading results on the host.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> import numpy as np
+    >>> frame = qcom_ext.aligned_empty(1024, np.uint8, context=ctx)
+    >>> qcom_ext.host_buffer(ctx, frame).hostbuf is frame  # the buffer is the array
+    True
     """
     import pyopencl
 
@@ -405,6 +412,18 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
     struct goes to ``clCreateBuffer``/``clCreateImage`` with ``CL_MEM_USE_HOST_PTR |
     CL_MEM_EXT_HOST_PTR_QCOM``; a dma-buf elsewhere is mapped and wrapped with
     ``CL_MEM_USE_HOST_PTR`` (one QcomExtWarning); other kinds raise ExtensionUnavailable.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> import os, warnings
+    >>> fd = os.memfd_create("frame"); os.ftruncate(fd, 8192)
+    >>> memory = qcom_ext.ExternalMemory.dmabuf(fd)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", qcom_ext.QcomExtWarning)
+    ...     buf = qcom_ext.import_memory(ctx, memory, 4096)
+    >>> buf.size
+    4096
+    >>> os.close(fd)
     """
     if not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
@@ -518,6 +537,17 @@ def import_dmabuf(context: Any, fd: int, size: int | None = None, *,
     The fd stays the caller's (a mapping keeps its own reference). ``protected=True``
     (for protected contexts) is native only: it never falls back to a host mapping.
     See :func:`import_memory` for ``size``, ``flags`` and the image arguments.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> import os, warnings
+    >>> fd = os.memfd_create("frame"); os.ftruncate(fd, 4096)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", qcom_ext.QcomExtWarning)
+    ...     buf = qcom_ext.import_dmabuf(ctx, fd)  # off Adreno: the fd mapped, USE_HOST_PTR
+    >>> buf.size
+    4096
+    >>> os.close(fd)  # the mapping keeps its own reference
     """
     memory = ExternalMemory.dmabuf(fd, cache_policy=cache_policy, protected=protected)
     return import_memory(context, memory, size, flags=flags, image_format=image_format,
@@ -531,6 +561,14 @@ def import_ion(context: Any, fd: int, host_ptr: Any, size: int | None = None, *,
     """Import an ION buffer (``cl_qcom_ion_host_ptr``; native only: ION is Adreno's).
 
     ``host_ptr`` is its page-aligned host mapping, or None for no host access.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> try:  # off Adreno nothing can stand in for an ION buffer
+    ...     qcom_ext.import_ion(ctx, 3, 0x10000, 4096)
+    ... except qcom_ext.ExtensionUnavailable as exc:
+    ...     print(exc.extension)
+    cl_qcom_ion_host_ptr
     """
     memory = ExternalMemory.ion(fd, host_ptr, cache_policy=cache_policy)
     return import_memory(context, memory, size, flags=flags, image_format=image_format,
@@ -543,7 +581,16 @@ def import_ahardwarebuffer(context: Any, ahb_ptr: Any, size: int = 0, *,
                            row_pitch: int = 0) -> Any:  # fmt: skip
     """Import an ``AHardwareBuffer*`` (``cl_qcom_android_ahardwarebuffer_host_ptr``; native
     only). ``size`` 0 lets the driver infer it; for images ``row_pitch`` is the AHB stride
-    times the bytes per pixel (0 for planar YUV)."""
+    times the bytes per pixel (0 for planar YUV).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> try:  # off Adreno nothing can stand in for an AHardwareBuffer
+    ...     qcom_ext.import_ahardwarebuffer(ctx, 0x10000)
+    ... except qcom_ext.ExtensionUnavailable as exc:
+    ...     print(exc.extension)
+    cl_qcom_android_ahardwarebuffer_host_ptr
+    """
     memory = ExternalMemory.ahardwarebuffer(ahb_ptr, cache_policy=cache_policy)
     return import_memory(context, memory, size, flags=flags, image_format=image_format,
                          shape=shape, row_pitch=row_pitch)  # fmt: skip
@@ -555,7 +602,16 @@ def import_android_native_buffer(context: Any, anb_ptr: Any, size: int | None = 
                                  shape: tuple[int, int] | None = None,
                                  row_pitch: int = 0) -> Any:  # fmt: skip
     """Import an ``ANativeWindowBuffer*`` (``cl_qcom_android_native_buffer_host_ptr``;
-    native only; buffers and 2-D images)."""
+    native only; buffers and 2-D images).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> try:  # off Adreno nothing can stand in for an ANativeWindowBuffer
+    ...     qcom_ext.import_android_native_buffer(ctx, 0x10000, 4096)
+    ... except qcom_ext.ExtensionUnavailable as exc:
+    ...     print(exc.extension)
+    cl_qcom_android_native_buffer_host_ptr
+    """
     memory = ExternalMemory.android_native_buffer(anb_ptr, cache_policy=cache_policy)
     return import_memory(context, memory, size, flags=flags, image_format=image_format,
                          shape=shape, row_pitch=row_pitch)  # fmt: skip

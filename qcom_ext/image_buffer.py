@@ -210,6 +210,13 @@ def buffer_from_image(image: cl.Image, flags: int | None = None) -> ImageBuffer:
 
     ``flags`` default to the image's device- and host-access flags; given flags must be
     compatible with the image's (a READ_ONLY image gives no WRITE_ONLY buffer).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> image = qcom_ext.create_image(ctx, (8, 4), "RGBA/UNSIGNED_INT8").image  # pyopencl.Image
+    >>> pair = qcom_ext.buffer_from_image(image)
+    >>> pair.image is image, pair.row_pitch >= 8 * 4, pair.path in ("native", "fallback")
+    (True, True, True)
     """
     if not isinstance(image, cl.Image):
         raise ConfigError(f"expected a pyopencl.Image, got {type(image).__name__}")
@@ -313,6 +320,12 @@ def image_with_buffer(
     height, depth)`` a 3D one; ``image_type="2d_array"`` makes ``(width, height,
     layers)`` an array. ``format``: a ``pyopencl.ImageFormat`` or ``(order, data_type)``.
     ``flags`` (device/host access) apply to both objects.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> pair = qcom_ext.image_with_buffer(ctx, (16, 8), "RGBA/UNORM_INT8")
+    >>> pair.shape, pair.array_shape
+    ((16, 8), (8, 16, 4))
     """
     if not isinstance(context, cl.Context):
         raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")

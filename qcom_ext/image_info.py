@@ -78,6 +78,12 @@ def query_image_info(
     :func:`qcom_ext._image_formats.image_extent`); ``flags``: device/host access bits;
     ``image_type``: ``"1d"``, ``"1d_buffer"``, ``"1d_array"``, ``"2d"``, ``"2d_array"``,
     ``"3d"`` or a ``CL_MEM_OBJECT_IMAGE*`` token. Nothing is allocated.
+
+    >>> import qcom_ext
+    >>> device = qcom_ext.probe().device()
+    >>> info = qcom_ext.query_image_info(device, "R/UNSIGNED_INT8", (100, 10))
+    >>> info.element_size, info.row_pitch >= 100, info.slice_pitch
+    (1, True, 0)
     """
     handle = _device_handle(device)
     fmt = parse_image_format(image_format)

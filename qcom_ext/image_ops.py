@@ -237,6 +237,16 @@ def convolve_image(
     (default "clamp_to_edge"). ``method`` ("blocked", "tiled", "per_pixel"; see
     :data:`METHODS`), ``block`` (outputs per work-item) and ``local_size`` tune the portable
     kernels; defaults in :data:`DEFAULT_BLOCKS` and :data:`DEFAULT_LOCALS`.
+
+    >>> import numpy as np, pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> queue = cl.CommandQueue(ctx)
+    >>> pixels = np.zeros((8, 8, 4), np.float32); pixels[4, 4] = 1.0
+    >>> src, dst = rgba_image(ctx, pixels), empty_rgba_image(ctx, 8, 8)
+    >>> weights = qcom_ext.WeightImage(ctx, np.full((3, 3), 0.125), center=(1, 1))
+    >>> _ = qcom_ext.convolve_image(queue, src, weights, dst)
+    >>> float(read_rgba_image(queue, dst)[:, :, 0].sum())  # 9 taps of 1/8
+    1.125
     """
     shape = _same_shape(queue, src, dst)
     if not isinstance(weights, WeightImage):
@@ -284,6 +294,15 @@ def box_filter_image(
 
     ``size``: :func:`~qcom_ext.box_size` or a (width, height) pair (checked against the
     device's limit). Other arguments as :func:`convolve_image`.
+
+    >>> import numpy as np, pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> queue = cl.CommandQueue(ctx)
+    >>> pixels = np.ones((8, 8, 4), np.float32)
+    >>> src, dst = rgba_image(ctx, pixels), empty_rgba_image(ctx, 8, 8)
+    >>> _ = qcom_ext.box_filter_image(queue, src, qcom_ext.box_size(2.5, 2.5, device=ctx), dst)
+    >>> bool(np.allclose(read_rgba_image(queue, dst), 1.0))  # a flat image stays flat
+    True
     """
     shape = _same_shape(queue, src, dst)
     if isinstance(size, np.ndarray) and size.dtype.names:
@@ -349,6 +368,17 @@ def block_match_image(
     (``metric`` "sad" or "ssd", summed over the four channels; candidates must lie
     inside ``reference``). Ties go to the smaller |dx| + |dy|, then to the first in
     row-major (dy, dx) order. ``out``: a MotionField of the same geometry to reuse.
+
+    >>> import numpy as np, pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> queue = cl.CommandQueue(ctx)
+    >>> rng = np.random.default_rng(1)
+    >>> gray = (rng.integers(0, 256, (16, 16, 1)) / 256).astype(np.float32)
+    >>> frame = rgba_image(ctx, np.repeat(gray, 4, axis=2))
+    >>> field = qcom_ext.block_match_image(queue, frame, frame, region=(8, 8), radius=2)
+    >>> vectors, costs = field.get(queue)
+    >>> field.shape, bool((vectors == 0).all()), float(costs.max())  # same frame: no motion
+    ((2, 2), True, 0.0)
     """
     import pyopencl as cl
 

@@ -65,6 +65,12 @@ def supported_image_formats(context: Any, *, flags: str | int = "read_only",
     natively; elsewhere no format can carry it and the answer is ``[]``. ``image_type``:
     ``"image2d"`` (or ``"2d"``) ..., or any ``cl_mem_object_type`` token, which goes to
     the driver as it is (``CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM`` too).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> formats = qcom_ext.supported_image_formats(ctx, flags="read_only")
+    >>> qcom_ext.parse_image_format("RGBA/UNORM_INT8") in formats
+    True
     """
     flags = access_flags(flags)
     token = isinstance(image_type, int) and not isinstance(image_type, bool)
@@ -166,6 +172,12 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
     Only ``CL_RGBA`` and ``CL_RGBx`` have compressed equivalents (ConfigError otherwise,
     on every device). With ``memory`` and no compression the image is imported over it
     (:func:`~qcom_ext.import_memory`).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> img = qcom_ext.create_image(ctx, (8, 4), "RGBA/UNORM_INT8")
+    >>> img.shape, img.compressed, img.format.name
+    ((8, 4), False, 'CL_RGBA/CL_UNORM_INT8')
     """
     import pyopencl
 

@@ -62,6 +62,12 @@ def onchip_buffer(
     Natively, ``offset + size`` beyond ``CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM``
     (``caps.limits.onchip_global_mem_size``) is a ConfigError, never a silent move to
     global memory. ``flags``: device- and host-access bits (no host pointer).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> buf = qcom_ext.onchip_buffer(ctx, 1024)
+    >>> buf.size, buf.onchip == (buf.path == "native")
+    (1024, True)
     """
     if not isinstance(context, cl.Context):
         raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")
@@ -134,6 +140,16 @@ def scrub_onchip(queue: cl.CommandQueue, buffer: cl.Buffer,
 
     Call it between replays (or after a lone kernel) in tests: code that reads on-chip
     contents it did not write in the same replay then fails on every device.
+
+    >>> import numpy as np, pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> queue = cl.CommandQueue(ctx)
+    >>> buf = qcom_ext.onchip_buffer(ctx, 16)
+    >>> event = qcom_ext.scrub_onchip(queue, buf)  # None natively
+    >>> out = np.zeros(16, np.uint8)
+    >>> _ = cl.enqueue_copy(queue, out, buf, wait_for=[event] if event else None)
+    >>> buf.onchip or bool((out == 0xFF).all())
+    True
     """
     onchip = getattr(buffer, "onchip", None)
     if not isinstance(buffer, cl.Buffer) or onchip is None:

@@ -262,6 +262,12 @@ def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
     ``row_pitch`` and ``uv_offset``, default ``width`` and ``row_pitch * height``),
     uncompressed; P010 and TP10 have no portable layout (ExtensionUnavailable).
     ``flags`` applies to the plane images the kernels see.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> frame = qcom_ext.planar_image(ctx, (16, 8), "nv12")  # no external memory: portable
+    >>> frame.path, frame.y.shape, frame.shape
+    ('fallback', (16, 8), (16, 8))
     """
     spec, width, height = _validate(layout, shape)
     flags = access_flags(flags)

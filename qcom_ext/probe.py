@@ -197,7 +197,13 @@ def default_device() -> int:
 
 
 def probe(device: Any = None) -> DeviceCaps:
-    """The capability report of ``device`` (default: the device pyopencl would pick)."""
+    """The capability report of ``device`` (default: the device pyopencl would pick).
+
+    >>> import qcom_ext
+    >>> caps = qcom_ext.probe()  # PYOPENCL_CTX or the first device
+    >>> caps.path("cl_qcom_ion_host_ptr") in ("native", "unavailable")  # never a fallback
+    True
+    """
     handle = default_device() if device is None else handle_int(device)
     key = (handle, os.environ.get(DISABLE_ENV, ""))
     caps = _cache.get(key)
@@ -209,7 +215,13 @@ def probe(device: Any = None) -> DeviceCaps:
 
 
 def probe_all() -> list[DeviceCaps]:
-    """Reports for every device of every platform, in platform order."""
+    """Reports for every device of every platform, in platform order.
+
+    >>> import qcom_ext
+    >>> every = qcom_ext.probe_all()
+    >>> len(every) >= 1 and all(isinstance(c, qcom_ext.DeviceCaps) for c in every)
+    True
+    """
     return [probe(d) for p in _require_platforms() for d in _info.device_ids(p)]
 
 

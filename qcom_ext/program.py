@@ -99,6 +99,12 @@ def build_program(
     ``-D`` flags. Failures raise :class:`~qcom_ext.BuildError` with the build log and the
     options used. The binaries are cached (see :mod:`qcom_ext.program_cache`); an entry
     the driver will not load is rebuilt from source.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> src = "__kernel void k(__global uint *v) { v[0] = qcom_bitreverse(v[0]); }"
+    >>> qcom_ext.build_program(ctx, src).k.function_name  # qcom_bitreverse on every device
+    'k'
     """
     devices = list(devices) if devices is not None else list(context.devices)
     full = program_options(devices, options, defines)

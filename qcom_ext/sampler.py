@@ -117,6 +117,12 @@ def create_sampler(
     ``"nearest"`` or ``"linear"`` (or the ``CL_FILTER_*`` token). Raises
     :class:`~qcom_ext.ConfigError` for bad values, :class:`~qcom_ext.ExtensionUnavailable`
     when the devices have no images, :class:`~qcom_ext.CLError` when the driver refuses.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> s = qcom_ext.create_sampler(ctx, normalized=False, addressing="clamp", filter="nearest")
+    >>> s.filter_mode == cl.filter_mode.NEAREST, bool(s.normalized_coords)
+    (True, False)
     """
     import pyopencl as cl
 

@@ -116,6 +116,12 @@ def kernel_sub_group_size(kernel: Any, device: Any, local_size: int | Sequence[i
     (``-DQCOM_EXT_EMULATED_SUB_GROUP_SIZE``, default 1).
 
     ``kernel`` and ``device`` are pyopencl objects or raw handles.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> prg = qcom_ext.build_program(ctx, "__kernel void k(__global int *a) { a[0] = 1; }")
+    >>> qcom_ext.kernel_sub_group_size(prg.k, ctx.devices[0], 64) >= 1
+    True
     """
     sizes = _local_size(local_size)
     emulated = _emulated_size(kernel)

@@ -452,6 +452,15 @@ def tune(
     rejecting candidates that do not divide it: the kernel must check its bounds),
     ``source``/``options`` (identity of programs built from binaries), ``use_cache``,
     ``force`` (tune even when cached), ``progress(done, total)``.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> src = "__kernel void twice(__global float *a) { a[get_global_id(0)] *= 2.0f; }"
+    >>> kernel = cl.Kernel(qcom_ext.build_program(ctx, src), "twice")
+    >>> buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 1024 * 4)
+    >>> qcom_ext.tune(kernel, (1024,), [buf], candidates=[(32,), (64,)], budget_s=1,
+    ...               use_cache=False) in [None, (32,), (64,)]
+    True
     """
     return tune_report(
         kernel, global_size, args, candidates=candidates, budget_s=budget_s, **options

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 import qcom_ext
 
@@ -27,3 +28,14 @@ def report(caps: qcom_ext.DeviceCaps, extension: str) -> qcom_ext.ExtensionStatu
     status = caps.status(extension)
     print(f"{caps.label}: {extension} -> {status.path} ({status.reason})")
     return status
+
+
+def write_png(path: str, pixels: Any, mode: str) -> None:
+    """Save ``pixels`` (a numpy array) as a PNG with Pillow, or say why not."""
+    try:
+        from PIL import Image
+    except ImportError:
+        print("Pillow is not installed: no PNG written")
+        return
+    Image.fromarray(pixels, mode).save(path)
+    print(f"wrote {path}")

@@ -80,13 +80,7 @@ def main() -> int:
     ok &= check("changed through the buffer, read via image", back, inverted(painted))
 
     if args.png:
-        try:
-            from PIL import Image
-        except ImportError:
-            print("Pillow is not installed: no PNG written")
-        else:
-            Image.fromarray(back, "RGBA").save(args.png)
-            print(f"wrote {args.png}")
+        _common.write_png(args.png, back, "RGBA")
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1
 

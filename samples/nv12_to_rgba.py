@@ -103,13 +103,7 @@ def main() -> int:
           f"the numpy BT.601 reference {difference.max()}, {differ} of {width * height} "
           "pixels differ")  # fmt: skip
     if args.png:
-        try:
-            from PIL import Image
-        except ImportError:
-            print("Pillow is not installed: no PNG written")
-        else:
-            Image.fromarray(rgba, "RGBA").save(args.png)
-            print(f"wrote {args.png}")
+        _common.write_png(args.png, rgba, "RGBA")
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1
 

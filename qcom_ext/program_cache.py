@@ -30,14 +30,18 @@ import json
 import logging
 import os
 import struct
-import tempfile
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._cache_dir import DIR_ENV, DISABLE_ENV, cache_enabled, cache_subdir
-from .errors import QcomExtWarning
+from ._cache_dir import (
+    DIR_ENV,
+    DISABLE_ENV,
+    cache_enabled,
+    cache_subdir,
+    unwritable,
+    write_atomically,
+)
 
 __all__ = [
     "DIR_ENV",
@@ -160,24 +164,13 @@ class ProgramCache:
         written (a :class:`~qcom_ext.QcomExtWarning` says why; builds go on uncached)."""
         path = self.path(key)
         data = _encode(key, meta, binaries)
-        temporary = None
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp",
-                                                 dir=self.directory)  # fmt: skip
-            with os.fdopen(handle, "wb") as out:
-                out.write(data)
-            os.replace(temporary, path)
+            write_atomically(path, data)
             return path
         except OSError as exc:
-            if temporary is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
             if self.load(key, meta) is not None:  # another writer got there (Windows)
                 return path
-            warnings.warn(f"qcom_ext could not write the program cache entry {path}: {exc}; "
-                          f"set {DIR_ENV} to a writable directory or {DISABLE_ENV}=1",
-                          QcomExtWarning, stacklevel=3)  # fmt: skip
+            unwritable("program cache", path, exc)
             return None
 
     def entries(self) -> list[Path]:

@@ -27,23 +27,24 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
-import os
 import statistics
-import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._cache_dir import DIR_ENV, DISABLE_ENV, cache_enabled, cache_subdir
-from .errors import ConfigError, QcomExtWarning
+from ._cache_dir import (
+    cache_enabled,
+    cache_subdir,
+    unwritable,
+    write_atomically,
+)
+from .errors import ConfigError
 
 __all__ = [
     "KernelIdentity",
@@ -180,26 +181,11 @@ class TuningCache:
             "measured": [[None if ls is None else list(ls), ns] for ls, ns in result.measured],
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        temporary = None
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(
-                prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=self.directory
-            )
-            with os.fdopen(handle, "w") as out:
-                json.dump(entry, out, indent=1)
-            os.replace(temporary, path)
+            write_atomically(path, json.dumps(entry, indent=1).encode())
             return path
         except OSError as exc:
-            if temporary is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-            warnings.warn(
-                f"qcom_ext could not write the tuning cache entry {path}: {exc}; "
-                f"set {DIR_ENV} to a writable directory or {DISABLE_ENV}=1",
-                QcomExtWarning,
-                stacklevel=3,
-            )
+            unwritable("tuning cache", path, exc)
             return None
 
 

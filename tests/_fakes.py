@@ -120,3 +120,11 @@ def platform_info(version: str = "OpenCL 3.0", extensions: str = "cl_khr_icd") -
         0x0901: cstr(f"{version} QUALCOMM build: commit unknown Compiler E031.42.02.00"),
         0x0904: cstr(extensions),
     }
+
+
+class Stand:
+    """Stands in for the pyopencl object of a fake handle (pyopencl never sees it)."""
+
+    def __init__(self, handle: int, devices=None) -> None:
+        self.int_ptr = handle
+        self.devices = devices

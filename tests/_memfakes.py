@@ -5,7 +5,7 @@ extra extensions as needed) and records every clCreateBuffer, clCreateImage,
 clGetSupportedImageFormats and clReleaseMemObject call with the raw bytes behind the
 pointers (the host_ptr struct, the image format and descriptor), exactly as a driver
 would read them. Handles are small fake integers; the step that wraps a handle into a
-pyopencl object is replaced by :class:`Stand`, everything else is the real code.
+pyopencl object is replaced by :class:`_fakes.Stand`, everything else is the real code.
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ def addr(cdata) -> int:
 
 def raw(pointer, size: int) -> bytes:
     return ffi.buffer(ffi.cast("char *", pointer), size)[:]
-
-
-class Stand:
-    """Stands in for the pyopencl object of a fake handle (pyopencl never sees it)."""
-
-    def __init__(self, handle: int) -> None:
-        self.int_ptr = handle
 
 
 class FakeContext:

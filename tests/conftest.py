@@ -24,6 +24,25 @@ def _program_cache_in_a_temporary_dir(tmp_path_factory):
         yield
 
 
+@pytest.fixture
+def stand_ins(monkeypatch):
+    """``stand_ins(module, "_wrap_x", ...)``: those wrappers return ``_fakes.Stand`` objects
+    for fake handles; the probe cache (keyed by handle) is forgotten before and after and
+    QCOM_EXT_DISABLE is cleared (tests that want it set it)."""
+    from _fakes import Stand
+
+    from qcom_ext.probe import clear_cache
+
+    def use(module, *names: str) -> None:
+        for name in names:
+            monkeypatch.setattr(module, name, Stand)
+
+    clear_cache()
+    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
+    yield use
+    clear_cache()
+
+
 def adreno_strings() -> dict[str, str]:
     """File stem -> the verbatim extension string of a real Adreno device."""
     return {p.stem: p.read_text() for p in sorted(DATA.glob("adreno*.txt"))}

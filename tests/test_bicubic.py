@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pyopencl as cl
 import pytest
-from _fakes import DEVICE, addr, adreno740_device_info, cstr, fake_driver, platform_info
+from _fakes import DEVICE, Stand, addr, adreno740_device_info, cstr, fake_driver, platform_info
 from compat_helpers import preprocess, whole
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +24,6 @@ from qcom_ext import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
 from qcom_ext import sampler as sampler_module
 from qcom_ext._lib import C, ffi
 from qcom_ext.bicubic import bicubic, catmull_rom_weights
-from qcom_ext.probe import clear_cache
 
 SOURCE = """
 __kernel void sample(read_only image2d_t image, sampler_t sampler,
@@ -324,18 +323,9 @@ def test_not_a_context():
 CTX, SAMPLER = 0xC0, 0x5A
 
 
-class Stand:
-    def __init__(self, handle: int) -> None:
-        self.int_ptr = handle
-
-
 @pytest.fixture
-def fake_adreno(monkeypatch):
-    clear_cache()
-    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
-    monkeypatch.setattr(sampler_module, "_wrap_sampler", Stand)
-    yield
-    clear_cache()
+def fake_adreno(stand_ins):
+    stand_ins(sampler_module, "_wrap_sampler")
 
 
 def context_info(ctx, param, size, value, size_ret):

@@ -21,7 +21,6 @@ import qcom_ext
 from qcom_ext import CLError, ConfigError, ContextInfo, QcomExtWarning
 from qcom_ext import context as context_module
 from qcom_ext._lib import C, ffi
-from qcom_ext.probe import clear_cache
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little",
@@ -109,21 +108,9 @@ class FakeCL:
         self._block.__exit__(*exc)
 
 
-class Stand:
-    """Stands in for the pyopencl object of a fake handle (pyopencl never sees it)."""
-
-    def __init__(self, handle: int) -> None:
-        self.int_ptr = handle
-
-
 @pytest.fixture(autouse=True)
-def fake_wrapping(monkeypatch):
-    clear_cache()  # the probe caches by handle: forget the fake device afterwards
-    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)  # tests that want it set it
-    monkeypatch.setattr(context_module, "_wrap_context", Stand)
-    monkeypatch.setattr(context_module, "_wrap_queue", Stand)
-    yield
-    clear_cache()
+def fake_wrapping(stand_ins):
+    stand_ins(context_module, "_wrap_context", "_wrap_queue")
 
 
 def quiet_create(**kwargs):

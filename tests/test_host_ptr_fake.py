@@ -15,14 +15,13 @@ import struct
 import sys
 
 import pytest
-from _memfakes import STRUCT_SIZES, FakeContext, FakeMemDriver, Stand, ext_host_ptr, use_ext_flags
+from _memfakes import STRUCT_SIZES, FakeContext, FakeMemDriver, ext_host_ptr, use_ext_flags
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable
 from qcom_ext import _memobj as memobj
 from qcom_ext._lib import C, ffi
 from qcom_ext._mem_flags import access_flags
-from qcom_ext.probe import clear_cache
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little" or not hasattr(os, "memfd_create"),
@@ -35,12 +34,8 @@ ION, AHB, ANB = ("cl_qcom_ion_host_ptr", "cl_qcom_android_ahardwarebuffer_host_p
 
 
 @pytest.fixture(autouse=True)
-def fake_wrapping(monkeypatch):
-    clear_cache()
-    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
-    monkeypatch.setattr(memobj, "wrap", Stand)
-    yield
-    clear_cache()
+def fake_wrapping(stand_ins):
+    stand_ins(memobj, "wrap")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from _fakes import DEVICE, addr, adreno740_device_info, fake_driver, platform_info
+from _fakes import DEVICE, Stand, addr, adreno740_device_info, fake_driver, platform_info
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, WeightImage, box_size, hof_limits
@@ -36,14 +36,6 @@ def weight_desc_bytes(width, height, phases, cx, cy, flags) -> bytes:
     """cl_weight_image_desc_qcom, LP64: cl_image_desc (72 bytes) then cl_weight_desc_qcom."""
     image_desc = struct.pack("<I4x6QIIQ", 0x4110, width, height, 0, phases, 0, 0, 0, 0, 0)
     return image_desc + struct.pack("<3Q", cx, cy, flags)
-
-
-class Stand:
-    """Stands in for a pyopencl object (a context with devices, or a wrapped image)."""
-
-    def __init__(self, handle: int, devices=None) -> None:
-        self.int_ptr = handle
-        self.devices = devices
 
 
 class FakeImages:
@@ -96,12 +88,8 @@ class FakeImages:
 
 
 @pytest.fixture(autouse=True)
-def fake_wrapping(monkeypatch):
-    clear_cache()
-    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
-    monkeypatch.setattr(accelerated_module, "_wrap_image", Stand)
-    yield
-    clear_cache()
+def fake_wrapping(stand_ins):
+    stand_ins(accelerated_module, "_wrap_image")
 
 
 def context() -> Stand:

@@ -5,6 +5,7 @@ every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data li
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,15 @@ def stand_ins(monkeypatch):
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
     yield use
     clear_cache()
+
+
+def benchmark_module(name: str):
+    """``benchmarks/<name>.py`` as ``qcom_ext.benchmarks.<name>``: the package ``qcom-ext
+    bench`` runs, from the checkout or from an installed wheel."""
+    from qcom_ext.cli import benchmarks_runner
+
+    benchmarks_runner()
+    return importlib.import_module(f"qcom_ext.benchmarks.{name}")
 
 
 def adreno_strings() -> dict[str, str]:

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pyopencl as cl
 import pytest
+from conftest import benchmark_module
 
 from qcom_ext.bicubic import upscale2x
-
-ROOT = Path(__file__).resolve().parent.parent
-PATH = ROOT / "benchmarks" / "cases_bicubic.py"
 
 
 @pytest.fixture(scope="module")
 def cases_module():
-    if not PATH.is_file():
-        pytest.skip("not running from a source checkout")
-    spec = importlib.util.spec_from_file_location("cases_bicubic", PATH)  # by path: a
-    module = importlib.util.module_from_spec(spec)  # 'benchmarks' elsewhere may shadow it
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("cases_bicubic")
 
 
 def test_cases_are_declared_for_the_runner(cases_module):

@@ -3,24 +3,15 @@ summary are well-formed (no timing checks: this VM's numbers mean nothing)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PATH = ROOT / "benchmarks" / "cases_conv.py"
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def conv_module():
-    if not PATH.is_file():
-        pytest.skip("not running from a source checkout")
-    spec = importlib.util.spec_from_file_location("cases_conv", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("cases_conv")
 
 
 def test_cases_are_declared_for_the_runner(conv_module):

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def cases_module():
-    if not (ROOT / "benchmarks" / "cases_gather.py").is_file():
-        pytest.skip("not running from a source checkout")
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return importlib.import_module("benchmarks.cases_gather")
+    return benchmark_module("cases_gather")
 
 
 @pytest.fixture

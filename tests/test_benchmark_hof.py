@@ -3,27 +3,18 @@ and the torch / OpenCV comparisons compute what they claim (where those librarie
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import benchmark_module
 
 from qcom_ext import hof_reference
 
-ROOT = Path(__file__).resolve().parent.parent
-PATH = ROOT / "benchmarks" / "cases_hof.py"
 SMALL = (48, 40)
 
 
 @pytest.fixture(scope="module")
 def hof():
-    if not PATH.is_file():
-        pytest.skip("not running from a source checkout")
-    spec = importlib.util.spec_from_file_location("cases_hof", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("cases_hof")
 
 
 def names(cases):

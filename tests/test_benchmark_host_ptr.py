@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PATH = ROOT / "benchmarks" / "cases_host_ptr.py"
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def cases_module():
-    if not PATH.is_file():
-        pytest.skip("not running from a source checkout")
-    spec = importlib.util.spec_from_file_location("cases_host_ptr", PATH)  # by path: a
-    module = importlib.util.module_from_spec(spec)  # 'benchmarks' elsewhere may shadow it
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("cases_host_ptr")
 
 
 def test_cases_are_declared_for_the_runner(cases_module):

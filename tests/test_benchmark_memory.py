@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pyopencl as cl
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-PATH = ROOT / "benchmarks" / "cases_memory.py"
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def cases():
-    if not PATH.is_file():
-        pytest.skip("not running from a source checkout")
-    spec = importlib.util.spec_from_file_location("cases_memory", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("cases_memory")
 
 
 @pytest.fixture

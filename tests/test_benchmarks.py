@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_module
 
 from qcom_ext import DeviceCaps
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the checkout
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks._case import Case, Target  # noqa: E402
-from benchmarks.run import (  # noqa: E402
-    UnknownCaseError,
-    compare,
-    main,
-    measure,
-    select,
-    update_doc,
-    write,
+_case, _run = benchmark_module("_case"), benchmark_module("run")
+Case, Target = _case.Case, _case.Target
+UnknownCaseError, compare, main, measure = (
+    _run.UnknownCaseError,
+    _run.compare,
+    _run.main,
+    _run.measure,
 )
+select, update_doc, write = _run.select, _run.update_doc, _run.write
 
 CAPS = DeviceCaps.from_info(
     extensions="cl_khr_fp16",

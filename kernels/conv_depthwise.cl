@@ -6,14 +6,19 @@
  * bias    image (CB, 1)               the bias as a 1 x C x 1 x 1 tensor (zeros for none)
  * output  image (OW * CB, OH * N)
  *
- * Global size (ceil(OW/4) * CB, OH * N). A work-item computes 4 consecutive output pixels
- * of one channel block: 4 accumulators start at the bias; for each kernel row, with
- * stride 1 and no dilation it reads 3 input texels, then per kernel column reads one
- * more and multiply-adds the window of 4 with that column's weight texel (reuse 3, read
- * 1); otherwise it reads the 4 texels each tap needs. Input coordinates outside the
- * tensor (padding) become -1, where the CLK_ADDRESS_CLAMP sampler returns 0. Only the
- * valid outputs of the last block of a row are written when OW is not a multiple of 4.
- * Compile-time: KH KW SH SW DH DW, ACTIVATION, STORAGE_HALF (images: no code change).
+ * Global size (ceil(OW/PIXELS) * CB, ceil(OH/ROWS) * N). A work-item computes PIXELS
+ * consecutive output pixels in each of ROWS output rows of one channel block (4 x 1 by
+ * default: the MNN design; 8 x 1 reads fewer texels per output and is faster on large
+ * layers, fewer give more work-items). It keeps the block's KH x KW weight texels in
+ * registers and starts its accumulators at the bias; then for each input row of its
+ * window it reads the span of texels its outputs need once, (PIXELS - 1) * SW +
+ * (KW - 1) * DW + 1 of them (with stride 1 each texel feeds up to KW outputs of a row and
+ * up to KH rows), and multiply-adds it into every output that uses it. All loops have
+ * compile-time bounds and unroll into registers. Input coordinates outside the tensor
+ * (padding) become -1, where the CLK_ADDRESS_CLAMP sampler returns 0. Only valid
+ * outputs are written when OW or OH is not a multiple of PIXELS or ROWS.
+ * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4), ACTIVATION,
+ * STORAGE_HALF (images: no code change).
  */
 #include "conv_common.h"
 
@@ -21,7 +26,21 @@
 #error "define KH, KW, SH, SW, DH, DW"
 #endif
 
-#define READ_INPUT(x) read_imagef(input, CONV_SAMPLER, (int2)(column(x, cb, in_w), row))
+#ifndef PIXELS
+#define PIXELS 4
+#endif
+#ifndef ROWS
+#define ROWS 1
+#endif
+#if PIXELS != 1 && PIXELS != 2 && PIXELS != 4 && PIXELS != 8
+#error "PIXELS must be 1, 2, 4 or 8"
+#endif
+#if ROWS != 1 && ROWS != 2 && ROWS != 4
+#error "ROWS must be 1, 2 or 4"
+#endif
+/* Input columns and rows one work-item reads. */
+#define SPAN ((PIXELS - 1) * SW + (KW - 1) * DW + 1)
+#define ROW_SPAN ((ROWS - 1) * SH + (KH - 1) * DH + 1)
 
 int column(int x, int cb, int in_w)
 {
@@ -34,49 +53,59 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
                                int pad_h, int blocks, int out_w_blocks, int batch,
                                float slope)
 {
+    const int out_h_blocks = (out_h + ROWS - 1) / ROWS;
     const int gx = get_global_id(0), gy = get_global_id(1);
-    if (gx >= IMUL(out_w_blocks, blocks) || gy >= IMUL(out_h, batch)) return;
+    if (gx >= IMUL(out_w_blocks, blocks) || gy >= IMUL(out_h_blocks, batch)) return;
     const int cb = gx / out_w_blocks, owb = gx - IMUL(cb, out_w_blocks);
-    const int n = gy / out_h, oh = gy - IMUL(n, out_h);
-    const int ow0 = owb * 4;
+    const int n = gy / out_h_blocks, oh0 = (gy - IMUL(n, out_h_blocks)) * ROWS;
+    const int ow0 = owb * PIXELS;
 
+    float4 w[KH][KW];
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky)
+#pragma unroll
+        for (int kx = 0; kx < KW; ++kx)
+            w[ky][kx] = read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky));
     const float4 b = read_imagef(bias, CONV_SAMPLER, (int2)(cb, 0));
-    float4 o0 = b, o1 = b, o2 = b, o3 = b;
+    float4 o[ROWS][PIXELS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int p = 0; p < PIXELS; ++p) o[r][p] = b;
     const int ix0 = IMAD(ow0, SW, -pad_w);
-    const int iy0 = IMAD(oh, SH, -pad_h);
+    const int iy0 = IMAD(oh0, SH, -pad_h);
 
-    for (int ky = 0; ky < KH; ++ky) {
-        const int iy = iy0 + ky * DH;
+    /* Each input row j of the window is read once and feeds every (output row r, kernel
+     * row ky) with r * SH + ky * DH == j; the conditions are compile-time after unrolling
+     * and the reads no output needs are dropped. */
+#pragma unroll
+    for (int j = 0; j < ROW_SPAN; ++j) {
+        const int iy = iy0 + j;
         const int row = (iy >= 0 && iy < in_h) ? IMAD(n, in_h, iy) : -1;
-#if SW == 1 && DW == 1
-        float4 a0 = READ_INPUT(ix0), a1 = READ_INPUT(ix0 + 1), a2 = READ_INPUT(ix0 + 2);
-        for (int kx = 0; kx < KW; ++kx) {
-            const float4 a3 = READ_INPUT(ix0 + kx + 3);
-            const float4 w = read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky));
-            o0 = mad(a0, w, o0);
-            o1 = mad(a1, w, o1);
-            o2 = mad(a2, w, o2);
-            o3 = mad(a3, w, o3);
-            a0 = a1;
-            a1 = a2;
-            a2 = a3;
-        }
-#else
-        for (int kx = 0; kx < KW; ++kx) {
-            const int x = ix0 + kx * DW;
-            const float4 w = read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky));
-            o0 = mad(READ_INPUT(x), w, o0);
-            o1 = mad(READ_INPUT(x + SW), w, o1);
-            o2 = mad(READ_INPUT(x + 2 * SW), w, o2);
-            o3 = mad(READ_INPUT(x + 3 * SW), w, o3);
-        }
-#endif
+        float4 span[SPAN];
+#pragma unroll
+        for (int i = 0; i < SPAN; ++i)
+            span[i] = read_imagef(input, CONV_SAMPLER, (int2)(column(ix0 + i, cb, in_w), row));
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+            for (int ky = 0; ky < KH; ++ky) {
+                if (r * SH + ky * DH != j) continue;
+#pragma unroll
+                for (int kx = 0; kx < KW; ++kx)
+#pragma unroll
+                    for (int p = 0; p < PIXELS; ++p)
+                        o[r][p] = mad(span[p * SW + kx * DW], w[ky][kx], o[r][p]);
+            }
     }
 
     const int out_x = IMAD(cb, out_w, ow0);
     const int valid = out_w - ow0;
-    write_imagef(output, (int2)(out_x, gy), ACTIVATE(o0, slope));
-    if (valid > 1) write_imagef(output, (int2)(out_x + 1, gy), ACTIVATE(o1, slope));
-    if (valid > 2) write_imagef(output, (int2)(out_x + 2, gy), ACTIVATE(o2, slope));
-    if (valid > 3) write_imagef(output, (int2)(out_x + 3, gy), ACTIVATE(o3, slope));
+    const int out_y = IMAD(n, out_h, oh0);
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int p = 0; p < PIXELS; ++p)
+            if (p < valid && oh0 + r < out_h)
+                write_imagef(output, (int2)(out_x + p, out_y + r), ACTIVATE(o[r][p], slope));
 }

@@ -35,18 +35,22 @@ def test_summary_medians_and_verdicts(conv_module):
         {"layer": "a", "kind": "1x1", "variant": "tile 2x4", "gain": 1.0, "vs_torch": 0.3},
         {"layer": "a", "kind": "1x1", "variant": "tile 4x8", "gain": 1.2, "vs_torch": 0.7},
         {"layer": "b", "kind": "1x1", "variant": "tile 2x4", "gain": 1.4, "vs_torch": 0.5},
-        {"layer": "c", "kind": "depthwise", "variant": "", "gain": 1.3,
-         "bandwidth_fraction": 0.65},
+        {"layer": "c", "kind": "depthwise", "variant": "4 px", "gain": 1.3,
+         "bandwidth_fraction": 0.45, "roofline_fraction": 0.65},
+        {"layer": "c", "kind": "depthwise", "variant": "8 px", "gain": 1.3,
+         "bandwidth_fraction": 0.4, "roofline_fraction": 0.55},
         {"layer": "d", "kind": "conv", "variant": "tiled", "gain": 1.0},
     ]  # fmt: skip
     summary = conv_module.summarise(rows)
     assert summary["pointwise_vs_torch"] == pytest.approx(0.6)  # best tiles: 0.7 and 0.5
     assert summary["pointwise_mace_vs_torch"] == pytest.approx(0.4)
     assert summary["pointwise_best_tiles"] == {"a": "tile 4x8", "b": "tile 2x4"}
-    assert summary["depthwise_bandwidth"] == pytest.approx(0.65)
-    assert summary["tuning_gain"] == pytest.approx(1.25)  # tiled rows are not tuned
+    assert summary["depthwise_roofline"] == pytest.approx(0.65)  # the best variant's
+    assert summary["depthwise_peak_bandwidth"] == pytest.approx(0.45)
+    assert summary["depthwise_best_variants"] == {"c": "4 px"}
+    assert summary["tuning_gain"] == pytest.approx(1.3)  # tiled rows are not tuned
     targets = summary["targets"]
-    assert targets["pointwise_vs_torch"]["met"] and targets["depthwise_bandwidth"]["met"]
+    assert targets["pointwise_vs_torch"]["met"] and targets["depthwise_roofline"]["met"]
     assert targets["tuning_gain"]["met"]
     assert conv_module.summarise([])["targets"]["tuning_gain"]["met"] is None
 
@@ -67,12 +71,15 @@ def test_small_run_writes_json_and_markdown(conv_module, device_caps, kernel_con
     data = json.loads(out_json.read_text())
     assert data["bandwidth"]["buffer_copy_Bps"] > 0
     variants = {(r["kind"], r["variant"]) for r in data["rows"]}
-    assert {("1x1", "tile 2x4"), ("1x1", "tile 4x8"), ("1x1", "tile 8x8"), ("depthwise", ""),
-            ("conv", "image"), ("conv", "tiled")} <= variants  # fmt: skip
+    assert {("1x1", "tile 2x4"), ("1x1", "tile 4x8"), ("1x1", "tile 8x8"),
+            ("depthwise", "4 px"), ("depthwise", "8 px"), ("conv", "image"),
+            ("conv", "tiled")} <= variants  # fmt: skip
     for row in data["rows"]:
         assert row["tuned_ns"] > 0 and row["gflops"] > 0
         assert row["gflops"] == pytest.approx(row["flops"] / row["tuned_ns"])
-    assert all("bandwidth_fraction" in r for r in data["rows"] if r["kind"] == "depthwise")
+    for row in (r for r in data["rows"] if r["kind"] == "depthwise"):
+        assert row["copy_ns"] > 0 and row["roofline_fraction"] > 0
+        assert row["roofline_fraction"] == pytest.approx(row["copy_ns"] / row["tuned_ns"])
     markdown = out_md.read_text()
     assert "| layer | shape (C x H x W) | kernel |" in markdown
     assert "| tuning_gain | 1.15 |" in markdown

@@ -27,7 +27,8 @@ cases = st.fixed_dictionaries({
     "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
     "activation": st.sampled_from(list(ops.ACTIVATIONS)),
     "bias": st.booleans(), "layout": st.sampled_from(["NCHW", "NHWC"]),
-    "dtype": st.sampled_from([np.float32, np.float16]),
+    "dtype": st.sampled_from([np.float32, np.float16]), "pixels": st.sampled_from([1, 2, 4, 8]),
+    "rows": st.sampled_from([1, 2, 4]),
 })  # fmt: skip
 
 
@@ -54,7 +55,8 @@ def test_random_shapes_against_numpy(queue):
                       slope=0.1, **kwargs)  # fmt: skip
         host = x if case["layout"] == "NCHW" else x.transpose(0, 2, 3, 1)
         got = ops.depthwise_conv2d(queue, host, w, b, layout=case["layout"],
-                                   negative_slope=0.1, **kwargs)  # fmt: skip
+                                   negative_slope=0.1, pixels=case["pixels"],
+                                   rows=case["rows"], **kwargs)  # fmt: skip
         if case["layout"] == "NHWC":
             got = got.transpose(0, 3, 1, 2)
         assert got.dtype == dtype and got.shape == want.shape
@@ -63,11 +65,12 @@ def test_random_shapes_against_numpy(queue):
     check()
 
 
+@pytest.mark.parametrize("pixels, rows", [(1, 1), (4, 1), (8, 1), (2, 2), (4, 4)])
 @pytest.mark.parametrize("ow", [1, 4, 5, 7, 8, 9])
-def test_output_widths_not_a_multiple_of_4_write_only_valid_pixels(queue, ow):
+def test_output_sizes_not_a_multiple_of_the_block_write_only_valid_pixels(queue, ow, pixels, rows):
     x = np.random.default_rng(ow).standard_normal((2, 6, 3, ow)).astype(np.float32)
     w = np.random.default_rng(9).standard_normal((6, 1, 3, 3)).astype(np.float32)
-    layer = ops.DepthwiseConv2d(queue, w, padding=1)
+    layer = ops.DepthwiseConv2d(queue, w, padding=1, pixels=pixels, rows=rows)
     image = ops.to_image(queue, x)
     out = ops.ImageTensor.empty(queue.context, queue.device, (2, 6, 3, ow), np.float32)
     sentinel = np.full(4, 123.0, np.float32)
@@ -101,6 +104,8 @@ def test_image_tensors_stay_on_the_device(queue):
         ({"padding": (1, 2, 3)}, "padding must be an int or a pair"),
         ({"activation": "gelu"}, "activation 'gelu' is not one of"),
         ({"weight": np.ones((4, 1, 9, 3), np.float32)}, "the output is empty"),
+        ({"pixels": 3}, r"pixels must be one of \(1, 2, 4, 8\)"),
+        ({"rows": 8}, r"rows must be one of \(1, 2, 4\)"),
     ],
 )  # fmt: skip
 def test_bad_arguments_are_named(queue, kwargs, message):

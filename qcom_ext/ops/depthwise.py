@@ -27,6 +27,11 @@ from .layout import to_image
 
 __all__ = ["DepthwiseConv2d", "depthwise_conv2d"]
 
+#: Outputs per work-item the kernel can be built for (4: the MNN design).
+PIXELS = (1, 2, 4, 8)
+#: Output rows per work-item (1: the MNN design).
+ROWS = (1, 2, 4)
+
 
 class DepthwiseConv2d(Layer):
     """A depthwise conv2d (one filter per channel) with its weights in images.
@@ -47,7 +52,18 @@ class DepthwiseConv2d(Layer):
         activation: str | None = None,
         negative_slope: float = 0.01,
         dtype: Any = np.float32,
+        pixels: int = 4,
+        rows: int = 1,
     ) -> None:
+        if pixels not in PIXELS:
+            raise ConfigError(
+                f"pixels must be one of {PIXELS} (outputs per work-item), got {pixels!r}"
+            )
+        if rows not in ROWS:
+            raise ConfigError(
+                f"rows must be one of {ROWS} (output rows per work-item), got {rows!r}"
+            )
+        self.pixels, self.rows = pixels, rows
         w = weight_array(weight, "depthwise weight", (3, 4))
         if w.ndim == 4:
             if w.shape[1] != 1:
@@ -67,6 +83,8 @@ class DepthwiseConv2d(Layer):
         defines = {
             **self.geometry.defines(),
             "ACTIVATION": code,
+            "PIXELS": pixels,
+            "ROWS": rows,
             "STORAGE_HALF": self.dtype == np.float16,
         }
         self.launcher = kernel_for(
@@ -97,11 +115,11 @@ class DepthwiseConv2d(Layer):
             )
         n, c, h, w = x.shape
         _, _, oh, ow = out.shape
-        blocks, out_w_blocks = -(-c // 4), -(-ow // 4)
+        blocks, out_w_blocks = -(-c // 4), -(-ow // self.pixels)
         (ph, pw) = self.geometry.padding
         ints = (np.int32(v) for v in (w, h, ow, oh, pw, ph, blocks, out_w_blocks, n))
         args = [x.image, self.weights.image, self.bias.image, out.image, *ints, self.slope]
-        return (out_w_blocks * blocks, oh * n), args
+        return (out_w_blocks * blocks, -(-oh // self.rows) * n), args
 
 
 def depthwise_conv2d(
@@ -118,13 +136,17 @@ def depthwise_conv2d(
     layout: str = "NCHW",
     shape: Sequence[int] | None = None,
     dtype: Any = None,
+    pixels: int = 4,
+    rows: int = 1,
 ) -> Any:
     """Depthwise conv2d of ``x`` (numpy NCHW/NHWC array -> array of the same layout;
     :class:`ImageTensor` or pyopencl Image with ``shape`` -> ImageTensor).
 
     ``weight`` (C, 1, KH, KW), ``bias`` (C,); ``stride``, ``padding``, ``dilation``: int
     or (h, w); ``activation``: None, "relu", "relu6" or "leaky_relu" (``negative_slope``);
-    ``dtype``: float32 or float16 storage for a numpy input (default: its own).
+    ``dtype``: float32 or float16 storage for a numpy input (default: its own);
+    ``pixels`` x ``rows``: the outputs one work-item computes (4 x 1: the MNN design;
+    8 or more rows read fewer texels per output, fewer give more work-items).
     """
     return image_call(
         queue,
@@ -141,6 +163,8 @@ def depthwise_conv2d(
             activation=activation,
             negative_slope=negative_slope,
             dtype=storage,
+            pixels=pixels,
+            rows=rows,
         ),
         dtype,
     )

@@ -70,9 +70,11 @@ class Limits:
     max_num_sub_groups: int | None = None  # cl_khr_subgroups / OpenCL 2.1+
     command_buffer_capabilities: int | None = None  # cl_khr_command_buffer
     integer_dot_product_capabilities: int | None = None  # cl_khr_integer_dot_product
-    #: (extension, reason) for advertised Khronos extensions this driver gets wrong
-    #: (extensions.KNOWN_BROKEN); their tiers are not used.
-    broken_khronos: tuple[tuple[str, str], ...] | None = None
+    #: (extension, reason) for advertised extensions not to be used on this device: the
+    #: Khronos tiers this driver is known to get wrong (extensions.KNOWN_BROKEN) and every
+    #: extension whose trial failed or crashed (qcom_ext.verify). Each takes the path it
+    #: would take if the device did not advertise it.
+    broken: tuple[tuple[str, str], ...] | None = None
     ml_interface_versions: tuple[tuple[int, int], ...] | None = None  # cl_qcom_ml_ops
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,6 +159,15 @@ def _resolve(name: str, extensions: frozenset[str], platform_extensions: frozens
                    disabled=disabled)  # fmt: skip
 
 
+def _statuses(extensions: frozenset[str], platform_extensions: frozenset[str],
+              versions: Mapping[str, str], limits: Limits, image_support: bool,
+              disabled: frozenset[str]) -> Mapping[str, ExtensionStatus]:  # fmt: skip
+    """The path of every extension of the registry."""
+    return MappingProxyType({name: _resolve(name, extensions, platform_extensions, versions,
+                                            limits, image_support, disabled)
+                             for name in REGISTRY})  # fmt: skip
+
+
 @dataclass(frozen=True)
 class DeviceCaps:
     """A frozen capability report for one device. Build with ``probe()`` or ``from_info``."""
@@ -181,6 +192,10 @@ class DeviceCaps:
     disabled: frozenset[str]
     problems: tuple[str, ...] = ()
     label: str = ""
+    #: Extension -> the :class:`qcom_ext.verify.Verdict` of its trial in a child process
+    #: (empty until ``probe(verify=True)`` ran or cached verdicts exist).
+    verdicts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}),
+                                        hash=False, compare=False)  # fmt: skip
     platform_id: int = field(default=0, compare=False, repr=False)
     device_id: int = field(default=0, compare=False, repr=False)
 
@@ -213,9 +228,10 @@ class DeviceCaps:
         exts = _split_extensions(extensions)
         platform_exts = _split_extensions(platform_extensions)
         limits = limits or Limits()
-        if limits.broken_khronos is None:
-            broken = known_broken(platform_name, driver_version)
-            limits = dataclasses.replace(limits, broken_khronos=broken)
+        if limits.broken is None:
+            limits = dataclasses.replace(
+                limits, broken=known_broken(platform_name, driver_version)
+            )
         versions = dict(extension_versions or {})
         off = (
             parse_disabled(os.environ.get(DISABLE_ENV))
@@ -226,8 +242,7 @@ class DeviceCaps:
             f"{device_name} {device_version} {opencl_c_version}".lower()
         )
         model = parse_adreno_model(device_version, device_name, opencl_c_version)
-        statuses = {name: _resolve(name, exts, platform_exts, versions, limits, image_support, off)
-                    for name in REGISTRY}  # fmt: skip
+        statuses = _statuses(exts, platform_exts, versions, limits, image_support, off)
         return cls(
             device_name=device_name,
             device_version=device_version,
@@ -247,7 +262,7 @@ class DeviceCaps:
                 parse_adreno_compiler(driver_version, platform_version) if adreno else None
             ),
             limits=limits,
-            statuses=MappingProxyType(statuses),
+            statuses=statuses,
             disabled=off,
             problems=tuple(problems),
             label=_label(platform_name, device_name, driver_version, device_type, model, adreno),
@@ -294,6 +309,36 @@ class DeviceCaps:
         return _resolve(extension, self.extensions - {extension}, self.platform_extensions,
                         self.extension_versions, self.limits, self.image_support,
                         self.disabled)  # fmt: skip
+
+    def with_verdicts(self, verdicts: Mapping[str, Any]) -> DeviceCaps:
+        """This report with trial verdicts (:mod:`qcom_ext.verify`) applied: each extension
+        whose trial failed, crashed or timed out joins ``limits.broken`` and takes the path
+        it would take without it (a protected context becomes ``unavailable``, never a
+        fallback).
+
+        >>> from qcom_ext.verify import Verdict
+        >>> caps = DeviceCaps.from_info(extensions="cl_qcom_recordable_queues", disabled=())
+        >>> crashed = Verdict("cl_qcom_recordable_queues", "the trial recording", "crashed",
+        ...                   "SIGSEGV", "2026-01-02")
+        >>> status = caps.with_verdicts({crashed.extension: crashed}).status(crashed.extension)
+        >>> status.path
+        'fallback'
+        >>> status.reason.split(";")[0]  # doctest: +NORMALIZE_WHITESPACE
+        'cl_qcom_recordable_queues advertised, but the trial recording crashed (SIGSEGV)
+         in a child process (verified 2026-01-02)'
+        """
+        merged = {**self.verdicts, **verdicts}
+        earlier = {v.reason for v in self.verdicts.values()}  # replaced by the new verdicts
+        broken = {e: r for e, r in self.limits.broken or () if r not in earlier}
+        for name, verdict in merged.items():
+            if verdict.broken:
+                broken.setdefault(name, verdict.reason)
+        limits = dataclasses.replace(self.limits, broken=tuple(broken.items()))
+        statuses = _statuses(self.extensions, self.platform_extensions,
+                             self.extension_versions, limits, self.image_support,
+                             self.disabled)  # fmt: skip
+        return dataclasses.replace(self, limits=limits, statuses=statuses,
+                                   verdicts=MappingProxyType(merged))  # fmt: skip
 
     def compiler_options(self) -> tuple[str, ...]:
         """The ``-D`` flags that pick each kernel-side path in ``kernels/qcom_ext.h``.
@@ -358,6 +403,7 @@ class DeviceCaps:
             },
             "disabled": sorted(self.disabled),
             "problems": list(self.problems),
+            "verdicts": {name: v.to_dict() for name, v in sorted(self.verdicts.items())},
         }
 
     def to_json(self, **kwargs: Any) -> str:

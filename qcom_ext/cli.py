@@ -2,7 +2,8 @@
 
 ``qcom-ext probe`` prints, per device, the path each ``cl_qcom_*`` extension takes;
 ``--json`` prints the full report, ``--all`` covers every device and ``--device``
-picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``).
+picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``); ``--verify`` first
+tries the risky native calls in a child process (:mod:`qcom_ext.verify`).
 ``qcom-ext selftest`` runs the accelerated image ops on a device against numpy, and
 natively against the portable code (:mod:`qcom_ext.selftest`); exit status 1 on failure.
 ``qcom-ext tune`` tunes the local sizes of the convolution suite
@@ -57,6 +58,15 @@ def _render(caps: DeviceCaps, console: Console) -> None:
     limits = [(k, v) for k, v in caps.limits.items() if v is not None]
     if limits:
         console.print("[dim]limits:[/] " + ", ".join(f"{k}={v}" for k, v in limits))
+    if caps.verdicts:
+        trials = Table(show_edge=False, pad_edge=False, title="trials in a child process")
+        for column in ("extension", "outcome", "verified", "detail"):
+            trials.add_column(column, overflow="fold")
+        for name, verdict in sorted(caps.verdicts.items()):
+            style = "green" if verdict.outcome == "ok" else "bold red"
+            trials.add_row(name, f"[{style}]{verdict.outcome}[/]", verdict.verified,
+                           verdict.detail)  # fmt: skip
+        console.print(trials)
     for problem in caps.problems:
         console.print(f"[red]problem:[/] {problem}")
     console.print(f"[bold]{caps.summary()}[/]")
@@ -65,7 +75,7 @@ def _render(caps: DeviceCaps, console: Console) -> None:
 def _probe_command(args: argparse.Namespace) -> int:
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
-    reports = probe_all() if args.all else [probe()]
+    reports = probe_all(verify=args.verify) if args.all else [probe(verify=args.verify)]
     if args.json:
         payload = [c.to_dict() for c in reports]
         print(json.dumps(payload if args.all else payload[0], indent=2))
@@ -148,6 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     probe_parser.add_argument("--json", action="store_true", help="print the full JSON report")
     probe_parser.add_argument("--all", action="store_true", help="every device")
+    probe_parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="first try each native call the device would make in a child process (cached "
+        "per device and driver); an extension whose trial crashes or fails is downgraded",
+    )
     probe_parser.add_argument(
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )

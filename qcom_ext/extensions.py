@@ -28,6 +28,7 @@ __all__ = [
     "REGISTRY",
     "Extension",
     "ExtensionStatus",
+    "broken_reason",
     "khronos_names",
     "khronos_problem",
     "known_broken",
@@ -224,9 +225,25 @@ def khronos_problem(
         return f"{tier} advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0"
     if tier == "cl_intel_required_subgroup_size" and not limits.get("sub_group_sizes"):
         return f"{tier} advertised, but CL_DEVICE_SUB_GROUP_SIZES_INTEL is empty"
-    for ext, reason in limits.get("broken_khronos") or ():  # type: ignore[attr-defined]
-        if ext == tier:
-            return f"{tier} advertised, but {reason}"
+    reason = broken_reason(tier, limits)
+    if reason:
+        return f"{tier} advertised, but {reason}"
+    return None
+
+
+def broken_reason(name: str, limits: Mapping[str, object] | None) -> str | None:
+    """Why advertised extension ``name`` is not to be used on this device, or None.
+
+    ``limits["broken"]`` holds ``(extension, reason)`` pairs: the Khronos tiers of
+    :data:`KNOWN_BROKEN` and every extension whose trial failed or crashed
+    (:mod:`qcom_ext.verify`). A broken extension is treated as absent.
+
+    >>> broken_reason("cl_khr_command_buffer", {"broken": [("cl_khr_command_buffer", "no")]})
+    'no'
+    """
+    for ext, reason in (limits or {}).get("broken") or ():  # type: ignore[attr-defined]
+        if ext == name:
+            return str(reason)
     return None
 
 
@@ -245,7 +262,15 @@ def resolve(
 
     ``extensions`` is the device's extension set; ``khronos_available`` adds extensions
     only the platform lists (pocl lists some hints there). ``disabled`` comes from
-    ``QCOM_EXT_DISABLE``.
+    ``QCOM_EXT_DISABLE``. An advertised extension listed in ``limits["broken"]`` (a
+    known driver bug, or a failed trial of :mod:`qcom_ext.verify`) takes the path it
+    would take without it, and the reason says why:
+
+    >>> broken = {"broken": [("cl_qcom_recordable_queues", "the trial recording crashed")]}
+    >>> status = resolve("cl_qcom_recordable_queues", {"cl_qcom_recordable_queues"},
+    ...                  limits=broken)
+    >>> status.path, status.reason.split(";")[0]
+    ('fallback', 'cl_qcom_recordable_queues advertised, but the trial recording crashed')
     """
     ext = REGISTRY[name]
     limits = limits or {}
@@ -253,9 +278,13 @@ def resolve(
     available = set(extensions) | set(khronos_available or ())
     posix = os.name == "posix" if posix is None else posix
     advertised = name in extensions
-    if advertised and name not in disabled:
+    broken = broken_reason(name, limits) if advertised else None
+    if advertised and name not in disabled and broken is None:
         return ExtensionStatus("native", f"{name} is advertised by the device")
-    why = "disabled by QCOM_EXT_DISABLE" if advertised else "not advertised"
+    if name in disabled or not advertised:
+        why = "disabled by QCOM_EXT_DISABLE" if advertised else "not advertised"
+    else:  # advertised but broken: the path it would take without it
+        why = f"{name} advertised, but {broken}"
     notes: list[str] = []
     # Disabling a Qualcomm extension forces its portable fallback: its tiers go too.
     off = {*disabled, *ext.khronos} if name in disabled else disabled

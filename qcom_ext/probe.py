@@ -1,7 +1,9 @@
 """Probe OpenCL devices: ``probe()`` for one, ``probe_all()`` for every device.
 
 Everything is read through cffi (no kernel is compiled), and each report is cached
-per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup.
+per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup. The
+cached verdicts of :mod:`qcom_ext.verify` are applied; ``probe(verify=True)`` runs the
+missing trials in child processes first.
 
 >>> caps = probe()                      # the device pyopencl would pick
 >>> caps.path("cl_qcom_recordable_queues") in ("native", "khr:cl_khr_command_buffer",
@@ -17,6 +19,7 @@ import threading
 from typing import Any
 
 from . import _clml, _info
+from . import verify as _verify
 from ._lib import C, driver, handle_int
 from .caps import DISABLE_ENV, DeviceCaps, Limits
 from .errors import CLError, EntryPointMissing, NoPlatformError, QcomExtError
@@ -26,6 +29,7 @@ __all__ = ["clear_cache", "default_device", "probe", "probe_all"]
 _lock = threading.Lock()
 _cache: dict[tuple[int, str], DeviceCaps] = {}
 _default: dict[str, int] = {}
+_verified: set[tuple[int, str]] = set()  # probe(verify=True) ran for these keys
 
 # (Limits field, what must be present to ask, query token names). "images" means
 # CL_DEVICE_IMAGE_SUPPORT; None means every device. A failed query of an advertised
@@ -196,8 +200,13 @@ def default_device() -> int:
     return _default[spec]
 
 
-def probe(device: Any = None) -> DeviceCaps:
+def probe(device: Any = None, *, verify: bool = False) -> DeviceCaps:
     """The capability report of ``device`` (default: the device pyopencl would pick).
+
+    Cached trial verdicts (:mod:`qcom_ext.verify`) are applied: an advertised extension
+    whose trial crashed or failed takes the path it would take without it.
+    ``verify=True`` first runs, in child processes, the trials that have no cached
+    verdict yet (once per device and process), so a driver crash cannot end the caller.
 
     >>> import qcom_ext
     >>> caps = qcom_ext.probe()  # PYOPENCL_CTX or the first device
@@ -207,22 +216,28 @@ def probe(device: Any = None) -> DeviceCaps:
     handle = default_device() if device is None else handle_int(device)
     key = (handle, os.environ.get(DISABLE_ENV, ""))
     caps = _cache.get(key)
-    if caps is None:
-        caps = read_device(handle)
+    if verify and key not in _verified:
+        caps = _verify.verify(read_device(handle))
+        with _lock:
+            _cache[key] = caps
+            _verified.add(key)
+    elif caps is None:
+        caps = _verify.apply_cached(read_device(handle))
         with _lock:
             caps = _cache.setdefault(key, caps)
     return caps
 
 
-def probe_all() -> list[DeviceCaps]:
-    """Reports for every device of every platform, in platform order.
+def probe_all(*, verify: bool = False) -> list[DeviceCaps]:
+    """Reports for every device of every platform, in platform order (``verify``: as
+    for :func:`probe`).
 
     >>> import qcom_ext
     >>> every = qcom_ext.probe_all()
     >>> len(every) >= 1 and all(isinstance(c, qcom_ext.DeviceCaps) for c in every)
     True
     """
-    return [probe(d) for p in _require_platforms() for d in _info.device_ids(p)]
+    return [probe(d, verify=verify) for p in _require_platforms() for d in _info.device_ids(p)]
 
 
 def clear_cache() -> None:
@@ -230,3 +245,4 @@ def clear_cache() -> None:
     with _lock:
         _cache.clear()
         _default.clear()
+        _verified.clear()

@@ -19,6 +19,7 @@ MODULES = [
     "qcom_ext.extensions",
     "qcom_ext.caps",
     "qcom_ext.probe",
+    "qcom_ext.verify",
     "qcom_ext._hints",
     "qcom_ext.context",
     "qcom_ext.recording",

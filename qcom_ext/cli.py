@@ -4,8 +4,9 @@
 ``--json`` prints the full report, ``--all`` covers every device and ``--device``
 picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``); ``--verify`` first
 tries the risky native calls in a child process (:mod:`qcom_ext.verify`).
-``qcom-ext selftest`` runs the accelerated image ops on a device against numpy, and
-natively against the portable code (:mod:`qcom_ext.selftest`); exit status 1 on failure.
+``qcom-ext selftest`` runs every extension's computation on a device, on each path the
+device can take, against numpy and path against path (:mod:`qcom_ext.selftest`);
+``--json`` prints the report to attach to a bug report; exit status 1 on failure.
 ``qcom-ext tune`` tunes the local sizes of the convolution suite
 (:mod:`qcom_ext._tune_cli`); ``qcom-ext bench`` runs the benchmark cases.
 """
@@ -113,37 +114,15 @@ def _bench_command(args: argparse.Namespace) -> int:
 
 def _selftest_command(args: argparse.Namespace) -> int:
     from .selftest import run_selftest
+    from .selftest._render import render
 
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
-    report = run_selftest(seed=args.seed)
+    report = run_selftest(seed=args.seed, only=args.only)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
-        return 0 if report.ok else 1
-    console = Console()
-    console.rule(f"[bold]selftest[/] {report.device}: cl_qcom_accelerated_image_ops -> "
-                 f"{report.extension_path}")  # fmt: skip
-    if report.skipped:
-        console.print(f"[yellow]skipped:[/] {report.skipped}")
-        return 0
-    table = Table(show_edge=False, pad_edge=False)
-    for column in ("check", "path", "max error", "tolerance", "result"):
-        table.add_column(column, justify="right" if column.startswith(("max", "tol")) else "left")
-    for check in report.checks:
-        verdict = "[green]ok[/]" if check.ok else "[bold red]FAIL[/]"
-        table.add_row(check.name, check.path, f"{check.max_error:.3g}", f"{check.tolerance:.3g}",
-                      verdict)  # fmt: skip
-    console.print(table)
-    if report.comparisons:
-        native = Table(show_edge=False, pad_edge=False, title="native vs portable")
-        for column in ("check", "max difference", "tolerance", "result"):
-            native.add_column(column)
-        for item in report.comparisons:
-            verdict = "[green]same[/]" if item.ok else "[bold red]DIFFERS[/]"
-            native.add_row(item.name, f"{item.max_difference:.3g}", f"{item.tolerance:.3g}",
-                           verdict)  # fmt: skip
-        console.print(native)
-    console.print("[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]")
+    else:
+        render(report, Console())
     return 0 if report.ok else 1
 
 
@@ -169,10 +148,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     probe_parser.set_defaults(run=_probe_command)
     selftest_parser = commands.add_parser(
-        "selftest", help="check the accelerated image ops on a device (native vs portable)"
+        "selftest",
+        help="run every extension's computation on a device, on each path it can take",
     )
     selftest_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     selftest_parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")
+    selftest_parser.add_argument(
+        "--only", action="append", metavar="EXT",
+        help="check only this extension (cl_qcom_bitreverse or bitreverse; repeat or "
+        "separate with commas)",
+    )  # fmt: skip
     selftest_parser.add_argument(
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )

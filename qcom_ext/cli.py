@@ -118,7 +118,7 @@ def _selftest_command(args: argparse.Namespace) -> int:
 
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
-    report = run_selftest(seed=args.seed, only=args.only)
+    report = run_selftest(seed=args.seed, only=args.only, verify=args.verify)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -153,6 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     selftest_parser.add_argument("--json", action="store_true", help="print the report as JSON")
     selftest_parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")
+    selftest_parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="first try the risky native calls in a child process (probe --verify)",
+    )
     selftest_parser.add_argument(
         "--only", action="append", metavar="EXT",
         help="check only this extension (cl_qcom_bitreverse or bitreverse; repeat or "

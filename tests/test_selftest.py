@@ -446,3 +446,30 @@ def test_outcome_defaults():
     outcome = Outcome([1], [1])
     assert (outcome.tolerance, outcome.ran_as, outcome.note) == (0.0, None, "")
     assert USABLE == ("native", "khr", "fallback")
+
+
+@pytest.mark.slow
+def test_verify_runs_the_trials_first_and_the_report_carries_the_verdicts(
+    device_caps, kernel_context, tmp_path, monkeypatch
+):
+    """A Khronos tier whose trial crashes in the child is not used: the selftest checks
+    the fallback instead, and the report (and its JSON) names the verdict."""
+    from qcom_ext import verify
+    from qcom_ext.probe import clear_cache
+
+    extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
+    if device_caps.path(extension) != f"khr:{tier}":
+        pytest.skip(f"{device_caps.label}: {extension} does not take the {tier} tier")
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(verify, "TRIALS", {})
+    verify.register_trial(tier, "the trial aborts", "_verify_trials:aborts")
+    clear_cache()
+    try:
+        report = run_selftest(device_caps.device_id, only=[extension], verify=True)
+    finally:
+        clear_cache()
+    assert report.verdicts[tier]["outcome"] == "crashed"
+    assert report.verdicts[tier]["detail"] == "SIGABRT"
+    checked = report.extension(extension)
+    assert checked.path == "fallback" and [r.path for r in checked.runs] == ["fallback"]
+    assert report.ok and report.to_dict()["verdicts"] == report.verdicts

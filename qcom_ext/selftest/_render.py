@@ -114,6 +114,10 @@ def render(report: SelftestReport, console: Any = None) -> None:
         console.print(f"[dim]{key:>16}[/]  {escape(str(value))}")
     for problem in report.problems:
         console.print(f"[red]probe problem:[/] {escape(problem)}")
+    for name, verdict in report.verdicts.items():
+        if verdict["outcome"] != "ok":
+            console.print(f"[red]trial {verdict['outcome']}:[/] {escape(name)}: "
+                          f"{escape(verdict['detail'])} (downgraded)")  # fmt: skip
     console.print(_table(report))
     failures = _failures(report)
     if failures:

@@ -275,6 +275,8 @@ class SelftestReport:
     only: tuple[str, ...] | None = None
     extensions: list[ExtensionReport] = field(default_factory=list)
     problems: tuple[str, ...] = ()
+    #: The child-process trial verdicts (qcom_ext.verify) that applied, as dicts.
+    verdicts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -307,6 +309,7 @@ class SelftestReport:
             "disabled": list(self.disabled),
             "only": None if self.only is None else list(self.only),
             "problems": list(self.problems),
+            "verdicts": self.verdicts,
             "counts": self.counts(),
             "extensions": [e.to_dict() for e in self.extensions],
         }

@@ -52,23 +52,28 @@ def selected(only: Iterable[str] | None) -> list[str]:
     return [name for name in REGISTRY if name in wanted]
 
 
-def run_selftest(device: Any = None, *, seed: int = 0,
-                 only: Sequence[str] | None = None) -> SelftestReport:  # fmt: skip
+def run_selftest(device: Any = None, *, seed: int = 0, only: Sequence[str] | None = None,
+                 verify: bool = False) -> SelftestReport:  # fmt: skip
     """Check every extension (or those in ``only``) on ``device`` (a pyopencl.Device, a
     handle or None: the device ``qcom_ext.probe()`` picks) on each of its paths.
 
     ``QCOM_EXT_DISABLE`` as set by the caller applies (its names stay off; the report
     lists them); the selftest adds names to it while forcing a path and restores it.
     Not thread-safe: other threads using qcom_ext meanwhile see the forced paths.
+    ``verify=True`` first tries the risky native calls in a child process
+    (:mod:`qcom_ext.verify`), so an extension whose trial crashed is checked on the path
+    it was downgraded to; cached verdicts apply either way and go into the report.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an int, got {seed!r}")
     names = selected(only)
-    caps = probe(device)
+    caps = probe(device, verify=verify)
+    verdicts = {name: v.to_dict() for name, v in sorted(caps.verdicts.items())}
     report = SelftestReport(DeviceStrings.from_caps(caps), seed,
                             disabled=tuple(sorted(caps.disabled)),
                             only=None if only is None else tuple(names),
-                            problems=tuple(caps.problems))  # fmt: skip
+                            problems=tuple(caps.problems),
+                            verdicts=verdicts)  # fmt: skip
     for name in names:
         report.extensions.append(_check_extension(caps.device_id, name, seed))
     return report

@@ -1,4 +1,5 @@
-"""What a benchmark case is: :class:`Case`, and the :class:`Target` it may have to meet."""
+"""What a benchmark case is: :class:`Case`, and the :class:`Target` it may have to meet;
+and what a :class:`Suite` is: a measurement that times itself and writes its own tables."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from typing import Any
 
 from qcom_ext import DeviceCaps
 
-__all__ = ["UNITS", "Case", "Target", "Work", "format_seconds", "throughput"]
+__all__ = [
+    "UNITS",
+    "Case",
+    "Suite",
+    "SuiteResult",
+    "Target",
+    "Work",
+    "format_seconds",
+    "throughput",
+]
 
 #: Work per call -> (throughput unit, scale): ``bytes`` moved, ``flops``, ``pixels``.
 UNITS = {"bytes": ("GB/s", 1e9), "flops": ("GFLOP/s", 1e9), "pixels": ("Mpix/s", 1e6)}
@@ -74,3 +84,29 @@ class Case:
         """The work one call does, given the setup state."""
         work = self.work(state) if callable(self.work) else self.work
         return dict(work or {})
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """What a suite measured: its tables as markdown, and the data behind them (JSON)."""
+
+    markdown: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A measurement run by name (``qcom-ext bench conv-suite``) that times itself.
+
+    Where cases are timed by the runner (wall time, interleaved), a suite measures what it
+    needs (profiling events, tuning, other libraries) and returns :class:`SuiteResult`;
+    the runner stamps its markdown and writes it into its own ``--update-doc`` block.
+    ``arguments(group)`` adds the suite's options to the runner's parser (an argparse
+    argument group); ``run(caps, options)`` gets the parsed options, where
+    ``options.rounds`` is None unless ``--rounds`` was given.
+    """
+
+    name: str
+    note: str
+    run: Callable[[DeviceCaps, Any], SuiteResult]
+    arguments: Callable[[Any], None] | None = None

@@ -1,7 +1,8 @@
 """Bicubic 2x upscale of a 4K RGBA float image, against the device's image-copy bandwidth.
 
-    PYTHONPATH=. python benchmarks/cases_bicubic.py [--device nvidia] [--size 3840x2160]
-                                                   [--runs 20]
+    qcom-ext bench bicubic-suite [--device nvidia] [--rounds 20] [--update-doc ...]
+    PYTHONPATH=. python -m benchmarks.cases_bicubic [--device nvidia] [--size 3840x2160]
+                                                    [--runs 20]
 
 Cases (group ``bicubic``; each call enqueues once and finishes the queue):
 
@@ -20,10 +21,12 @@ Cases (group ``bicubic``; each call enqueues once and finishes the queue):
 With the runner (``python -m benchmarks.run bicubic``) the ratio column gives the
 bandwidth fraction: fraction of copy bandwidth = (bytes moved / copy bytes) / ratio =
 2.5 / ratio. Run as a script, the device times come from profiling events (CUDA events
-for torch), medians are printed as GB/s and as that fraction, with the issue's target:
-bicubic at >= 40% of the measured image-copy bandwidth. The size defaults to 4K
-(3840x2160: 133 MB in, 531 MB out); ``QCOM_EXT_BENCH_BICUBIC_SIZE=WxH`` (runner) or
-``--size`` (script) makes it small for pocl.
+for torch), medians are printed as GB/s and as that fraction (of the image copy and of a
+buffer copy of the source's bytes), with the issue's target: bicubic at >= 40% of the
+measured image-copy bandwidth; ``qcom-ext bench bicubic-suite`` (``SUITES``) writes the
+same as a table. The size defaults to 4K (3840x2160: 133 MB in, 531 MB out);
+``QCOM_EXT_BENCH_BICUBIC_SIZE=WxH`` (runner and suite) or ``--size`` (script) makes it
+small for pocl.
 """
 
 from __future__ import annotations
@@ -41,10 +44,8 @@ import pyopencl as cl
 import qcom_ext
 from qcom_ext._resources import kernels_dir
 
-try:  # the runner's case type (benchmarks/_case.py); plain dicts without it
-    from ._case import Case
-except ImportError:
-    Case = None
+from ._case import Case, Suite, SuiteResult, format_seconds
+from ._profiling import copy_bandwidth
 
 SIZE_ENV = "QCOM_EXT_BENCH_BICUBIC_SIZE"
 DEFAULT_SIZE = (3840, 2160)
@@ -209,7 +210,7 @@ if torch_cuda_available():
                            "another API on the same GPU; " + _note("bicubic"),
                    "work": lambda state: _work("bicubic")})  # fmt: skip
 
-CASES: list[Any] = [Case(**spec) if Case else spec for spec in _SPECS]
+CASES: list[Any] = [Case(**spec) for spec in _SPECS]
 
 
 def device_seconds(state: dict[str, Any], runs: int) -> list[float]:
@@ -251,48 +252,104 @@ def check_result(state: dict[str, Any], samples: int = 256) -> float:
     return float(np.abs(out[ys, xs] - expected).max())
 
 
+DEFAULT_RUNS = 20
+_ROWS = (
+    ("copy", "image copy"),
+    ("bicubic", "`upscale2x` (one bicubic read per output)"),
+    ("blocks", "`upscale2x_blocks` (2x2 outputs from 5x5 texels)"),
+    ("torch", 'torch `interpolate(mode="bicubic")`, CUDA'),
+)
+
+
+def measure_suite(caps: qcom_ext.DeviceCaps, runs: int) -> dict[str, Any]:
+    """Median device seconds of each case (profiling events; CUDA events for torch), GB/s,
+    the fractions of the image copy's and a buffer copy's bandwidth, and the largest
+    difference of each upscale from numpy."""
+    width, height = size()
+    moved = bytes_moved(width, height)
+    copy_state = setup_images(caps)
+    seconds = {"copy": statistics.median(device_seconds(copy_state, runs))}
+    states = {"bicubic": setup_bicubic(caps), "blocks": setup_blocks(caps)}
+    for kind, state in states.items():
+        seconds[kind] = statistics.median(device_seconds(state, runs))
+    if torch_cuda_available():
+        seconds["torch"] = statistics.median(torch_seconds(setup_torch(caps), runs))
+    buffer_copy = copy_bandwidth(copy_state["queue"], width * height * PIXEL, runs)
+    image_bw = moved["copy"] / seconds["copy"]
+    rows = {}
+    for kind, t in seconds.items():
+        bandwidth = moved["copy" if kind == "copy" else "bicubic"] / t
+        rows[kind] = {"seconds": t, "GBps": bandwidth / 1e9, "of_image_copy": bandwidth / image_bw,
+                      "of_buffer_copy": bandwidth / buffer_copy["buffer_copy_Bps"]}  # fmt: skip
+    return {
+        "size": [width, height],
+        "runs": runs,
+        "path": caps.path("cl_qcom_filter_bicubic"),
+        "buffer_copy_Bps": buffer_copy["buffer_copy_Bps"],
+        "rows": rows,
+        "max_error": {kind: check_result(state) for kind, state in states.items()},
+    }
+
+
+def suite_markdown(data: dict[str, Any]) -> str:
+    """The suite's table, the target's verdicts and the check against numpy."""
+    (width, height), rows = data["size"], data["rows"]
+    buffer_gbps = data["buffer_copy_Bps"] / 1e9
+    lines = [
+        f"{width}x{height} RGBA float -> {2 * width}x{2 * height}; `cl_qcom_filter_bicubic` "
+        f"path: {data['path']}; median of {data['runs']} runs (profiling events; CUDA events "
+        "for torch)",
+        "",
+        f"| case | time | GB/s | of image copy | of buffer copy ({buffer_gbps:.0f} GB/s) |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    for kind, label in _ROWS:
+        if kind in rows:
+            r = rows[kind]
+            lines.append(f"| {label} | {format_seconds(r['seconds'])} | {r['GBps']:.3g} "
+                         f"| {r['of_image_copy']:.2f} | {r['of_buffer_copy']:.2f} |")  # fmt: skip
+    lines.append("")
+    for kind in ("bicubic", "blocks"):
+        fraction = rows[kind]["of_image_copy"]
+        verdict = "met" if fraction >= TARGET_FRACTION else "NOT met"
+        lines.append(f"* {dict(_ROWS)[kind]}: {fraction:.0%} of the image copy (target >= "
+                     f"{TARGET_FRACTION:.0%}: {verdict})")  # fmt: skip
+    errors = data["max_error"]
+    lines.append(f"* max difference from numpy at 256 sampled pixels: {errors['bicubic']:.2g} "
+                 f"(per pixel), {errors['blocks']:.2g} (blocks)")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
+    data = measure_suite(caps, options.rounds or DEFAULT_RUNS)
+    return SuiteResult(suite_markdown(data), data)
+
+
+SUITES = [
+    Suite(
+        "bicubic-suite",
+        "2x bicubic upscale (device time) vs image and buffer copy and torch; size from "
+        f"{SIZE_ENV}",
+        _run_suite,
+    )
+]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
     parser.add_argument("--size", type=parse_size, default=None, help="source WxH (4K)")
-    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     args = parser.parse_args()
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
     if args.size:
         os.environ[SIZE_ENV] = f"{args.size[0]}x{args.size[1]}"
     caps = qcom_ext.probe()
-    width, height = size()
-    moved = bytes_moved(width, height)
-    print(f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}; "
-          f"cl_qcom_filter_bicubic -> {caps.path('cl_qcom_filter_bicubic')}")  # fmt: skip
-    print(f"{width}x{height} RGBA float -> {2 * width}x{2 * height}: "
-          f"{moved['bicubic'] / 1e6:.0f} MB per upscale, {moved['copy'] / 1e6:.0f} MB per copy; "
-          f"median of {args.runs} runs (profiling events)")  # fmt: skip
-    copy = statistics.median(device_seconds(setup_images(caps), args.runs))
-    bicubic_state = setup_bicubic(caps)
-    upscale = statistics.median(device_seconds(bicubic_state, args.runs))
-    blocks_state = setup_blocks(caps)
-    blocks = statistics.median(device_seconds(blocks_state, args.runs))
-    copy_bw = moved["copy"] / copy
-    print(f"image copy         {copy * 1e3:9.3f} ms  {copy_bw / 1e9:8.1f} GB/s")
-    for name, seconds in (("bicubic 2x", upscale), ("bicubic 2x blocks", blocks)):
-        bandwidth = moved["bicubic"] / seconds
-        fraction = bandwidth / copy_bw
-        print(f"{name:<18} {seconds * 1e3:9.3f} ms  {bandwidth / 1e9:8.1f} GB/s  "
-              f"{fraction:.1%} of copy (target >= {TARGET_FRACTION:.0%}: "
-              f"{'met' if fraction >= TARGET_FRACTION else 'NOT met'})")  # fmt: skip
-    if torch_cuda_available():
-        seconds = statistics.median(torch_seconds(setup_torch(caps), args.runs))
-        torch_bw = moved["bicubic"] / seconds
-        print(f"{'torch':<18} {seconds * 1e3:9.3f} ms  {torch_bw / 1e9:8.1f} GB/s  "
-              f"{torch_bw / copy_bw:.1%} of copy (interpolate bicubic, CUDA)")  # fmt: skip
-    else:
-        print("torch with CUDA not importable: no torch.nn.functional.interpolate comparison")
-    errors = [check_result(state) for state in (bicubic_state, blocks_state)]
-    print(f"max |device - numpy| at 256 sampled pixels: {errors[0]:.3g} (per pixel), "
-          f"{errors[1]:.3g} (blocks)")  # fmt: skip
-    return 0 if max(errors) <= 1e-3 else 1
+    print(f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}")
+    data = measure_suite(caps, args.runs)
+    print(suite_markdown(data))
+    return 0 if max(data["max_error"].values()) <= 1e-3 else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Convolution kernels at MobileNetV2 layer shapes (qcom_ext.ops, issue 7).
 
+    qcom-ext bench conv-suite --device nvidia --batch 32 --update-doc docs/BENCHMARKS.md
+    qcom-ext bench conv-suite --small --device 0:0     # a quick run on a CPU device (pocl)
     python -m benchmarks.cases_conv --device nvidia --batch 32 --markdown conv.md --json conv.json
-    python -m benchmarks.cases_conv --small            # a quick run on a CPU device (pocl)
 
 For every layer of :func:`qcom_ext.ops.suite.suite` (conv0 3x3/2, depthwise 3x3, 1x1,
 int8 1x1) and kernel variant (1x1: register tiles 2x4 (MACE), 4x8 and 8x8; KxK: image
@@ -24,7 +25,9 @@ over the depthwise layers; the fraction of peak copy bandwidth is reported besid
 tuning >= 1.15x median gain over the driver's choice. The summary prints met / NOT met.
 
 ``CASES`` (group ``conv``) time a few small layers end to end (enqueue + finish) for
-``python -m benchmarks.run conv``; the copy of the same bytes is the baseline.
+``qcom-ext bench conv``; the copy of the same bytes is the baseline. ``SUITES`` holds
+``conv-suite``: the measurements above as ``qcom-ext bench`` runs them (same options as
+this script's, less ``--json``/``--markdown``, which the runner has).
 """
 
 from __future__ import annotations
@@ -44,10 +47,8 @@ import qcom_ext
 from qcom_ext import ops
 from qcom_ext.ops.suite import SuiteLayer, prepare, suite
 
-try:  # the runner's case type (benchmarks/_case.py); plain dicts without it
-    from ._case import Case
-except ImportError:
-    Case = None
+from ._case import Case, Suite, SuiteResult
+from ._profiling import copy_bandwidth, median_ns
 
 TILES_1X1 = ((2, 4), (4, 8), (8, 8))
 DEPTHWISE_PIXELS = (4, 8)
@@ -60,41 +61,6 @@ SMALL_LAYERS = (
     "qpw24_144_56",
 )
 TARGETS = {"pointwise_vs_torch": 0.5, "depthwise_roofline": 0.6, "tuning_gain": 1.15}
-
-
-def median_ns(queue: Any, launch: Callable[[], Any], rounds: int, warmup: int = 2) -> float:
-    """Median device time of ``launch()`` (which enqueues one kernel) over ``rounds``."""
-    for _ in range(warmup):
-        launch().wait()
-    events = [launch() for _ in range(rounds)]
-    cl.wait_for_events(events)
-    return float(statistics.median(e.profile.end - e.profile.start for e in events))
-
-
-def copy_bandwidth(queue: Any, nbytes: int, rounds: int) -> dict[str, float]:
-    """Bytes per second read + written by a buffer copy and by an RGBA float image copy."""
-    context = queue.context
-    src = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    dst = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(queue, src, np.float32(1), 0, nbytes)
-    buffer_ns = median_ns(queue, lambda: cl.enqueue_copy(queue, dst, src), rounds)
-    result = {"buffer_copy_Bps": 2 * nbytes / (buffer_ns * 1e-9), "copy_bytes": nbytes}
-    device = queue.device
-    if device.image_support:
-        width = min(device.image2d_max_width, 8192)
-        height = max(1, min(device.image2d_max_height, nbytes // (16 * width)))
-        fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
-        a = cl.create_image(context, cl.mem_flags.READ_WRITE, fmt, shape=(width, height))
-        b = cl.create_image(context, cl.mem_flags.READ_WRITE, fmt, shape=(width, height))
-        image_ns = median_ns(
-            queue,
-            lambda: cl.enqueue_copy(
-                queue, b, a, src_origin=(0, 0), dest_origin=(0, 0), region=(width, height)
-            ),
-            rounds,
-        )
-        result["image_copy_Bps"] = 2 * width * height * 16 / (image_ns * 1e-9)
-    return result
 
 
 def same_size_copy_ns(queue: Any, nbytes: int, rounds: int) -> float:
@@ -453,64 +419,104 @@ _SPECS += [
     }
     for name, (layer, variant) in _CASE_LAYERS.items()
 ]
-CASES: list[Any] = [Case(**spec) if Case else spec for spec in _SPECS]
+CASES: list[Any] = [Case(**spec) for spec in _SPECS]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+# ---- the suite: qcom-ext bench conv-suite, or python -m benchmarks.cases_conv -----------
+
+DEFAULT_ROUNDS = 20
+
+
+def add_arguments(parser: Any) -> None:
+    """The suite's options (also the script's)."""
     parser.add_argument("--batch", type=int, default=None, help="batch N (default 32; 1 small)")
     parser.add_argument(
         "--small",
         action="store_true",
         help="a quick run: quarter-size layers, a few of each kind, batch 1",
     )
-    parser.add_argument("--kinds", default="conv,depthwise,1x1,int8")
+    parser.add_argument("--kinds", default="conv,depthwise,1x1,int8", help="layer kinds")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
-    parser.add_argument("--rounds", type=int, default=20, help="timed launches per measurement")
     parser.add_argument("--budget-s", type=float, default=3.0, help="tuning budget per layer")
     parser.add_argument("--retune", action="store_true", help="tune even what is cached")
     parser.add_argument("--no-torch", action="store_true", help="skip the torch comparison")
+
+
+def measure_suite(
+    caps: qcom_ext.DeviceCaps, options: Any, log: Callable[[str], None] = print
+) -> tuple[str, dict[str, Any]]:
+    """Run the suite as ``options`` (see :func:`add_arguments`, plus ``rounds``) say: the
+    line describing the workload, and :func:`run`'s result."""
+    rounds = options.rounds or DEFAULT_ROUNDS
+    device = caps.device()
+    queue = cl.CommandQueue(
+        cl.Context([device]), device, cl.command_queue_properties.PROFILING_ENABLE
+    )
+    kinds = [k for k in options.kinds.split(",") if k]
+    if options.small:
+        layers = [layer for layer in suite(kinds, scale=0.25) if layer.name in SMALL_LAYERS]
+        batch = options.batch or 1
+        copy_bytes = 8 << 20
+    else:
+        layers = suite(kinds)
+        batch = options.batch or 32
+        copy_bytes = min(256 << 20, device.max_mem_alloc_size // 2)
+    workload = (
+        f"batch {batch} · {options.dtype} · "
+        f"{'small (quarter-size) ' if options.small else ''}MobileNetV2 shapes · "
+        f"median of {rounds} launches · tuning budget {options.budget_s:g} s per layer"
+    )
+    log(workload)
+    result = run(
+        queue,
+        layers,
+        batch,
+        np.dtype(options.dtype),
+        rounds,
+        options.budget_s,
+        options.retune,
+        not options.no_torch,
+        copy_bytes,
+        log,
+    )
+    for name, t in result["summary"]["targets"].items():
+        verdict = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
+        value = "—" if t["value"] is None else f"{t['value']:.2f}"
+        log(f"{name}: median {value} (target >= {t['limit']}): {verdict}")
+    return workload, result
+
+
+def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
+    workload, result = measure_suite(caps, options, log=lambda line: print(line, file=sys.stderr))
+    return SuiteResult(markdown(result, workload), {"workload": workload, **result})
+
+
+SUITES = [
+    Suite(
+        "conv-suite",
+        "qcom_ext.ops at MobileNetV2 shapes: driver vs tuned local size, vs torch, vs copy "
+        "bandwidth (--small for a CPU device)",
+        _run_suite,
+        add_arguments,
+    )
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="timed launches")
+    add_arguments(parser)
     parser.add_argument("--json", help="write every measurement as JSON")
     parser.add_argument("--markdown", help="write the tables as markdown")
     args = parser.parse_args(argv)
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
     caps = qcom_ext.probe()
-    device = caps.device()
-    queue = cl.CommandQueue(
-        cl.Context([device]), device, cl.command_queue_properties.PROFILING_ENABLE
-    )
-    kinds = [k for k in args.kinds.split(",") if k]
-    if args.small:
-        layers = [layer for layer in suite(kinds, scale=0.25) if layer.name in SMALL_LAYERS]
-        batch = args.batch or 1
-        copy_bytes = 8 << 20
-    else:
-        layers = suite(kinds)
-        batch = args.batch or 32
-        copy_bytes = min(256 << 20, device.max_mem_alloc_size // 2)
-    header = (
-        f"**{caps.label}** ({device.name.strip()}) · driver {caps.driver_version} · "
-        f"batch {batch} · {args.dtype} · {'small (quarter-size) ' if args.small else ''}"
-        f"MobileNetV2 shapes · median of {args.rounds} launches"
-    )
+    header = f"**{caps.label}** ({caps.device_name.strip()}) · driver {caps.driver_version}"
     print(header)
-    result = run(
-        queue,
-        layers,
-        batch,
-        np.dtype(args.dtype),
-        args.rounds,
-        args.budget_s,
-        args.retune,
-        not args.no_torch,
-        copy_bytes,
-    )
-    for name, t in result["summary"]["targets"].items():
-        verdict = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
-        value = "—" if t["value"] is None else f"{t['value']:.2f}"
-        print(f"{name}: median {value} (target >= {t['limit']}): {verdict}")
+    workload, result = measure_suite(caps, args)
+    header += f" · {workload}"
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"header": header, "device": caps.label, **result}, out, indent=1)

@@ -1,5 +1,6 @@
 """Accelerated image ops on a 4K RGBA float image, against image copy, torch and OpenCV.
 
+    qcom-ext bench hof-suite [--device nvidia] [--rounds 20] [--sweep] [--update-doc ...]
     PYTHONPATH=. python -m benchmarks.cases_hof [--device nvidia] [--size 3840x2160]
                                                  [--rounds 20] [--sweep] [--markdown out.md]
 
@@ -24,8 +25,10 @@ events) and OpenCV on the CPU when ``cv2`` imports (``filter2D``, ``blur``, SAD 
 ``absdiff`` + ``resize(INTER_AREA)`` per displacement; wall time). ``--sweep`` also times
 the portable kernels' work-item blocks and work-group sizes.
 
-As cases of ``python -m benchmarks.run`` (group ``hof``; size from ``QCOM_EXT_HOF_SIZE``,
-e.g. ``640x360`` on a CPU device), one call is ``LAUNCHES`` launches and a ``finish``.
+As cases of ``qcom-ext bench`` (group ``hof``; size from ``QCOM_EXT_HOF_SIZE``, e.g.
+``640x360`` on a CPU device), one call is ``LAUNCHES`` launches and a ``finish``. The suite
+``hof-suite`` (``SUITES``; size from ``QCOM_EXT_HOF_SIZE`` too) is the script's table, with
+a summary against the image copy and a buffer copy of the same bytes, and the verdicts.
 """
 
 from __future__ import annotations
@@ -42,10 +45,8 @@ import pyopencl as cl
 import qcom_ext
 from qcom_ext.image_ops import empty_rgba_image, path, rgba_image
 
-try:  # the runner's case type (benchmarks/_case.py); plain dicts without it
-    from ._case import Case
-except ImportError:
-    Case = None
+from ._case import Case, Suite, SuiteResult, format_seconds
+from ._profiling import copy_bandwidth
 
 SIZE_ENV = "QCOM_EXT_HOF_SIZE"
 DEFAULT_SIZE = (3840, 2160)
@@ -287,7 +288,7 @@ def _cases() -> list[Any]:
         specs += [{"name": name, "group": "hof", "setup": _cv_setup, "run": op,
                    "note": "OpenCV on the CPU; 1 call", "max_rounds": 5}
                   for name, op in CV_OPS.items()]  # fmt: skip
-    return [Case(**spec) if Case else spec for spec in specs]
+    return [Case(**spec) for spec in specs]
 
 
 CASES: list[Any] = _cases()
@@ -435,6 +436,87 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
                        f"of image-copy bandwidth (target >= 50%: {verdict}); best timed: "
                        f"{best['implementation']} at {best['of_copy']:.0%}")  # fmt: skip
     return out
+
+
+def summary(rows: list[dict[str, Any]], buffer_copy_Bps: float) -> str:
+    """Per operation: qcom_ext's default method against the image copy and the buffer copy,
+    the best configuration timed, torch and OpenCV (markdown)."""
+    lines = [
+        "| operation | qcom_ext (default method) | of image copy | of buffer copy "
+        "| best timed | torch (CUDA) | OpenCV (CPU) |",
+        "|---|--:|--:|--:|---|--:|--:|",
+    ]
+    for operation in dict.fromkeys(r["operation"] for r in rows[1:]):
+        mine = [r for r in rows if r["operation"] == operation]
+        ours = [r for r in mine if r["implementation"].startswith(("qcom_ext", "sweep"))]
+        if not ours:
+            continue
+        default = ours[0]
+        best = max(
+            (r for r in ours if "per pixel" not in r["implementation"]), key=lambda r: r["gb_s"]
+        )
+        best_text = "—" if best is default else f"{best['implementation']}: {_time_rate(best)}"
+        torch = next((r for r in mine if r["where"].startswith("torch")), None)
+        torch_text = "—"
+        if torch is not None:
+            ratio = torch["seconds"] / default["seconds"]
+            torch_text = f"{format_seconds(torch['seconds'])} ({ratio:.1f}x qcom_ext's time)"
+        cv = next((r for r in mine if r["where"].startswith("OpenCV")), None)
+        cells = [
+            operation,
+            f"{default['implementation']}: {_time_rate(default)}",
+            f"{default['of_copy']:.2f}",
+            f"{default['gb_s'] * 1e9 / buffer_copy_Bps:.2f}",
+            best_text,
+            torch_text,
+            "—" if cv is None else format_seconds(cv["seconds"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _time_rate(row: dict[str, Any]) -> str:
+    return f"{format_seconds(row['seconds'])}, {row['gb_s']:.3g} GB/s"
+
+
+DEFAULT_ROUNDS = 20
+
+
+def _suite_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--sweep", action="store_true", help="also time the portable kernels' blocks/local sizes"
+    )
+
+
+def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
+    size = parse_size(os.environ.get(SIZE_ENV))
+    rounds = options.rounds or DEFAULT_ROUNDS
+    rows = measure(caps, size, rounds, sweep=options.sweep)
+    queue = state_for(caps, size)["queue"]
+    copy = copy_bandwidth(queue, size[0] * size[1] * BYTES_PER_PIXEL, rounds)
+    text = (
+        f"{size[0]}x{size[1]} RGBA float; median of {rounds} (device time for OpenCL and "
+        f"torch, wall time for OpenCV); buffer copy of the image's bytes "
+        f"{copy['buffer_copy_Bps'] / 1e9:.0f} GB/s\n\n"
+        + summary(rows, copy["buffer_copy_Bps"])
+        + "\n"
+        + markdown(rows, caps, size, rounds).split("\n", 2)[2]
+        + "\n"
+        + "".join(f"* {v}\n" for v in verdicts(rows))
+    )
+    data = {"size": list(size), "rounds": rounds, "rows": rows, **copy}
+    return SuiteResult(text, data)
+
+
+SUITES = [
+    Suite(
+        "hof-suite",
+        "convolve/box filter/block match (device time) vs image and buffer copy, torch, "
+        f"OpenCV; size from {SIZE_ENV}",
+        _run_suite,
+        _suite_arguments,
+    )
+]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,17 +1,23 @@
-"""Run benchmark cases side by side: ``python -m benchmarks.run [CASE|GROUP ...]``.
+"""Run benchmark cases side by side: ``python -m benchmarks.run [CASE|GROUP|SUITE ...]``.
 
-Cases come from ``benchmarks/cases_*.py``. The cases of a group are timed interleaved
-(each round times one batch of every case in turn), a batch repeating the call until
-it takes at least ``--batch-ms``. Reported per call: median, min and interquartile
-range over the rounds, and the ratio of the median to the group baseline's median.
+Cases (and suites) come from ``benchmarks/cases_*.py``. The cases of a group are timed
+interleaved (each round times one batch of every case in turn), a batch repeating the
+call until it takes at least ``--batch-ms``. Reported per call: median, min and
+interquartile range over the rounds, and the ratio of the median to the group baseline's
+median.
 
 Cases that declare their ``work`` also get rates (GB/s, GFLOP/s, Mpix/s).
 
+Suites (``conv-suite``, ``hof-suite``, ``bicubic-suite``) time themselves and write their
+own tables; they run only when named, with their own options (``--help`` lists them).
+
 ``--device 1:0`` (or a name such as ``nvidia``) picks the device like ``PYOPENCL_CTX``;
 ``--json`` and ``--markdown`` write the results with a header of stamps (device,
-driver, Python, qcom_ext, host CPU, date); ``--compare old.json`` adds each case's
-speed-up over an earlier run; ``--update-doc docs/BENCHMARKS.md`` replaces (or appends)
-this device's block of those groups in a markdown file. Also ``qcom-ext bench``.
+driver, Python, qcom_ext, host CPU, date, and the command line); ``--compare old.json``
+adds each case's speed-up over an earlier run; ``--update-doc docs/BENCHMARKS.md``
+replaces (or appends) this device's block of those groups, and one block per suite, in a
+markdown file (``--doc-key`` names the device's blocks; default: its label). Also
+``qcom-ext bench``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import math
 import os
 import pkgutil
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -40,24 +47,33 @@ from rich.table import Table
 import qcom_ext
 from qcom_ext import DeviceCaps, QcomExtError
 
-from ._case import Case, Target, format_seconds, throughput
+from ._case import Case, Suite, SuiteResult, Target, format_seconds, throughput
 
 __all__ = [
+    "BLOCK_END",
     "Report",
     "Result",
     "UnknownCaseError",
+    "block_begin",
+    "command_line",
     "compare",
     "discover",
+    "discover_suites",
     "main",
     "measure",
+    "replace_block",
     "select",
     "stamps",
+    "update_doc",
     "write",
 ]
 
 DEFAULT_ROUNDS = 15
 DEFAULT_BATCH_S = 0.020
 _MAX_LOOPS = 10_000_000
+BLOCK_END = "<!-- /bench -->"
+#: QCOM_EXT_* variables that do not change what is measured (kept out of the command stamp)
+_MACHINE_ENV = frozenset({"QCOM_EXT_CACHE_DIR", "QCOM_EXT_TEST_DEVICES"})
 
 
 class UnknownCaseError(ValueError):
@@ -93,22 +109,35 @@ class Result:
 
 @dataclass(frozen=True)
 class Report:
-    """Stamps of where and when, and one :class:`Result` per case."""
+    """Stamps of where, when and how; one :class:`Result` per case; the suites' results."""
 
     header: dict[str, Any]
     results: list[Result]
+    suites: dict[str, SuiteResult] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"header": self.header, "results": [asdict(r) for r in self.results]}
+        suites = {name: dict(s.data) for name, s in self.suites.items()}
+        return {"header": self.header, "results": [asdict(r) for r in self.results]} | (
+            {"suites": suites} if suites else {}
+        )
 
     def to_markdown(self) -> str:
-        """A stamp line, then ``group | case | median | min | IQR | ratio | rate | note``."""
+        """The stamp, the cases' table, then each suite's tables under its name."""
+        parts = [_stamp(self.header)]
+        if self.results:
+            parts.append(self.table())
+        for name, suite in self.suites.items():
+            parts.append(f"### `{name}`\n\n{suite.markdown.rstrip()}\n")
+        return "\n".join(parts)
+
+    def table(self) -> str:
+        """``group | case | median | min | IQR | ratio | rate | note`` of the cases."""
         compared = any(r.speedup is not None for r in self.results)
         head = "| group | case | median | min | IQR | ratio | rate |"
         rule = "|---|---|--:|--:|--:|--:|--:|"
         if compared:
             head, rule = head + " vs earlier |", rule + "--:|"
-        lines = [_stamp_line(self.header), "", head + " note |", rule + "---|"]
+        lines = [head + " note |", rule + "---|"]
         for r in self.results:
             cells: tuple[str, ...] = (
                 r.group,
@@ -126,15 +155,39 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
+def _case_modules() -> list[Any]:
+    package = importlib.import_module(__package__ or "benchmarks")
+    infos = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+    return [
+        importlib.import_module(f"{package.__name__}.{info.name}")
+        for info in infos
+        if info.name.startswith("cases_")
+    ]
+
+
 def discover() -> list[Case]:
     """Every case of every ``benchmarks/cases_*.py`` module, in module order."""
-    package = importlib.import_module(__package__ or "benchmarks")
     cases: list[Case] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("cases_"):
-            cases += importlib.import_module(f"{package.__name__}.{info.name}").CASES
+    for module in _case_modules():
+        cases += module.CASES
     _check(cases)
     return cases
+
+
+def discover_suites(cases: Iterable[Case] = ()) -> list[Suite]:
+    """The ``SUITES`` of every ``benchmarks/cases_*.py`` module, in module order; their
+    names must differ from each other and from the names and groups of ``cases``."""
+    suites = [s for module in _case_modules() for s in getattr(module, "SUITES", [])]
+    _check_suite_names(suites, cases)
+    return suites
+
+
+def _check_suite_names(suites: Sequence[Suite], cases: Iterable[Case]) -> None:
+    names = [s.name for s in suites]
+    taken = {c.name for c in cases} | {c.group for c in cases}
+    clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & taken))
+    if clash:
+        raise ValueError(f"suite names must be unique and differ from cases/groups: {clash}")
 
 
 def _check(cases: Iterable[Case]) -> None:
@@ -267,8 +320,8 @@ def _host_cpu() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def stamps(caps: DeviceCaps) -> dict[str, Any]:
-    """Where and when: device, driver, Python, qcom_ext, host CPU and the date."""
+def stamps(caps: DeviceCaps, command: str | None = None) -> dict[str, Any]:
+    """Where, when and how: device, driver, Python, qcom_ext, host CPU, date, command."""
     return {
         "device_label": caps.label,
         "device_name": caps.device_name.strip(),
@@ -280,16 +333,36 @@ def stamps(caps: DeviceCaps) -> dict[str, Any]:
         "host_cpu": _host_cpu(),
         "host_cpus": os.cpu_count(),
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": command,
     }
 
 
-def _stamp_line(h: dict[str, Any]) -> str:
-    return (
+def command_line(prog: str, argv: Sequence[str], environ: dict[str, str] | None = None) -> str:
+    """The shell command that reproduces a run: the ``QCOM_EXT_*`` variables that change
+    what is measured (and ``PYOPENCL_CTX`` when ``--device`` is not given), then the
+    program and its arguments.
+
+    >>> command_line("qcom-ext bench", ["probe", "--device", "0:0"],
+    ...              {"QCOM_EXT_HOF_SIZE": "640x360", "QCOM_EXT_CACHE_DIR": "/tmp/c"})
+    'QCOM_EXT_HOF_SIZE=640x360 qcom-ext bench probe --device 0:0'
+    """
+    environ = dict(os.environ if environ is None else environ)
+    names = [k for k in environ if k.startswith("QCOM_EXT_") and k not in _MACHINE_ENV]
+    if "PYOPENCL_CTX" in environ and not any(a.startswith("--device") for a in argv):
+        names.append("PYOPENCL_CTX")
+    env = [f"{k}={shlex.quote(environ[k])}" for k in sorted(names)]
+    return " ".join([*env, prog, *(shlex.quote(a) for a in argv)])
+
+
+def _stamp(h: dict[str, Any]) -> str:
+    """The stamp line (device label, driver, ..., date) and, when known, the command."""
+    line = (
         f"**{h['device_label']}** ({h['device_name']}) · driver {h['driver_version']} · "
         f"platform {h['platform_version']} · {h['opencl_c_version']} · {h['python']} · "
         f"qcom_ext {h['qcom_ext']} · host {h['host_cpu']} ({h['host_cpus']} CPUs) · "
-        f"{h['date']}"
+        f"{h['date']}\n"
     )
+    return line + (f"\nCommand: `{h['command']}`\n" if h.get("command") else "")
 
 
 def measure(
@@ -298,10 +371,12 @@ def measure(
     rounds: int = DEFAULT_ROUNDS,
     batch_s: float = DEFAULT_BATCH_S,
     console: Console | None = None,
+    command: str | None = None,
 ) -> Report:
     """Time ``cases`` group by group on the device ``caps`` describes.
 
-    With a ``console``, a progress bar (one step per group round) is drawn on it.
+    With a ``console``, a progress bar (one step per group round) is drawn on it;
+    ``command`` is stamped into the report's header.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, not {rounds}")
@@ -311,7 +386,7 @@ def measure(
     if console is None:
         for members in groups.values():
             results += _measure_group(members, caps, rounds, batch_ns)
-        return Report(header=stamps(caps), results=results)
+        return Report(header=stamps(caps, command), results=results)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -322,7 +397,7 @@ def measure(
             results += _measure_group(
                 members, caps, rounds, batch_ns, lambda t=task: progress.advance(t)
             )
-    return Report(header=stamps(caps), results=results)
+    return Report(header=stamps(caps, command), results=results)
 
 
 def compare(report: Report, earlier: dict[str, Any]) -> Report:
@@ -343,24 +418,48 @@ def compare(report: Report, earlier: dict[str, Any]) -> Report:
         dataclasses_replace(r, speedup=before[r.name] / r.median_s if r.name in before else None)
         for r in report.results
     ]
-    return Report(header=report.header, results=results)
+    return dataclasses_replace(report, results=results)
 
 
-def update_doc(report: Report, path: Path) -> None:
-    """Replace this device's block for these groups in markdown file ``path`` (or append).
+def replace_block(text: str, begin: str, body: str) -> str:
+    """``text`` with the block opened by the line ``begin`` (closed by ``<!-- /bench -->``)
+    holding ``body``; appended at the end when there is no such block.
 
-    Blocks are delimited by ``<!-- bench <label> <groups> -->`` and ``<!-- /bench -->``.
+    >>> doc = "intro\\n<!-- bench d g -->\\nold\\n<!-- /bench -->\\nafter\\n"
+    >>> replace_block(doc, "<!-- bench d g -->", "new\\n")
+    'intro\\n<!-- bench d g -->\\nnew\\n<!-- /bench -->\\nafter\\n'
     """
-    groups = ",".join(sorted({r.group for r in report.results}))
-    begin = f"<!-- bench {report.header['device_label']} {groups} -->"
-    block = f"{begin}\n{report.to_markdown()}<!-- /bench -->\n"
+    block = f"{begin}\n{body.rstrip()}\n{BLOCK_END}\n"
+    if begin not in text:
+        return text.rstrip("\n") + ("\n\n" if text else "") + block
+    start = text.index(begin)
+    end = text.find(BLOCK_END, start)
+    if end < 0:
+        raise ValueError(f"the block {begin!r} has no closing {BLOCK_END}")
+    end += len(BLOCK_END)
+    if text.startswith("\n", end):
+        end += 1
+    return text[:start] + block + text[end:]
+
+
+def block_begin(key: str, names: Iterable[str]) -> str:
+    """``<!-- bench <key> <names> -->``: key is the device's (its label by default)."""
+    return f"<!-- bench {key} {','.join(sorted(names))} -->"
+
+
+def update_doc(report: Report, path: Path, key: str | None = None) -> None:
+    """Replace this device's block for these groups in markdown file ``path`` (or append
+    it), and one block per suite. Each block holds the stamp (device label, driver, ...,
+    date, command) and the tables. ``key`` names the device (default: its label).
+    """
+    key = key or report.header["device_label"]
     text = path.read_text() if path.exists() else ""
-    if begin in text:
-        start = text.index(begin)
-        end = text.index("<!-- /bench -->", start) + len("<!-- /bench -->\n")
-        text = text[:start] + block + text[end:]
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block
+    stamp = _stamp(report.header)
+    if report.results:
+        groups = {r.group for r in report.results}
+        text = replace_block(text, block_begin(key, groups), f"{stamp}\n{report.table()}")
+    for name, suite in report.suites.items():
+        text = replace_block(text, block_begin(key, [name]), f"{stamp}\n{suite.markdown}")
     path.write_text(text)
 
 
@@ -401,20 +500,28 @@ def write(
 
 
 def render(report: Report, console: Console) -> None:
-    """The results as a rich table, under the stamp line."""
+    """The stamp line, the cases as a rich table, then each suite's markdown."""
     h = report.header
     console.print(
         f"[bold]{h['device_label']}[/] ({h['device_name']}) · {h['driver_version']}"
         f" · {h['python']} · qcom_ext {h['qcom_ext']} · {h['host_cpu']} · {h['date']}"
     )
-    compared = any(r.speedup is not None for r in report.results)
+    if report.results:
+        console.print(_rich_table(report.results))
+    for name, suite in report.suites.items():
+        console.rule(name)
+        console.print(suite.markdown, markup=False, highlight=False)
+
+
+def _rich_table(results: list[Result]) -> Table:
+    compared = any(r.speedup is not None for r in results)
     columns = ["group", "case", "median", "min", "IQR", "ratio", "rate"]
     columns += ["vs earlier"] if compared else []
     table = Table(show_edge=False, pad_edge=False)
     for column in [*columns, "target", "note"]:
         justify = "left" if column in ("group", "case", "target", "note") else "right"
         table.add_column(column, justify=justify, overflow="fold")
-    for r in report.results:
+    for r in results:
         style = {True: "green", False: "bold red", None: "yellow"}[r.target_met]
         target = f"[{style}]{_target_text(r)}[/]" if r.target else ""
         cells = [
@@ -428,14 +535,25 @@ def render(report: Report, console: Console) -> None:
         ]
         cells += [_speedup_text(r)] if compared else []
         table.add_row(*cells, target, r.note)
-    console.print(table)
+    return table
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m benchmarks.run") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description="Time qcom_ext cases side by side.")
-    parser.add_argument("cases", nargs="*", metavar="CASE", help="case or group names (all)")
+def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Time qcom_ext cases side by side; run suites by name.",
+        epilog="Suites: " + "; ".join(f"{s.name}: {s.note}" for s in suites),
+    )
+    parser.add_argument(
+        "cases", nargs="*", metavar="NAME", help="case, group or suite names (all cases)"
+    )
     parser.add_argument("--device", help="device like PYOPENCL_CTX: '1:0', 'nvidia'")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per group")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help=f"rounds per group ({DEFAULT_ROUNDS}); timed launches of a suite (its default)",
+    )
     parser.add_argument(
         "--batch-ms",
         type=float,
@@ -443,14 +561,30 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m benchmarks.ru
         help="least time of one timed batch (ms)",
     )
     parser.add_argument("--json", type=Path, help="write the results as JSON")
-    parser.add_argument("--markdown", type=Path, help="write the results as a markdown table")
+    parser.add_argument("--markdown", type=Path, help="write the results as markdown")
     parser.add_argument("--compare", type=Path, help="an earlier --json: show speed-ups")
     parser.add_argument(
-        "--update-doc", type=Path, help="replace this device's block in a markdown file"
+        "--update-doc",
+        type=Path,
+        help="replace this device's blocks (the cases' groups, each suite) in a markdown file",
     )
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument(
+        "--doc-key", help="the device's name in --update-doc blocks (default: its label)"
+    )
+    parser.add_argument("--list", action="store_true", help="list the cases and suites, exit")
+    for suite in suites:
+        if suite.arguments is not None:
+            suite.arguments(parser.add_argument_group(f"{suite.name} options"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m benchmarks.run") -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cases = discover()
+    suites = {s.name: s for s in discover_suites(cases)}
+    parser = _parser(prog, list(suites.values()))
     args = parser.parse_args(argv)
-    if args.rounds < 1:
+    if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
     earlier = None
     if args.compare is not None:
@@ -458,23 +592,32 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m benchmarks.ru
             earlier = json.loads(args.compare.read_text())
         except (OSError, ValueError) as exc:
             parser.error(f"--compare {args.compare}: {exc}")
+    wanted_suites = [suites[n] for n in dict.fromkeys(args.cases) if n in suites]
+    wanted = [n for n in args.cases if n not in suites]
     try:
-        chosen = select(discover(), args.cases)
+        chosen = select(cases, wanted) if wanted or not wanted_suites else []
     except UnknownCaseError as exc:
-        parser.error(str(exc))
+        parser.error(str(UnknownCaseError(exc.unknown, exc.known + list(suites))))
     console = Console() if sys.stdout.isatty() else Console(width=160)
     if args.list:
         for case in chosen:
             mark = " (baseline)" if case.baseline else ""
             console.print(f"{case.group:<12} {case.name}{mark}  [dim]{case.note}[/]")
+        for suite in wanted_suites or (suites.values() if not args.cases else []):
+            console.print(f"{'suite':<12} {suite.name}  [dim]{suite.note}[/]")
         return 0
+    command = command_line(prog, argv)
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
     try:
         caps = qcom_ext.probe()
     except QcomExtError as exc:
         parser.exit(1, f"benchmarks: no device to run on: {exc}\n")
-    report = measure(chosen, caps, args.rounds, args.batch_ms / 1e3, Console(stderr=True))
+    rounds = args.rounds or DEFAULT_ROUNDS
+    report = measure(chosen, caps, rounds, args.batch_ms / 1e3, Console(stderr=True), command)
+    if wanted_suites:
+        results = {s.name: s.run(caps, args) for s in wanted_suites}
+        report = dataclasses_replace(report, suites=results)
     if earlier is not None:
         try:
             report = compare(report, earlier)
@@ -483,7 +626,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m benchmarks.ru
     render(report, console)
     write(report, json_path=args.json, markdown_path=args.markdown)
     if args.update_doc is not None:
-        update_doc(report, args.update_doc)
+        update_doc(report, args.update_doc, args.doc_key)
     return 0
 
 

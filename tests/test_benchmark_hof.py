@@ -83,6 +83,16 @@ def test_throughput_table(hof, device_caps, kernel_context):
     text = hof.markdown(rows, device_caps, SMALL, 2)
     assert "| image copy | clEnqueueCopyImage |" in text and "x copy bandwidth" in text
     assert len(hof.verdicts(rows)) == 2
+    buffer_Bps = 2 * copy["gb_s"] * 1e9  # a buffer copy twice as fast as the image copy
+    summary = hof.summary(rows, buffer_Bps).splitlines()
+    assert summary[0].startswith("| operation | qcom_ext (default method) | of image copy |")
+    assert [line.split(" | ")[0] for line in summary[2:]] == [
+        "| 5x5 convolution", "| 7x7 box filter", "| 8x8 block match, r=4"]  # fmt: skip
+    conv = next(r for r in rows if r["operation"] == "5x5 convolution")
+    cells = summary[2].split(" | ")
+    assert cells[1].startswith(conv["implementation"])  # the default method comes first
+    assert float(cells[2]) == pytest.approx(conv["of_copy"], abs=0.006)
+    assert float(cells[3]) == pytest.approx(conv["of_copy"] / 2, abs=0.006)
 
 
 def test_sweep_times_every_block_and_local_size(hof, device_caps, kernel_context,

@@ -12,7 +12,7 @@ from conftest import benchmark_module
 from qcom_ext import DeviceCaps
 
 _case, _run = benchmark_module("_case"), benchmark_module("run")
-Case, Target = _case.Case, _case.Target
+Case, Suite, SuiteResult, Target = _case.Case, _case.Suite, _case.SuiteResult, _case.Target
 UnknownCaseError, compare, main, measure = (
     _run.UnknownCaseError,
     _run.compare,
@@ -113,11 +113,57 @@ def test_update_doc_replaces_only_its_own_block(tmp_path: Path) -> None:
     assert doc.read_text().count("<!-- /bench -->") == 1
 
 
+def test_suites_get_their_own_stamped_blocks(tmp_path: Path) -> None:
+    doc = tmp_path / "BENCH.md"
+    doc.write_text("# Benchmarks\n\n<!-- bench dev mine -->\nold table\n<!-- /bench -->\nend\n")
+    report = measure(CASES, CAPS, rounds=1, batch_s=0.0001, command="qcom-ext bench x")
+    suites = {"mine": SuiteResult("| a | b |\n|---|--:|\n| x | 1.5 ms |\n", {"b": 1.5})}
+    report = _run.dataclasses_replace(report, suites=suites)
+    update_doc(report, doc, key="dev")
+    update_doc(report, doc, key="dev")
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\n<!-- bench dev mine -->\n**")
+    assert text.count("<!-- bench dev mine -->") == 1 and "old table" not in text
+    assert text.count("<!-- bench dev synthetic -->") == 1 and text.count("<!-- /bench -->") == 2
+    mine = text.split("<!-- bench dev mine -->", 1)[1].split("<!-- /bench -->", 1)[0]
+    assert "driver 9.9-test" in mine and "Command: `qcom-ext bench x`" in mine
+    assert "| x | 1.5 ms |" in mine and "| synthetic |" not in mine
+    assert "\n<!-- /bench -->\nend\n" in text
+    assert report.to_dict()["suites"] == {"mine": {"b": 1.5}}
+    assert "### `mine`" in report.to_markdown()
+    with pytest.raises(ValueError, match="no closing"):
+        _run.replace_block("<!-- bench a b -->\nnever closed\n", "<!-- bench a b -->", "x")
+
+
+def test_command_stamp_names_what_changes_the_measurement() -> None:
+    env = {"QCOM_EXT_HOF_SIZE": "64x48", "QCOM_EXT_CACHE_DIR": "/c", "PYOPENCL_CTX": "0:0"}
+    assert _run.command_line("qcom-ext bench", ["hof", "--rounds", "2"], env) == (
+        "PYOPENCL_CTX=0:0 QCOM_EXT_HOF_SIZE=64x48 qcom-ext bench hof --rounds 2"
+    )
+    assert _run.command_line("p", ["--device", "1:0", "a b"], env) == (
+        "QCOM_EXT_HOF_SIZE=64x48 p --device 1:0 'a b'"
+    )
+
+
+def test_suite_names_may_not_clash_with_cases() -> None:
+    names = {s.name for s in _run.discover_suites(_run.discover())}
+    assert {"conv-suite", "hof-suite", "bicubic-suite"} <= names
+    with pytest.raises(ValueError, match="probe"):
+        _run._check_suite_names([Suite("probe", "", lambda caps, o: None)], _run.discover())
+
+
 def test_qcom_ext_bench_cli_lists_and_rejects(capsys) -> None:
     from qcom_ext.cli import main as cli_main
 
     assert cli_main(["bench", "--list"]) == 0
-    assert "probe_cold" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "probe_cold" in listed and "conv-suite" in listed
+    assert cli_main(["bench", "conv-suite", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "conv-suite" in listed and "probe_cold" not in listed
+    with pytest.raises(SystemExit):
+        cli_main(["bench", "nope-suite"])
+    assert "conv-suite" in capsys.readouterr().err  # the known names include the suites
     with pytest.raises(SystemExit) as exc:
         cli_main(["bench", "--compare", "/nonexistent.json"])
     assert exc.value.code == 2

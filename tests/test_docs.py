@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from doc_quotes import check_page
 
 import qcom_ext
 from qcom_ext.extensions import REGISTRY
@@ -126,3 +127,97 @@ def test_public_callable_has_an_example(name):
     if inspect.isclass(obj):
         docs.append(inspect.getmodule(obj).__doc__ or "")
     assert any(">>>" in doc for doc in docs), f"qcom_ext.{name} has no >>> example"
+
+
+# ---- quoted signatures, prototypes and builtins against the code (tests/doc_quotes.py) ----
+
+TOPIC_PAGES = sorted(p for p in (ROOT / "docs").glob("*.md"))
+QUOTING_PAGES = TOPIC_PAGES + all_pages()
+
+
+@pytest.mark.parametrize("page", QUOTING_PAGES, ids=lambda p: str(p.relative_to(ROOT / "docs")))
+def test_quoted_code_matches_the_code(page):
+    problems = check_page(page.read_text())
+    assert not problems, f"{page.relative_to(ROOT)}:\n" + "\n".join(problems)
+
+
+def test_the_quote_checks_cover_the_pages():
+    seen: list[str] = []
+    for page in QUOTING_PAGES:
+        check_page(page.read_text(), seen)
+    kinds = {kind: {s.split(":", 1)[1] for s in seen if s.startswith(kind + ":")}
+             for kind in ("python", "c", "prototype", "kernel")}  # fmt: skip
+    assert len(kinds["python"]) > 100, kinds["python"]
+    assert {"qcom_ext.create_context", "rec.replay", "frame.write"} <= kinds["python"]
+    assert {"qcom_convolve_imagef", "qcom_udot8_acc", "qcom_sub_group_shuffle_up"} <= kinds[
+        "kernel"
+    ]
+    assert "clSetPerfHintQCOM" in kinds["prototype"]
+
+
+def test_every_qcom_entry_point_is_quoted_with_its_prototype_on_its_page():
+    for cdef in sorted((ROOT / "cdefs").glob("cl_qcom_*.h")):
+        names = re.findall(r"\(\s*\*\s*(cl\w+QCOM)_fn\s*\)", cdef.read_text())
+        if not names:
+            continue
+        seen: list[str] = []
+        page = PAGES / f"{cdef.stem}.md"
+        assert not check_page(page.read_text(), seen)
+        missing = {f"prototype:{n}" for n in names} - set(seen)
+        assert not missing, f"{page.name} quotes no prototype of {sorted(missing)}"
+
+
+WRONG = {
+    # Python: a code span (call or signature) and a Python block
+    "`qcom_ext.create_context(perf_hnit='low')`": "has no parameter 'perf_hnit'",
+    "`qcom_ext.set_perf_hint(ctx)`": "needs 'hint'",
+    "`qcom_ext.set_perf_hint(ctx, 'low', 3)`": "takes 2 positional argument(s)",
+    "`qcom_ext.no_such_function(ctx)`": "is not in qcom_ext",
+    "`qcom_ext.create_context(devices=None, *, perf_hint=None, priority_hint=None)`": (
+        "omits 'protected'"
+    ),
+    "`qcom_ext.create_context(devices=None, *, perf_hint='low', ...)`": (
+        "'perf_hint' defaults to None"
+    ),
+    "`qcom_ext.create_context(*, devices=None, ...)`": "'devices' is quoted after `*`",
+    "`create_image(compressed=True)`": "needs 'context'",
+    "```python\nimport qcom_ext\nwith qcom_ext.Recording(q) as rec:\n"
+    "    rec.replay(q, arg={})\n```": "has no parameter 'arg'",
+    # C entry points
+    "`clSetPerfHintQCOM(context)`": "takes 2 arguments, the quote has 1",
+    "`clSetPerfHintQCM(context, hint)`": "not declared in cdefs/",
+    "```c\ncl_int clSetPerfHintQCOM(cl_context context, cl_ulong perf_hint);\n```": (
+        "quoted int32_t(*)(struct _cl_context *, uint64_t)"
+    ),
+    "```c\ncl_mem clCreateBufferFromImageQCOM(cl_mem image, cl_mem_flags flags);\n```": (
+        "takes 3 arguments, the quote has 2"
+    ),
+    # kernel builtins
+    "`int qcom_udot8_acc(uint p0, uint p1)`": "takes [3] arguments",
+    "`float qcom_udot8_acc(uint p0, uint p1, int acc)`": "returns int",
+    "```c\nfloat4 v = qcom_read_imagef_bicubic(src, s);\n```": "takes [3] arguments",
+    "`qcom_no_such_builtin(x)`": "not defined by kernels/compat",
+}
+
+
+@pytest.mark.parametrize("snippet", list(WRONG), ids=range(len(WRONG)))
+def test_the_quote_checks_fail_on_wrong_snippets(snippet):
+    problems = check_page(f"# page\n\n{snippet}\n")
+    assert any(WRONG[snippet] in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "`qcom_ext.create_context(devices=None, *, perf_hint=None, priority_hint=None, "
+        "protected=False)`",
+        "`qcom_ext.create_context(perf_hint='low')`",
+        "`create_image(..., compressed=True)`",
+        "`clQueryImageInfoQCOM(..., CL_IMAGE_SIZE_QCOM, ...)`",
+        "```c\ncl_int clSetPerfHintQCOM(cl_context context, cl_perf_hint_qcom hint);\n```",
+        "`int qcom_dot8_acc(uint p0, uint p1, int acc)`",
+        "`gentype qcom_sub_group_shuffle_xor(gentype value, uint offset, uint width, gentype d)`",
+    ],
+)
+def test_the_quote_checks_pass_right_snippets(snippet):
+    assert check_page(f"# page\n\n{snippet}\n") == []

@@ -1,0 +1,196 @@
+"""docs/BENCHMARKS.md: every measured table sits in a block ``qcom-ext bench --update-doc``
+writes (stamp: device label, driver, date, command), the page lists one command per block,
+and ``--update-doc`` replaces a block in place."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import benchmark_module
+
+from qcom_ext.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+_run = benchmark_module("run")
+
+BLOCK = re.compile(r"^<!-- bench (\S+) (\S+) -->\n(.*?)^<!-- /bench -->\n", re.M | re.S)
+STAMP = re.compile(r"^\*\*(?P<label>[^*]+)\*\* \(.*driver \S+.*\b(?P<date>20\d\d-\d\d-\d\d)")
+COMMAND = re.compile(r"^Command: `(?P<command>[^`]+)`(?P<legacy> \(run before this page)?", re.M)
+# a cell that is a measurement: a number, with a unit, a percentage or an "x" factor
+MEASURED_CELL = re.compile(
+    r"^[-+]?\d[\d.,]*(e[-+]?\d+)?\s*(ns|µs|us|ms|s|GB/s|GFLOP/s|Mpix/s|x|%)?"
+    r"(\s*\(baseline\))?(,.*)?$"
+)
+
+
+def tables(markdown: str) -> list[list[list[str]]]:
+    """The markdown tables of a text: rows of cells (the header rule dropped)."""
+    found, rows = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if not all(re.fullmatch(r":?-+:?", c) for c in cells):
+                rows.append(cells)
+        elif rows:
+            found.append(rows)
+            rows = []
+    return found
+
+
+def measured(table: list[list[str]]) -> bool:
+    """Whether a table holds measurements (a cell that is only a number, maybe with unit)."""
+    return any(MEASURED_CELL.match(cell) for row in table[1:] for cell in row)
+
+
+def blocks(markdown: str) -> list[tuple[str, str, str]]:
+    return BLOCK.findall(markdown)
+
+
+def regeneration_commands(markdown: str) -> list[str]:
+    """The command lines of the sh blocks under ``## Regenerating this page``."""
+    section = markdown.split("## Regenerating this page", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for body in re.findall(r"^```sh\n(.*?)^```", section, re.M | re.S):
+        lines += [line.strip() for line in body.splitlines() if line.strip()]
+    return lines
+
+
+def block_names(command: str) -> tuple[str | None, list[str]]:
+    """(--doc-key, the blocks' names) that a ``qcom-ext bench`` command line writes, read
+    with the runner's own parser."""
+    words = shlex.split(command)
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        words.pop(0)  # environment assignments
+    assert words[:2] == ["qcom-ext", "bench"], command
+    cases = _run.discover()
+    suites = {s.name for s in _run.discover_suites(cases)}
+    args = _run._parser("qcom-ext bench", _run.discover_suites(cases)).parse_args(words[2:])
+    assert str(args.update_doc) == "docs/BENCHMARKS.md", command
+    wanted = [n for n in args.cases if n not in suites]
+    names = [n for n in args.cases if n in suites]
+    if wanted or not names:
+        names.append(",".join(sorted({c.group for c in _run.select(cases, wanted)})))
+    return args.doc_key, names
+
+
+def test_the_table_detector_tells_measurements_from_prose():
+    runner = "| group | case | median |\n|---|---|--:|\n| probe | `probe_cold` | 424 µs |\n"
+    prose = "| group | case | measures |\n|---|---|---|\n| `probe` | `probe_cold` | a probe |\n"
+    suite = (
+        "| layer | gain | GB/s | of copy BW |\n|---|--:|--:|--:|\n| dw | 2.14x | 1896.8 | 64% |"
+    )
+    assert measured(tables(runner)[0]) and measured(tables(suite)[0])
+    assert not measured(tables(prose)[0])
+
+
+def test_every_measured_table_sits_in_a_generated_block():
+    text = DOC.read_text()
+    outside = BLOCK.sub("", text)
+    loose = [t for t in tables(outside) if measured(t)]
+    assert not loose, f"measured tables outside <!-- bench --> blocks: {[t[0] for t in loose]}"
+    assert tables(outside), "the hand-written Cases table should remain outside the blocks"
+    assert len([t for _, _, body in blocks(text) for t in tables(body)]) >= 20
+
+
+def test_every_block_is_closed_and_stamped_with_device_driver_date_and_command():
+    text = DOC.read_text()
+    found = blocks(text)
+    opened = re.findall(r"^<!-- bench ", text, re.M)
+    assert len(opened) == len(found) == len(re.findall(r"^<!-- /bench -->", text, re.M))
+    assert len({(key, names) for key, names, _ in found}) == len(found), "duplicate blocks"
+    listed = set(regeneration_commands(text))
+    for key, names, body in found:
+        where = f"block {key} {names}"
+        stamp = STAMP.match(body)
+        assert stamp, f"{where}: no stamp line (device label, driver, date) first"
+        if key.startswith("pocl-"):  # keyed by label (no --doc-key)
+            assert stamp["label"] == key, where
+        command = COMMAND.search(body)
+        assert command, f"{where}: no Command: line"
+        if not command["legacy"]:
+            assert command["command"] in listed, f"{where}: its command is not listed"
+        assert any(measured(t) for t in tables(body)), f"{where}: no measured table"
+
+
+def test_the_page_lists_one_regeneration_command_per_block():
+    text = DOC.read_text()
+    commands = regeneration_commands(text)
+    keys = {block_names(c)[0] for c in commands} - {None}
+    wanted: Counter[tuple[str, str]] = Counter()
+    for command in commands:
+        key, names = block_names(command)
+        wanted.update((key or "<device label>", name) for name in names)
+    have = Counter(
+        (key if key in keys else "<device label>", names) for key, names, _ in blocks(text)
+    )
+    assert have == wanted
+
+
+def _replace_twice(tmp_path: Path, args: list[str]) -> tuple[str, str, str]:
+    """The doc before, after one and after two ``qcom-ext bench ... --update-doc`` runs."""
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text(DOC.read_text())
+    before = doc.read_text()
+    texts = []
+    for _ in range(2):
+        assert cli_main(["bench", *args, "--update-doc", str(doc)]) == 0
+        texts.append(doc.read_text())
+    return before, texts[0], texts[1]
+
+
+def _check_replaced_in_place(before: str, after: str, begin: str, label: str) -> str:
+    start = before.index(begin)
+    end_before = before.index("<!-- /bench -->", start)
+    assert after.count(begin) == 1 and after.index(begin) == start
+    end_after = after.index("<!-- /bench -->", start)
+    assert after[:start] == before[:start]
+    assert after[end_after:] == before[end_before:]
+    body = after[start:end_after]
+    assert f"**{label}**" in body
+    assert re.search(r"^Command: `([A-Z_]+=\S+ )*qcom-ext bench .*--update-doc ", body, re.M)
+    return body
+
+
+def _shape(body: str) -> list[str]:
+    """A block without its numbers, dates and verdicts: what must not change between runs."""
+    lines = [line.replace("NOT met", "met") for line in body.splitlines()]
+    return [re.sub(r"[\d.]+(e[-+]?\d+)?\s*(ns|µs|ms|s)?", "#", line) for line in lines]
+
+
+@pytest.mark.slow
+def test_update_doc_replaces_a_block_in_place_and_idempotently(tmp_path, monkeypatch, device_caps):
+    from test_samples import device_spec
+
+    spec = device_spec(device_caps)
+    monkeypatch.setenv("PYOPENCL_CTX", spec)  # main() sets it; restored after the test
+    begin = "<!-- bench pocl-3.1-cpu probe,startup -->"
+    args = ["probe", "startup", "--device", spec, "--rounds", "1", "--batch-ms", "1",
+            "--doc-key", "pocl-3.1-cpu"]  # fmt: skip
+    before, once, twice = _replace_twice(tmp_path, args)
+    first = _check_replaced_in_place(before, once, begin, device_caps.label)
+    second = _check_replaced_in_place(before, twice, begin, device_caps.label)
+    assert "`import_and_platforms`" in second and "--rounds 1" in second
+    assert _shape(first) == _shape(second)
+
+
+@pytest.mark.slow
+def test_a_suite_writes_its_own_block_in_place(tmp_path, monkeypatch, device_caps, kernel_context):
+    from test_samples import device_spec
+
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label}: bicubic-suite needs images")
+    spec = device_spec(device_caps)
+    monkeypatch.setenv("PYOPENCL_CTX", spec)
+    monkeypatch.setenv("QCOM_EXT_BENCH_BICUBIC_SIZE", "32x16")
+    begin = "<!-- bench pocl-3.1-cpu bicubic-suite -->"
+    args = ["bicubic-suite", "--device", spec, "--rounds", "1", "--doc-key", "pocl-3.1-cpu"]
+    before, once, twice = _replace_twice(tmp_path, args)
+    body = _check_replaced_in_place(before, twice, begin, device_caps.label)
+    assert "QCOM_EXT_BENCH_BICUBIC_SIZE=32x16 qcom-ext bench bicubic-suite" in body
+    assert "32x16 RGBA float -> 64x32" in body and "| `upscale2x_blocks`" in body
+    assert _shape(_check_replaced_in_place(before, once, begin, device_caps.label)) == _shape(body)

@@ -72,7 +72,7 @@ float8 qcom_ext_vio_centres_4x1(float2 coord, float2 scale)
 #define QCOM_EXT_VIO_PICK(T, name)                                                         \
     T##4 name(T##16 texels, int compid)                                                    \
     {                                                                                      \
-        return compid <= 0 ? texels.s048c                                                  \
+        return compid == 0 ? texels.s048c                                                  \
              : compid == 1 ? texels.s159d                                                  \
              : compid == 2 ? texels.s26ae                                                  \
                            : texels.s37bf;                                                 \
@@ -144,27 +144,32 @@ half4 qcom_ext_vio_half4(float4 v) { return convert_half4(v); }
 /* The spec's procedure list gives the UV (n8n01) variant half2 color[2], like the float2
  * of the f variant; its detailed section says half. half2 is the one that holds two UV
  * pixels, and is what is declared here. */
+/* Widened with vload_half (core OpenCL C, exact like a cast; Oclgrind 21.10 cannot
+ * execute a half-to-float cast). */
 void qcom_write_imagehv_2x1_n8n00(write_only image2d_t image, int2 coord, half color[2])
 {
-    float f[2] = {(float)color[0], (float)color[1]};
+    float f[2] = {vload_half(0, color), vload_half(1, color)};
     qcom_write_imagefv_2x1_n8n00(image, coord, f);
 }
 
 void qcom_write_imagehv_2x1_n8n01(write_only image2d_t image, int2 coord, half2 color[2])
 {
-    float2 f[2] = {convert_float2(color[0]), convert_float2(color[1])};
+    float4 uv = vload_half4(0, (half *)color); /* u0 v0 u1 v1 */
+    float2 f[2] = {uv.s01, uv.s23};
     qcom_write_imagefv_2x1_n8n01(image, coord, f);
 }
 
 void qcom_write_imagehv_4x1_n8n00(write_only image2d_t image, int2 coord, half color[4])
 {
-    float f[4] = {(float)color[0], (float)color[1], (float)color[2], (float)color[3]};
+    float4 v = vload_half4(0, color);
+    float f[4] = {v.s0, v.s1, v.s2, v.s3};
     qcom_write_imagefv_4x1_n8n00(image, coord, f);
 }
 
 void qcom_write_imagehv_2x2_n8n00(write_only image2d_t image, int2 coord, half color[4])
 {
-    float f[4] = {(float)color[0], (float)color[1], (float)color[2], (float)color[3]};
+    float4 v = vload_half4(0, color);
+    float f[4] = {v.s0, v.s1, v.s2, v.s3};
     qcom_write_imagefv_2x2_n8n00(image, coord, f);
 }
 #pragma OPENCL EXTENSION cl_khr_fp16 : disable

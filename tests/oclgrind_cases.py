@@ -1080,7 +1080,8 @@ def conv_1x1(t: Trial, variants: Any) -> None:
 def conv_depthwise(t: Trial, variants: Any) -> None:
     x = t.rng.standard_normal((2, 5, 6, 7)).astype(np.float32)
     w = t.rng.standard_normal((5, 1, 3, 3)).astype(np.float32)
-    for stride, dilation, activation, dtype in variants:
+    for stride, dilation, activation, dtype, *block in variants:
+        pixels, rows = block or (4, 1)
         got = ops.depthwise_conv2d(
             t.queue,
             x.astype(dtype),
@@ -1089,6 +1090,8 @@ def conv_depthwise(t: Trial, variants: Any) -> None:
             padding=1,
             dilation=dilation,
             activation=activation,
+            pixels=pixels,
+            rows=rows,
         )
         want = conv2d(
             x, w, stride=stride, padding=1, dilation=dilation, groups=5, activation=activation
@@ -1179,12 +1182,20 @@ def conv_int8(t: Trial, variants: Any) -> None:
 
 @case("image-reads")
 def case_conv_images(t: Trial) -> None:
-    """layout.cl, conv_depthwise.cl (both inner loops), conv_kxk.cl; float and half."""
+    """layout.cl, conv_depthwise.cl (4 x 1, 8 x 1 and 2 x 4 output blocks, strides and
+    dilations), conv_kxk.cl; float and half."""
     conv_layout(t)
     f32, f16 = np.float32, np.float16
     conv_depthwise(
         t,
-        [(1, 1, "relu6", f32), (2, 1, None, f32), (1, 2, "leaky_relu", f32), (1, 1, "relu", f16)],
+        [
+            (1, 1, "relu6", f32),
+            (2, 1, None, f32),
+            (1, 2, "leaky_relu", f32),
+            (1, 1, "relu", f16),
+            (1, 1, None, f32, 8, 1),
+            (2, 2, None, f32, 2, 4),
+        ],
     )
     conv_kxk(
         t,

@@ -23,7 +23,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import threading
 import warnings
 import weakref
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from . import _hints
+from ._finalizer_lock import FinalizerLock
 from ._lib import C, check, driver, ffi
 from .caps import DeviceCaps
 from .errors import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
@@ -79,14 +79,19 @@ class _State:
     devices: tuple[DeviceCaps, ...]
 
 
-_lock = threading.Lock()
+# A finalizer removes the entry of a collected context; it may run inside a locked
+# block of this module (a collection can start at any allocation): see _finalizer_lock.
+_lock = FinalizerLock()
 _registry: dict[int, _State] = {}  # ctx.int_ptr -> state; never holds the context itself
 
 
+def _remove(handle: int, state: _State) -> None:
+    if _registry.get(handle) is state:
+        del _registry[handle]
+
+
 def _forget(handle: int, state: _State) -> None:
-    with _lock:
-        if _registry.get(handle) is state:
-            del _registry[handle]
+    _lock.defer(_remove, handle, state)
 
 
 def _register(context: Any, state: _State) -> None:
@@ -94,6 +99,11 @@ def _register(context: Any, state: _State) -> None:
     with _lock:
         _registry[handle] = state
     weakref.finalize(context, _forget, handle, state)
+
+
+def _lookup(handle: int) -> _State | None:
+    with _lock:  # runs the removals finalizers deferred: no state of a dead context
+        return _registry.get(handle)
 
 
 def _context_handle(context: Any) -> int:
@@ -261,13 +271,13 @@ def context_info(context: pyopencl.Context) -> ContextInfo:
     >>> context_info(pyopencl.create_some_context(interactive=False)) == ContextInfo()
     True
     """
-    state = _registry.get(_context_handle(context))
+    state = _lookup(_context_handle(context))
     return state.info if state else ContextInfo()
 
 
 def _state_of(context: Any) -> _State:
     """The registered state, or one built (and registered) for a plain pyopencl context."""
-    state = _registry.get(_context_handle(context))
+    state = _lookup(_context_handle(context))
     if state is None:
         found = tuple(probe(d) for d in context.devices)
         state = _State(ContextInfo(), found[0].platform_id, found)
@@ -357,7 +367,7 @@ def create_queue(
     if recordable and out_of_order:
         raise ConfigError("recordable=True needs an in-order queue: recordings replay in order "
                           "(drop out_of_order=True)")  # fmt: skip
-    state = _registry.get(handle)
+    state = _lookup(handle)
     if state and state.info.protected and profiling:
         raise ConfigError("queues of a protected context cannot profile (the driver answers "
                           "CL_INVALID_QUEUE_PROPERTIES): drop profiling=True")  # fmt: skip

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._finalizer_lock import FinalizerLock
 from .accelerated import EXTENSION, WeightImage, _device_caps, box_size, hof_limits
 from .errors import ConfigError
 
@@ -60,17 +61,20 @@ DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8)}  #
 MAX_RADIUS = 127
 _ADDRESSING = ("clamp", "clamp_to_edge", "none")
 
-_lock = threading.Lock()
+_lock = FinalizerLock()  # its finalizer may run inside a locked block: see _finalizer_lock
 _launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
 _programs: dict[tuple[int, tuple[tuple[str, Any], ...], tuple[str, ...]], dict[str, Any]] = {}
 _samplers: dict[tuple[int, str], Any] = {}
 
 
+def _drop(handle: int) -> None:
+    for cache in (_programs, _samplers):
+        for key in [k for k in cache if k[0] == handle]:
+            del cache[key]
+
+
 def _forget(handle: int) -> None:
-    with _lock:
-        for cache in (_programs, _samplers):
-            for key in [k for k in cache if k[0] == handle]:
-                del cache[key]
+    _lock.defer(_drop, handle)
 
 
 def _watch(context: Any) -> None:

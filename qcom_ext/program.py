@@ -22,8 +22,10 @@ build of the same source, headers, options and device is loaded from its binary.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,33 @@ HEADER_SUFFIXES = (".h", ".hpp", ".clh", ".cl", ".inc")
 
 #: Prepended to every source; ``#line 1`` keeps the build log's line numbers the user's.
 PRELUDE = "#include <qcom_ext.h>\n#line 1\n"
+
+# A program loaded from cached binaries has no CL_PROGRAM_SOURCE. The SHA-256 of the text
+# each was built from is kept here (binaries digest -> source digest, the latest few
+# thousand), so that the tuner keys it as it keys the same program compiled from source.
+_SOURCES_KEPT = 4096
+_source_digests: dict[str, str] = {}
+_source_lock = threading.Lock()
+
+
+def binaries_digest(binaries: Sequence[bytes]) -> str:
+    """The digest of a program's binaries, in its device order (SHA-256 of each, joined)."""
+    return "".join(hashlib.sha256(bytes(b)).hexdigest() for b in binaries)
+
+
+def source_digest(binaries: Sequence[bytes]) -> str | None:
+    """The SHA-256 of the full source text :func:`build_program` built ``binaries`` from,
+    when it loaded them from its cache in this process; None otherwise."""
+    return _source_digests.get(binaries_digest(binaries))
+
+
+def _remember_source(binaries: Sequence[bytes], text: str) -> None:
+    key = binaries_digest(binaries)
+    with _source_lock:
+        _source_digests.pop(key, None)
+        _source_digests[key] = hashlib.sha256(text.encode()).hexdigest()
+        while len(_source_digests) > _SOURCES_KEPT:
+            del _source_digests[next(iter(_source_digests))]
 
 
 def define_options(defines: Mapping[str, Any] | None) -> list[str]:
@@ -117,6 +146,7 @@ def build_program(
         if binaries is not None:
             program = _build_from_binaries(context, devices, binaries, full)
             if program is not None:
+                _remember_source(binaries, text)
                 return program
     program = _build_from_source(context, devices, text, full)
     if cache is not None and identity is not None:
@@ -176,7 +206,9 @@ def cache_identity(
     from . import __version__
 
     headers = {}
-    for folder in [kernels_dir(), *include_dirs(options)]:
+    # build_program's own "-I kernels/" names kernels/ twice: hash each folder once (the
+    # key is the same, hashing is most of the cost of a cache hit besides the driver's)
+    for folder in dict.fromkeys([kernels_dir(), *include_dirs(options)]):
         digest = program_cache.directory_digest(folder, HEADER_SUFFIXES)
         if digest is None:
             log.info("not caching: too many headers to hash under %s", folder)

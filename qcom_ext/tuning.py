@@ -94,17 +94,23 @@ def kernel_identity(
     """The identity of ``kernel`` on ``device`` (default: its context's first device).
 
     The source comes from the program (``CL_PROGRAM_SOURCE``) unless given; a program
-    created from binaries has none, and then the binaries are hashed instead.
+    created from binaries has none: one :func:`qcom_ext.build_program` loaded from its
+    cache is keyed by the source it was built from (as when it compiles it), any other
+    by the hash of its binaries.
     """
     import pyopencl as cl
 
+    from .program import binaries_digest, source_digest
+
     program = kernel.get_info(cl.kernel_info.PROGRAM)
     device = device if device is not None else kernel.context.devices[0]
+    source_sha256 = None
     if source is None:
         source = program.get_info(cl.program_info.SOURCE) or ""
         if not source.strip():
             binaries = program.get_info(cl.program_info.BINARIES)
-            source = "binary:" + "".join(hashlib.sha256(b).hexdigest() for b in binaries)
+            source_sha256 = source_digest(binaries)
+            source = "binary:" + binaries_digest(binaries)
     if options is None:
         options = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
     return KernelIdentity(
@@ -112,7 +118,7 @@ def kernel_identity(
         device=device.name.strip(),
         driver=device.driver_version.strip(),
         kernel=kernel.function_name,
-        source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        source_sha256=source_sha256 or hashlib.sha256(source.encode()).hexdigest(),
         options=" ".join(options.split()),
     )
 

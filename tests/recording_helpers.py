@@ -67,7 +67,7 @@ class FakeRecordingDriver:
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
         names = ("clSetKernelArg", "clSetKernelArgSVMPointer", "clEnqueueNDRangeKernel",
-                 "clCreateCommandQueue")  # fmt: skip
+                 "clCreateCommandQueue", "clReleaseCommandQueue")  # fmt: skip
         self.real = {name: driver.function(name) for name in names}
         self.kernel_args: dict[int, dict[int, tuple]] = {}
         self.recordable_queues: set[int] = set()
@@ -79,6 +79,7 @@ class FakeRecordingDriver:
     def substitute(self) -> Any:
         return driver.substitute(
             clCreateCommandQueue=self.create_queue,
+            clReleaseCommandQueue=self.release_queue,
             clSetKernelArg=self.set_arg,
             clSetKernelArgSVMPointer=self.set_arg_svm,
             clEnqueueNDRangeKernel=self.enqueue_ndrange,
@@ -99,6 +100,11 @@ class FakeRecordingDriver:
         if properties & C.CL_QUEUE_RECORDABLE_QCOM and errcode[0] == 0:
             self.recordable_queues.add(addr(queue))
         return queue
+
+    def release_queue(self, queue):
+        # the address may come back as an ordinary queue: forget it was recordable
+        self.recordable_queues.discard(addr(queue))
+        return self.real["clReleaseCommandQueue"](queue)
 
     def set_arg(self, kernel, index, size, value):
         data = None if value == ffi.NULL else raw(value, size)

@@ -54,6 +54,7 @@ MODULES = [
     "qcom_ext.selftest.checks_builtins",
     "qcom_ext._cache_dir",
     "qcom_ext._clml",
+    "qcom_ext._finalizer_lock",
     "qcom_ext.tuning",
     "qcom_ext.ops",
     "qcom_ext.ops.layout",

@@ -3,6 +3,7 @@ concurrent writers) and the ops' use of tuned sizes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -255,3 +256,17 @@ def test_ops_use_the_tuned_size_and_the_driver_choice_otherwise(
     layer(queue, src, out)
     assert seen[-1] == (want, report.local_size)
     np.testing.assert_allclose(out.to_numpy(queue), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cached_program_is_keyed_like_a_compiled_one(kernel_context, cache_dir):
+    """build_program's second build loads binaries (no CL_PROGRAM_SOURCE): the tuner still
+    keys it by its source, so both share one tuning entry (they had two before)."""
+    device = kernel_context.devices[0]
+    compiled = tuning.kernel_identity(scale_kernel(kernel_context), device)
+    loaded = tuning.kernel_identity(scale_kernel(kernel_context), device)
+    assert loaded == compiled
+    other = cl.Program(kernel_context, GUARDED).build()  # never seen by build_program
+    again = cl.Program(kernel_context, [device], other.binaries).build()
+    identity = tuning.kernel_identity(cl.Kernel(again, "scale"), device)
+    digest = "".join(hashlib.sha256(b).hexdigest() for b in again.binaries)
+    assert identity.source_sha256 == hashlib.sha256(f"binary:{digest}".encode()).hexdigest()

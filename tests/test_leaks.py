@@ -38,6 +38,7 @@ from _leakcheck import (
     Measurement,
     measure,
     reference_total,
+    wait_for_driver_release,
 )
 from conftest import DEVICES
 from recording_helpers import FakeRecordingDriver, native_caps
@@ -181,9 +182,11 @@ def test_contexts(cl_device):
             cl_device, perf_hint=LEVELS[i % 3], priority_hint=LEVELS[(i + 1) % 3]
         )
         queue = qcom_ext.create_queue(ctx)
+        idle = ctx.reference_count
         buf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=data)
         cl.enqueue_copy(queue, out, buf)
         buf.release()
+        wait_for_driver_release(ctx, idle)  # so the context dies on this thread
 
     with contexts.counting():
         check(measure("contexts", cycle, live=lambda: contexts.live))

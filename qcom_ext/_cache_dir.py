@@ -15,12 +15,14 @@ The root is ``QCOM_EXT_CACHE_DIR`` when set, else the user cache directory
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import warnings
 from pathlib import Path
 
-from .errors import QcomExtWarning
+from .errors import ConfigError, QcomExtWarning
 
 __all__ = [
     "DIR_ENV",
@@ -28,6 +30,7 @@ __all__ = [
     "cache_enabled",
     "cache_root",
     "cache_subdir",
+    "read_entry",
     "unwritable",
     "write_atomically",
 ]
@@ -45,7 +48,13 @@ def cache_root() -> Path:
     """``QCOM_EXT_CACHE_DIR``, else the platform's user cache directory for qcom_ext."""
     override = os.environ.get(DIR_ENV)
     if override:
-        return Path(override).expanduser()
+        try:
+            return Path(override).expanduser()
+        except RuntimeError:  # "~name" of a user that does not exist
+            raise ConfigError(
+                f"{DIR_ENV}={override!r}: cannot expand the home directory in it; "
+                "expected a directory path"
+            ) from None
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("qcom_ext", appauthor=False))
@@ -54,6 +63,50 @@ def cache_root() -> Path:
 def cache_subdir(name: str) -> Path:
     """The directory of one cache (not created here)."""
     return cache_root() / name
+
+
+#: Opens an entry without following a final symlink, and without blocking on a FIFO.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+class NotAnEntry(OSError):
+    """The path is not a regular file (a symlink, FIFO, device or directory)."""
+
+
+def read_entry(path: Path) -> bytes:
+    """The bytes of cache entry ``path``; OSError when it cannot be read, and
+    :class:`NotAnEntry` (an OSError) when it is not a regular file: a cache never reads
+    through a symlink (which could point at another cache's entry or any file) nor
+    from a FIFO or device (which could block or never end).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "entry").write_bytes(b"abc") and read_entry(folder / "entry")
+    b'abc'
+    >>> (folder / "link").symlink_to(folder / "entry")
+    >>> read_entry(folder / "link")
+    Traceback (most recent call last):
+    ...
+    qcom_ext._cache_dir.NotAnEntry: ... is a symlink, not a cache entry
+    """
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):  # where O_NOFOLLOW does not exist
+            raise NotAnEntry(f"{path} is a symlink, not a cache entry")
+        handle = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if isinstance(exc, NotAnEntry) or exc.errno not in (errno.ELOOP, errno.EMLINK):
+            raise
+        raise NotAnEntry(f"{path} is a symlink, not a cache entry") from None
+    with os.fdopen(handle, "rb") as entry:
+        mode = os.fstat(entry.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotAnEntry(f"{path} is not a regular file (mode {stat.filemode(mode)})")
+        return entry.read()
 
 
 def write_atomically(path: Path, data: bytes) -> None:

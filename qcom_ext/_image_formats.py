@@ -405,6 +405,10 @@ class ImageExtent(NamedTuple):
         return self.depth * self.array_size
 
 
+#: The largest image size a ``cl_image_desc`` field (size_t) holds.
+SIZE_MAX = (1 << (8 * ffi.sizeof("size_t"))) - 1
+
+
 def image_extent(kind: Any, shape: Any) -> ImageExtent:
     """The :class:`ImageExtent` of ``shape`` (pyopencl order) for image type ``kind``."""
     name = image_type_name(kind)
@@ -421,6 +425,9 @@ def image_extent(kind: Any, shape: Any) -> ImageExtent:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ConfigError(f"image {axis} must be a positive int, got {size!r} in {shape!r}")
         values[axis] = int(size)
+    for axis, size in values.items():
+        if size > SIZE_MAX:  # before any cl_image_desc or driver call sees it
+            raise ConfigError(f"image {axis} {size} does not fit in a size_t, in {shape!r}")
     return ImageExtent(**values)
 
 

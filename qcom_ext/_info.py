@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._lib import C, check, driver, ffi, handle_int
+from .errors import DriverAnswerError
 
 
 def _as(kind: str, handle: Any) -> Any:
@@ -49,34 +50,47 @@ def device_str(device: Any, param: int) -> str:
     return _text(device_bytes(device, param))
 
 
-def decode_uint(raw: bytes) -> int:
-    """A little-endian unsigned scalar of 1, 2, 4 or 8 bytes."""
+def decode_uint(raw: bytes, what: str = "a scalar query") -> int:
+    """A little-endian unsigned scalar of 1, 2, 4 or 8 bytes (DriverAnswerError, a
+    ValueError, for any other width)."""
     if len(raw) not in (1, 2, 4, 8):
-        raise ValueError(f"expected a 1, 2, 4 or 8 byte scalar, got {len(raw)} bytes")
+        raise DriverAnswerError(
+            f"{what}: expected a 1, 2, 4 or 8 byte scalar, the driver answered {len(raw)} bytes"
+        )
     return int.from_bytes(raw, "little")
+
+
+def _param(param: int) -> str:
+    return f"clGetDeviceInfo({param:#06x})"
 
 
 def device_uint(device: Any, param: int) -> int:
     """An unsigned scalar query, whatever its width (cl_uint, size_t, cl_ulong)."""
-    return decode_uint(device_bytes(device, param))
+    return decode_uint(device_bytes(device, param), _param(param))
 
 
 def device_sizes(device: Any, param: int) -> tuple[int, ...]:
-    """A ``size_t[]`` query."""
+    """A ``size_t[]`` query (DriverAnswerError when the answer is not whole entries)."""
     raw = device_bytes(device, param)
     width = ffi.sizeof("size_t")
+    if len(raw) % width:
+        raise DriverAnswerError(
+            f"{_param(param)}: a size_t[] answer of {len(raw)} bytes is not whole "
+            f"{width}-byte entries"
+        )
     return tuple(int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width))
 
 
 def device_name_versions(device: Any, param: int) -> dict[str, int]:
-    """A ``cl_name_version[]`` query as ``{name: packed version}``."""
+    """A ``cl_name_version[]`` query as ``{name: packed version}`` (names that are not
+    UTF-8 keep their bytes as U+FFFD)."""
     raw = device_bytes(device, param)
     item = ffi.sizeof("cl_name_version")
     count = len(raw) // item
     if not count:
         return {}
     array = ffi.from_buffer("cl_name_version[]", bytearray(raw[: count * item]))
-    return {ffi.string(entry.name).decode(): int(entry.version) for entry in array}
+    return {_text(ffi.string(entry.name)): int(entry.version) for entry in array}
 
 
 def version_string(packed: int) -> str:

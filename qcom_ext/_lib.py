@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import numbers
 import os
 import re
 import sys
@@ -35,7 +36,7 @@ from functools import cache
 from typing import Any
 
 from ._cdefs import cdef_texts, cdefs_hash, parse
-from .errors import CLError, EntryPointMissing, LibraryNotFound, QcomExtWarning
+from .errors import CLError, ConfigError, EntryPointMissing, LibraryNotFound, QcomExtWarning
 
 ENV_LIBRARY = "QCOM_EXT_OPENCL_LIBRARY"
 ANDROID_VENDOR_LIBRARIES = (
@@ -143,12 +144,29 @@ def check_handle(handle: Any, err: Any, routine: str, detail: str | None = None,
 
 
 def handle_int(handle: Any) -> int:
-    """The integer value of a cffi handle, a pyopencl object (``.int_ptr``) or an int."""
-    if isinstance(handle, int):
+    """The integer value of a cffi handle, a pyopencl object (``.int_ptr``) or an int.
+
+    Anything else is a :class:`~qcom_ext.ConfigError`: cffi would turn a one-character
+    string or a float into a small integer, a "handle" the driver then dereferences.
+
+    >>> handle_int("a")
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ConfigError: expected an OpenCL object (a pyopencl object, a cffi \
+pointer or an int handle), got 'a'
+    """
+    if isinstance(handle, int) and not isinstance(handle, bool):
         return handle
     if hasattr(handle, "int_ptr"):
         return int(handle.int_ptr)
-    return int(ffi.cast("intptr_t", handle))
+    if isinstance(handle, ffi.CData) and ffi.typeof(handle).kind == "pointer":
+        return int(ffi.cast("intptr_t", handle))
+    if isinstance(handle, numbers.Integral) and not isinstance(handle, bool):  # numpy ints
+        return int(handle)
+    raise ConfigError(
+        "expected an OpenCL object (a pyopencl object, a cffi pointer or an int handle), "
+        f"got {handle!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -170,7 +188,7 @@ class OpenCLLibrary:
 def _count_platforms(library: OpenCLLibrary) -> int:
     address = library.address("clGetPlatformIDs")
     if address is None:
-        raise OSError("does not export clGetPlatformIDs")
+        raise OSError(f"{library.path} does not export clGetPlatformIDs")
     count = ffi.new("cl_uint *")
     status = ffi.cast("clGetPlatformIDs_fn", address)(0, ffi.NULL, count)
     return count[0] if status == 0 else 0

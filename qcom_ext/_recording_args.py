@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,18 +145,36 @@ def _to_dtype(value: bool | int | float, dtype: np.dtype, where: str) -> np.gene
             raise ConfigError(f"{where} is {dtype}; {value} is out of range")
         return dtype.type(value)
     if kind in "fc":
-        return dtype.type(value)
+        try:
+            with np.errstate(over="raise"):
+                converted = dtype.type(value)
+        except (OverflowError, FloatingPointError):
+            converted = None  # an int too large for any float, or a float beyond the dtype
+        if converted is None or (math.isfinite(value) and not np.all(np.isfinite(converted))):
+            raise ConfigError(f"{where} is {dtype}; {value!r} is out of its range")
+        return converted
     raise ConfigError(f"{where} is {dtype}; pass a value of that dtype, not {value!r}")
 
 
+#: The largest work size or offset OpenCL takes: a size_t.
+SIZE_MAX = (1 << (8 * ffi.sizeof("size_t"))) - 1
+
+
 def _dims(value: Any, what: str, minimum: int) -> tuple[int, ...]:
-    items = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if isinstance(value, (int, np.integer)):
+        items: tuple[Any, ...] = (value,)
+    elif isinstance(value, (tuple, list)):
+        items = tuple(value)
+    else:
+        raise ConfigError(f"{what} must be an int or a sequence of 1 to 3 ints, got {value!r}")
     if not 1 <= len(items) <= 3:
         raise ConfigError(f"{what} must have 1 to 3 dimensions, got {value!r}")
     out = []
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or item < minimum:
             raise ConfigError(f"{what} must be integers >= {minimum}, got {value!r}")
+        if item > SIZE_MAX:
+            raise ConfigError(f"{what}: {item} does not fit in a size_t (at most {SIZE_MAX})")
         out.append(int(item))
     return tuple(out)
 
@@ -175,6 +194,13 @@ def check_sizes(
                 f"{where}: {name} {value} has {len(value)} dimensions, global_size "
                 f"{global_size} has {dims}"
             )
+    if global_offset is not None:
+        for g, o in zip(global_size, global_offset, strict=True):
+            if g + o > SIZE_MAX:
+                raise ConfigError(
+                    f"{where}: global_offset {global_offset} plus global_size {global_size} "
+                    f"exceeds a size_t ({SIZE_MAX}: CL_INVALID_GLOBAL_OFFSET)"
+                )
     if local_size is not None:
         if any(g % loc for g, loc in zip(global_size, local_size, strict=True)):
             raise ConfigError(
@@ -282,6 +308,12 @@ def normalize_updates(
         return NO_UPDATES
     count = len(dispatches)
     out = Updates()
+    tables = {"args": args, "global_size": global_size, "local_size": local_size,
+              "global_offset": global_offset}  # fmt: skip
+    for name, table in tables.items():
+        if table and not isinstance(table, Mapping):
+            keys = "(dispatch_index, arg_index)" if name == "args" else "dispatch_index"
+            raise ConfigError(f"{name} must be a mapping {{{keys}: value}}, got {table!r}")
     for key, value in dict(args or {}).items():
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ConfigError(f"args keys are (dispatch_index, arg_index) pairs, got {key!r}")

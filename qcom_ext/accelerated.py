@@ -159,7 +159,11 @@ def hof_limits(device: Any = None) -> HofLimits:
 def _positive_float(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ConfigError(f"box {name} must be a number, got {value!r}")
-    number = float(np.float32(value))
+    try:
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused below
+            number = float(np.float32(value))
+    except OverflowError:  # an int beyond any float
+        number = math.inf
     if not math.isfinite(number) or number <= 0:
         raise ConfigError(f"box {name} must be a finite number above 0, got {value!r}")
     return number
@@ -513,8 +517,8 @@ class WeightImage:
         array([[3., 6.],
                [4., 8.]])
         """
-        if not 0 <= phase < self.num_phases:
-            raise ConfigError(f"phase {phase} is outside 0..{self.num_phases - 1}")
+        if not _is_int(phase) or not 0 <= phase < self.num_phases:
+            raise ConfigError(f"phase {phase!r} is not an int in 0..{self.num_phases - 1}")
         fx, fy = self.filter_size
         slice_ = self.weights[phase].astype(np.float64)
         if self.separable:

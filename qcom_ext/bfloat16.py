@@ -15,12 +15,18 @@ to float32.
 [1.0, 2.0, 3.140625, -0.0, inf]
 >>> mad32_bf16(0x3F80, 0x4000, 3.0)  # the example observed on an Adreno device
 np.float32(5.0)
+
+Anything else is a :class:`~qcom_ext.ConfigError` (a ValueError) naming it: complex or
+non-numeric values, and bit patterns that are not integers in 0..0xFFFF (numpy would
+wrap or truncate them into another value without a word).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from .errors import ConfigError
 
 __all__ = ["from_bfloat16", "mad32_bf16", "to_bfloat16"]
 
@@ -32,7 +38,7 @@ def to_bfloat16(values: ArrayLike) -> np.ndarray:
     >>> hex(to_bfloat16(1.0 + 2.0**-8)[()])  # halfway between 1 and 1 + 2**-7: to even
     '0x3f80'
     """
-    floats = np.asarray(values, np.float32)
+    floats = _real(values, "to_bfloat16 values").astype(np.float32)
     bits = floats.view(np.uint32)
     rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(
         16
@@ -48,8 +54,40 @@ def from_bfloat16(bits: ArrayLike) -> np.ndarray:
     >>> from_bfloat16(0x7FC0)[()]
     np.float32(nan)
     """
-    wide = np.asarray(bits).astype(np.uint32) << np.uint32(16)
+    wide = _bit_patterns(bits, "from_bfloat16 bits").astype(np.uint32) << np.uint32(16)
     return wide.view(np.float32)
+
+
+def _array(values: ArrayLike, what: str) -> np.ndarray:
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged nesting and the like
+        raise ConfigError(f"{what}: not an array of numbers ({exc}): {values!r}") from None
+
+
+def _real(values: ArrayLike, what: str) -> np.ndarray:
+    """``values`` as a real (bool, integer or float) array; ConfigError otherwise."""
+    array = _array(values, what)
+    if array.dtype.kind not in "biuf":
+        raise ConfigError(f"{what} must be real numbers, got dtype {array.dtype}: {values!r}")
+    if array.dtype.kind == "f" and array.dtype.itemsize > 4:
+        with np.errstate(over="ignore"):  # beyond float32: inf, as documented
+            return array.astype(np.float32)
+    return array
+
+
+def _bit_patterns(bits: ArrayLike, what: str) -> np.ndarray:
+    """``bits`` as integers in 0..0xFFFF; ConfigError for floats, negatives, wider values."""
+    array = _array(bits, what)
+    if array.dtype.kind not in "iu":
+        raise ConfigError(
+            f"{what} must be integer bfloat16 bit patterns (uint16), got dtype {array.dtype}: "
+            f"{bits!r}"
+        )
+    if array.size and (int(array.min()) < 0 or int(array.max()) > 0xFFFF):
+        bad = array[(array < 0) | (array > 0xFFFF)].ravel()[0]
+        raise ConfigError(f"{what}: {int(bad)} is not a 16-bit pattern (0..0xFFFF)")
+    return array
 
 
 def mad32_bf16(a: ArrayLike, b: ArrayLike, acc: ArrayLike) -> np.ndarray | np.float32:
@@ -63,5 +101,6 @@ def mad32_bf16(a: ArrayLike, b: ArrayLike, acc: ArrayLike) -> np.ndarray | np.fl
     """
     with np.errstate(over="ignore", invalid="ignore"):  # inf * 0, inf - inf: NaN as in C
         product = from_bfloat16(a).astype(np.float64) * from_bfloat16(b).astype(np.float64)
-        result = (product + np.asarray(acc, np.float32).astype(np.float64)).astype(np.float32)
+        accumulator = _real(acc, "mad32_bf16 acc").astype(np.float32).astype(np.float64)
+        result = (product + accumulator).astype(np.float32)
     return result[()] if result.ndim == 0 else result

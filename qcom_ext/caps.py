@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownExtension
 from .extensions import (
     REGISTRY,
     ExtensionStatus,
@@ -40,9 +40,11 @@ __all__ = ["DISABLE_ENV", "DeviceCaps", "Limits", "parse_disabled"]
 DISABLE_ENV = "QCOM_EXT_DISABLE"
 QUALCOMM_VENDOR_ID = 0x5143  # "QC"
 
-_ADRENO_MODEL = re.compile(r"Adreno\s*(?:\(TM\))?\s*(X\d+-\d+|\d{3,4}[A-Za-z]?)\b")
+# Both patterns take linear time on any text (a driver string is not trusted to be short):
+# no two adjacent parts can match the same characters, and a number starts after a non-digit.
+_ADRENO_MODEL = re.compile(r"Adreno\s*(?:\(TM\)\s*)?(X\d+-\d+|\d{3,4}[A-Za-z]?)\b")
 _ADRENO_COMPILER = re.compile(r"Compiler\s+([A-Z]+\d*(?:\.[0-9A-Za-z]+)+)")
-_VERSION_NUMBER = re.compile(r"\d+(?:\.\d+)+")
+_VERSION_NUMBER = re.compile(r"(?<!\d)\d+(?:\.\d+)+")
 _SHORT_NAMES = (("portable computing", "pocl"), ("pocl", "pocl"), ("oclgrind", "oclgrind"),
                 ("nvidia", "nvidia"), ("intel", "intel"), ("rusticl", "rusticl"),
                 ("amd", "amd"))  # fmt: skip
@@ -275,11 +277,12 @@ class DeviceCaps:
         return extension in self.extensions
 
     def status(self, extension: str) -> ExtensionStatus:
-        """Path and reason for a ``cl_qcom_*`` extension; KeyError names the known ones."""
+        """Path and reason for a ``cl_qcom_*`` extension; :class:`UnknownExtension` (a
+        KeyError) names the known ones."""
         try:
             return self.statuses[extension]
-        except KeyError:
-            raise KeyError(
+        except (KeyError, TypeError):  # TypeError: an unhashable name
+            raise UnknownExtension(
                 f"{extension!r} is not a cl_qcom_* extension qcom_ext knows; "
                 f"known: {', '.join(sorted(self.statuses))}"
             ) from None

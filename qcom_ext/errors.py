@@ -16,6 +16,7 @@ __all__ = [
     "BuildError",
     "CLError",
     "ConfigError",
+    "DriverAnswerError",
     "EntryPointMissing",
     "ExtensionUnavailable",
     "LibraryNotFound",
@@ -24,6 +25,7 @@ __all__ = [
     "QcomExtError",
     "QcomExtWarning",
     "RecordingStateError",
+    "UnknownExtension",
     "error_name",
 ]
 
@@ -96,6 +98,25 @@ class BuildError(QcomExtError):
 
 class ConfigError(QcomExtError, ValueError):
     """A setting (argument or environment variable) has a value qcom_ext does not accept."""
+
+
+class UnknownExtension(QcomExtError, KeyError):
+    """A ``cl_qcom_*`` name qcom_ext does not know; the message lists the known ones.
+
+    A ``KeyError`` too (``DeviceCaps.status`` raised a plain KeyError before).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:  # KeyError's str() would show the message's repr
+        return self.message
+
+
+class DriverAnswerError(QcomExtError, ValueError):
+    """A driver answered a query with data qcom_ext cannot decode (a scalar of an odd
+    width, a list that is not whole entries); the message names the query."""
 
 
 class RecordingStateError(QcomExtError):

@@ -272,7 +272,14 @@ def resolve(
     >>> status.path, status.reason.split(";")[0]
     ('fallback', 'cl_qcom_recordable_queues advertised, but the trial recording crashed')
     """
-    ext = REGISTRY[name]
+    ext = REGISTRY.get(name) if isinstance(name, str) else None
+    if ext is None:
+        from .errors import UnknownExtension
+
+        raise UnknownExtension(
+            f"{name!r} is not a cl_qcom_* extension qcom_ext knows; "
+            f"known: {', '.join(sorted(REGISTRY))}"
+        )
     limits = limits or {}
     versions = versions or {}
     available = set(extensions) | set(khronos_available or ())

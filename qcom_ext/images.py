@@ -37,8 +37,8 @@ from ._image_formats import (  # parse_image_format: part of the public API here
 )
 from ._image_formats import image_type as image_type_token
 from ._lib import C, check, driver, ffi, handle_int
-from ._mem_flags import access_flags
-from .errors import ConfigError
+from ._mem_flags import access_flags, flag_names
+from .errors import CLError, ConfigError
 from .host_ptr import ExternalMemory, import_memory, import_route
 
 __all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_formats"]
@@ -179,7 +179,6 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
     >>> img.shape, img.compressed, img.format.name
     ((8, 4), False, 'CL_RGBA/CL_UNORM_INT8')
     """
-    import pyopencl
 
     width, height, _, _ = image_extent("2d", shape)
     # Compression starts from the spelling alone: CL_RGBx/CL_UNORM_INT8 names the Qualcomm
@@ -221,5 +220,31 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
         image = import_memory(context, memory, flags=flags, image_format=fmt,
                               shape=(width, height))  # fmt: skip
     else:
-        image = pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))
+        image = _create_plain(context, flags, fmt, width, height)
     return QcomImage(image, fmt, (width, height), False, reason)
+
+
+def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height: int) -> Any:
+    """``pyopencl.create_image`` after the format and the device limits are checked
+    (ConfigError naming the formats or the limit); a driver refusal is a CLError naming
+    the image."""
+    import pyopencl
+
+    found = _memobj.context_caps(context)
+    require_listed(context, found, fmt, "formats for this access", flags=flags)
+    for caps in found:
+        core = caps.limits.image2d_max_size  # None: the probe could not read it
+        extended = caps.limits.extended_image2d_max_size or (0, 0)  # cl_qcom_extended_images
+        if core is None:
+            continue
+        for value, limit, token in ((width, max(core[0], extended[0]), "WIDTH"),
+                                    (height, max(core[1], extended[1]), "HEIGHT")):  # fmt: skip
+            if value > limit:
+                raise ConfigError(f"a {width}x{height} image exceeds CL_DEVICE_IMAGE2D_MAX_"
+                                  f"{token} = {limit} of {caps.label}")  # fmt: skip
+    try:
+        return pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))
+    except pyopencl.Error as exc:
+        code = getattr(exc, "code", None)
+        detail = f"{width}x{height} {fmt} image, flags {flag_names(flags)}: {exc}"
+        raise CLError("clCreateImage", code if isinstance(code, int) else -30, detail) from exc

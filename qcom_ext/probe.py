@@ -22,7 +22,7 @@ from . import _clml, _info
 from . import verify as _verify
 from ._lib import C, driver, handle_int
 from .caps import DISABLE_ENV, DeviceCaps, Limits
-from .errors import CLError, EntryPointMissing, NoPlatformError, QcomExtError
+from .errors import CLError, ConfigError, EntryPointMissing, NoPlatformError, QcomExtError
 
 __all__ = ["clear_cache", "default_device", "probe", "probe_all"]
 
@@ -159,12 +159,12 @@ def _pick(handles: list[int], answer: str, name_of: Any, what: str, last: bool) 
     """pyopencl's rule: an index, else a case-insensitive name substring."""
     if not answer:
         return handles[0]
-    if answer.isdigit() and int(answer) < len(handles):
+    if answer.isascii() and answer.isdigit() and int(answer) < len(handles):
         return handles[int(answer)]
     matches = [h for h in handles if answer.lower() in name_of(h).lower()]
     if not matches:
         names = ", ".join(f"{i}: {name_of(h)}" for i, h in enumerate(handles))
-        raise QcomExtError(f"PYOPENCL_CTX: {answer!r} matches no {what} (have {names})")
+        raise ConfigError(f"PYOPENCL_CTX: {answer!r} matches no {what} (have {names})")
     return matches[-1] if last else matches[0]
 
 
@@ -179,7 +179,7 @@ def default_device() -> int:
     if spec not in _default:
         answers = spec.split(":") if spec else []
         if len(answers) > 2:
-            raise QcomExtError(f"PYOPENCL_CTX={spec!r}: expected '<platform>:<device>'")
+            raise ConfigError(f"PYOPENCL_CTX={spec!r}: expected '<platform>:<device>'")
         platform = _pick(
             _require_platforms(),
             answers[0] if answers else "",

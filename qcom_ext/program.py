@@ -76,18 +76,20 @@ def define_options(defines: Mapping[str, Any] | None) -> list[str]:
     >>> define_options({"TILE": 8, "FAST": True, "SKIP": False})
     ['-DTILE=8', '-DFAST']
     """
+    if defines and not isinstance(defines, Mapping):
+        raise ConfigError(f"defines must be a mapping of names to values, got {defines!r}")
     options = []
     for name, value in (defines or {}).items():
-        if not name.isidentifier():
+        if not (isinstance(name, str) and name.isascii() and name.isidentifier()):
             raise ConfigError(f"define name {name!r} is not a C identifier")
         if value is True:
             options.append(f"-D{name}")
         elif value is not False and value is not None:
             text = str(value)
-            if any(ch.isspace() for ch in text):
+            if any(ch.isspace() or not ch.isprintable() for ch in text):
                 raise ConfigError(
-                    f"define {name}={text!r}: values with whitespace are not portable "
-                    "across OpenCL compilers; expected a single token"
+                    f"define {name}={text!r}: values with whitespace or control characters "
+                    "are not portable across OpenCL compilers; expected a single token"
                 )
             options.append(f"-D{name}={text}")
     return options

@@ -8,7 +8,8 @@ Each entry is one file, written to a temporary name in the same directory and mo
 into place with :func:`os.replace`, so a reader sees a whole old entry or a whole new
 one, whatever other threads or processes do. The file carries its key, the metadata it
 was built for and a SHA-256 of everything before it: a corrupt, truncated or foreign
-entry (another device or driver) is reported as a miss, never handed to a driver.
+entry (another device or driver) is reported as a miss, never handed to a driver, and
+so is anything at an entry's path that is not a regular file (a symlink is not followed).
 
 >>> import tempfile
 >>> store = ProgramCache(tempfile.mkdtemp())
@@ -37,8 +38,10 @@ from typing import Any
 from ._cache_dir import (
     DIR_ENV,
     DISABLE_ENV,
+    NotAnEntry,
     cache_enabled,
     cache_subdir,
+    read_entry,
     unwritable,
     write_atomically,
 )
@@ -143,9 +146,14 @@ class ProgramCache:
         """
         path = self.path(key)
         try:
-            data = path.read_bytes()
+            data = read_entry(path)
         except FileNotFoundError:
             log.debug("program cache miss: %s", path.name)
+            return None
+        except NotAnEntry as exc:  # a symlink or FIFO is never followed; it is replaced
+            log.info("program cache entry rejected (%s): rebuilding", exc)
+            with contextlib.suppress(OSError):
+                path.unlink()
             return None
         except OSError as exc:
             log.info("program cache entry %s unreadable (%s): rebuilding", path, exc)

@@ -28,11 +28,13 @@ The report header lists each device's probe summary. Example test module::
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pytest
 
 DEVICES_ENV = "QCOM_EXT_TEST_DEVICES"
+_EXTENSION_NAME = re.compile(r"cl_[a-z0-9]+_\w+\Z", re.ASCII)
 _DEVICE_FIXTURES = {"device_caps", "cl_device", "cl_context", "cl_queue", "kernel_context"}
 _compile_problems: dict[int, str | None] = {}
 _devices: list[Any] | None = None
@@ -49,9 +51,48 @@ def selected_devices() -> list[Any]:
             found = qcom_ext.probe_all()
         except OpenCLUnavailable:
             found = []
-        wanted = [w for w in os.environ.get(DEVICES_ENV, "").split(",") if w]
-        _devices = [c for c in found if not wanted or any(w in c.label for w in wanted)]
+        _devices = filter_devices(found, os.environ.get(DEVICES_ENV, ""))
     return _devices
+
+
+def filter_devices(found: list[Any], spec: str) -> list[Any]:
+    """The devices whose label contains one of the comma-separated strings of ``spec``
+    (all of them for an empty ``spec``). A selector is never ignored: one that keeps no
+    device at all is a ConfigError naming the labels there are (the suite would
+    otherwise skip every device test and pass), and a string that matches no device
+    next to ones that do is reported with a QcomExtWarning.
+
+    >>> from qcom_ext import DeviceCaps
+    >>> pocl = DeviceCaps.from_info(extensions="", platform_name="pocl", device_type="cpu")
+    >>> [c.label for c in filter_devices([pocl], " pocl ,")]
+    ['pocl-cpu']
+    >>> filter_devices([pocl], "nvdia")
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ConfigError: QCOM_EXT_TEST_DEVICES='nvdia' matches no device; ...
+    """
+    import warnings
+
+    from qcom_ext.errors import ConfigError, QcomExtWarning
+
+    wanted = [w.strip() for w in spec.split(",") if w.strip()]
+    if not wanted:
+        return list(found)
+    kept = [c for c in found if any(w in c.label for w in wanted)]
+    unmatched = [w for w in wanted if not any(w in c.label for c in found)]
+    labels = ", ".join(c.label for c in found) or "none"
+    if found and not kept:
+        raise ConfigError(
+            f"{DEVICES_ENV}={spec!r} matches no device; the device labels here are: {labels}"
+        )
+    if found and unmatched:
+        warnings.warn(
+            f"{DEVICES_ENV}: {', '.join(map(repr, unmatched))} match(es) no device "
+            f"(labels here: {labels})",
+            QcomExtWarning,
+            stacklevel=2,
+        )
+    return kept
 
 
 def device_ids(devices: list[Any]) -> list[str]:
@@ -96,12 +137,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         else:
             skip = pytest.mark.skip(reason="no OpenCL device found")
             metafunc.parametrize("device_caps", [pytest.param(None, marks=skip)], indirect=True)
+    for required in metafunc.definition.iter_markers("requires_ext"):
+        bad = [n for n in required.args if not (isinstance(n, str) and _EXTENSION_NAME.match(n))]
+        if not required.args or bad:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: requires_ext takes extension names "
+                f"(cl_<vendor>_<name>), got {required.args!r}"
+            )
     marker = metafunc.definition.get_closest_marker("fallback_and_native")
     if marker is not None:
-        if len(marker.args) != 1 or not isinstance(marker.args[0], str):
+        from qcom_ext.extensions import REGISTRY
+
+        if (
+            len(marker.args) != 1
+            or not isinstance(marker.args[0], str)
+            or (marker.args[0] not in REGISTRY)
+        ):
             raise pytest.UsageError(
                 f"{metafunc.definition.nodeid}: fallback_and_native takes one extension "
-                f"name, got {marker.args!r}"
+                f"name, a cl_qcom_* one qcom_ext knows ({', '.join(sorted(REGISTRY))}); "
+                f"got {marker.args!r}"
             )
         if "qcom_path" not in metafunc.fixturenames:
             raise pytest.UsageError(

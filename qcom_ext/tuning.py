@@ -41,6 +41,7 @@ from typing import Any
 from ._cache_dir import (
     cache_enabled,
     cache_subdir,
+    read_entry,
     unwritable,
     write_atomically,
 )
@@ -163,8 +164,8 @@ class TuningCache:
         """The stored result, or None when absent, unreadable, corrupt or foreign."""
         path = self.path(identity.digest(global_size, pad_global))
         try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError):
+            entry = json.loads(read_entry(path))
+        except (OSError, ValueError):  # absent, unreadable, not a regular file, not JSON
             return None
         return _decode(entry, identity.key(global_size, pad_global))
 
@@ -211,9 +212,19 @@ def _decode(entry: Any, key: dict[str, Any]) -> TuningResult | None:
             return None
         local = tuple(local)
     best, driver_ns = entry.get("best_ns"), entry.get("driver_ns")
-    if not all(v is None or isinstance(v, (int, float)) for v in (best, driver_ns)):
+    if not all(v is None or _is_time(v) for v in (best, driver_ns)):
         return None
     return TuningResult(local, best, driver_ns, from_cache=True)
+
+
+def _is_time(value: Any) -> bool:
+    """A median time as stored: a finite number of nanoseconds >= 0 (a bool is not one)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 _memory: dict[tuple[KernelIdentity, tuple[int, ...], bool], TuningResult | None] = {}

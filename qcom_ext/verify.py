@@ -292,7 +292,7 @@ def cached_verdicts(caps: DeviceCaps) -> dict[str, Verdict]:
     if not _cache_dir.cache_enabled():
         return {}
     try:
-        data = json.loads(cache_path(caps).read_text(encoding="utf-8"))
+        data = json.loads(_cache_dir.read_entry(cache_path(caps)).decode("utf-8"))
         if data.get("format") != FORMAT or data.get("identity") != identity(caps):
             return {}
         verdicts = {name: Verdict.from_dict(v) for name, v in data["verdicts"].items()}

@@ -10,28 +10,65 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["ACTIVATIONS", "Geometry", "activation_code", "bias_vector", "pair"]
+__all__ = [
+    "ACTIVATIONS",
+    "Geometry",
+    "activation_code",
+    "bias_vector",
+    "choice",
+    "is_int",
+    "pair",
+    "slope_value",
+]
 
 #: Fused activations: name -> the kernels' ACTIVATION code.
 ACTIVATIONS = {None: 0, "relu": 1, "relu6": 2, "leaky_relu": 3}
 
 
+def is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def pair(value: Any, what: str, minimum: int) -> tuple[int, int]:
     """(height, width) from an int or a pair of ints, each at least ``minimum``."""
-    values = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(values) != 2 or not all(isinstance(v, (int, np.integer)) for v in values):
+    if is_int(value):
+        values: tuple[Any, ...] = (value, value)
+    elif isinstance(value, (tuple, list, np.ndarray)):
+        values = tuple(value)
+    else:
+        values = ()
+    if len(values) != 2 or not all(is_int(v) for v in values):
         raise ConfigError(f"{what} must be an int or a pair of ints, not {value!r}")
     if min(values) < minimum:
         raise ConfigError(f"{what} must be at least {minimum}, not {value!r}")
     return int(values[0]), int(values[1])
 
 
-def activation_code(activation: str | None, slope: float) -> int:
-    if activation not in ACTIVATIONS:
+def choice(value: Any, allowed: Sequence[int], what: str) -> int:
+    """``value`` if it is an int (not a bool or a float that equals one) in ``allowed``."""
+    if not is_int(value) or int(value) not in allowed:
+        raise ConfigError(f"{what} must be one of {tuple(allowed)}, not {value!r}")
+    return int(value)
+
+
+def slope_value(slope: Any) -> np.float32:
+    """``negative_slope`` as the float32 the kernels take: a finite real number."""
+    if isinstance(slope, (bool, np.bool_)) or not isinstance(
+        slope, (int, float, np.integer, np.floating)
+    ):
+        raise ConfigError(f"negative_slope must be a finite number, not {slope!r}")
+    with np.errstate(over="ignore"):
+        value = np.float32(slope)
+    if not np.isfinite(value):
+        raise ConfigError(f"negative_slope must be finite (as float32), not {slope!r}")
+    return value
+
+
+def activation_code(activation: str | None, slope: Any) -> int:
+    if not (activation is None or isinstance(activation, str)) or activation not in ACTIVATIONS:
         names = ", ".join(repr(a) for a in ACTIVATIONS)
         raise ConfigError(f"activation {activation!r} is not one of {names}")
-    if not np.isfinite(slope):
-        raise ConfigError(f"negative_slope must be finite, not {slope}")
+    slope_value(slope)
     return ACTIVATIONS[activation]
 
 
@@ -73,7 +110,10 @@ class Geometry:
 
 
 def weight_array(weight: Any, what: str, dims: Sequence[int]) -> np.ndarray:
-    array = np.asarray(weight)
+    try:
+        array = np.asarray(weight)
+    except (TypeError, ValueError) as exc:  # ragged nesting and the like
+        raise ConfigError(f"{what} must be a float array: {exc}") from None
     if array.ndim not in dims:
         raise ConfigError(
             f"{what} must have {' or '.join(map(str, dims))} dimensions, got shape {array.shape}"
@@ -89,9 +129,12 @@ def bias_vector(bias: Any, channels: int) -> np.ndarray:
     """The bias as float32 of ``channels`` values (zeros for None)."""
     if bias is None:
         return np.zeros(channels, np.float32)
-    array = np.asarray(bias)
+    try:
+        array = np.asarray(bias)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bias must be a numeric array: {exc}") from None
     if array.shape != (channels,):
         raise ConfigError(f"bias must have shape ({channels},), got {array.shape}")
-    if not np.issubdtype(array.dtype, np.floating) and not np.issubdtype(array.dtype, np.integer):
+    if array.dtype.kind not in "iuf":
         raise ConfigError(f"bias must be numeric, got {array.dtype}")
     return array.astype(np.float32)

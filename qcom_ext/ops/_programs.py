@@ -4,6 +4,7 @@ the tuned local size when one is cached (the driver's choice otherwise)."""
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -37,9 +38,24 @@ class Launcher:
     identity: KernelIdentity
     device: Any
     lock: Any = field(default_factory=threading.Lock, repr=False)
+    _fits: dict[tuple[int, ...], bool] = field(default_factory=dict, repr=False)
 
     def local_size(self, global_size: Sequence[int]) -> tuple[int, ...] | None:
-        return cached_local_size(self.identity, global_size, pad_global=True)
+        """The cached tuned local size, or None (the driver's choice) when there is none or
+        it is one this kernel cannot take on its device (a corrupt or altered entry)."""
+        local = cached_local_size(self.identity, global_size, pad_global=True)
+        if local is not None and local not in self._fits:
+            import pyopencl as cl
+
+            group = self.kernel.get_work_group_info(
+                cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device
+            )
+            items = self.device.max_work_item_sizes
+            self._fits[local] = len(local) == len(global_size) and (
+                math.prod(local) <= group
+                and all(v <= m for v, m in zip(local, items, strict=False))
+            )
+        return local if local is None or self._fits[local] else None
 
     def __call__(
         self,

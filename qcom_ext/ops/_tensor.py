@@ -25,7 +25,10 @@ FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 
 def storage_dtype(dtype: Any, what: str) -> np.dtype:
     """float32 or float16; float64 becomes float32; anything else is refused."""
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what}: {dtype!r} is not a numpy dtype") from None
     if dtype == np.float64:
         return np.dtype(np.float32)
     if dtype not in FLOAT_DTYPES:
@@ -37,7 +40,7 @@ def storage_dtype(dtype: Any, what: str) -> np.dtype:
 
 
 def check_layout(layout: str) -> str:
-    if layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ConfigError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     return layout
 
@@ -53,11 +56,17 @@ def shape_in(nchw: Sequence[int], layout: str) -> tuple[int, int, int, int]:
 
 
 def check_shape4(shape: Any, what: str) -> tuple[int, int, int, int]:
+    """4 positive ints (a float, even 2.0, or a bool is refused: never truncated)."""
     try:
-        dims = tuple(int(v) for v in shape)
+        items = tuple(shape)
     except TypeError:
         raise ConfigError(f"{what} must be 4 sizes (N, C, H, W), not {shape!r}") from None
-    if len(dims) != 4 or min(dims) < 1:
+    if len(items) != 4 or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items
+    ):
+        raise ConfigError(f"{what} must be 4 ints (N, C, H, W), not {shape!r}")
+    dims = tuple(int(v) for v in items)
+    if min(dims) < 1:
         raise ConfigError(f"{what} must be 4 positive sizes, not {dims}")
     return dims  # type: ignore[return-value]
 
@@ -222,7 +231,10 @@ class BufferTensor:
 
 def as_array4(value: Any, what: str) -> np.ndarray:
     """A 4-D float32/float16 numpy array, or a clear error."""
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nesting and the like
+        raise ConfigError(f"{what} must be a 4-D float array: {exc}") from None
     if array.ndim != 4:
         raise ConfigError(f"{what} must be 4-D, got shape {array.shape}")
     if 0 in array.shape:

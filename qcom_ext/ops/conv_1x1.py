@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._layer import Layer
-from ._params import activation_code, bias_vector, pair, weight_array
+from ._params import activation_code, bias_vector, is_int, pair, slope_value, weight_array
 from ._programs import kernel_for
 from ._tensor import BufferTensor, storage_dtype
 from .buffer_io import buffer_call
@@ -83,10 +83,14 @@ class Conv2d1x1(Layer):
         self.out_channels, self.in_channels = w.shape
         self.stride = pair(stride, "stride", 1)
         self.dtype = storage_dtype(dtype, "dtype")
-        self.slope = np.float32(negative_slope)
-        self.tile = tuple(tile) if tile is not None else default_tile(queue.device)
-        if self.tile not in TILES:
-            raise ConfigError(f"tile {tile!r} is not one of {TILES}")
+        self.slope = slope_value(negative_slope)
+        if tile is None:
+            self.tile = default_tile(queue.device)
+        else:  # ints only: (2.0, 4) would become a -DPIX=2.0 build
+            ints = isinstance(tile, (tuple, list)) and all(is_int(v) for v in tile)
+            self.tile = tuple(int(v) for v in tile) if ints else None
+            if self.tile not in TILES:
+                raise ConfigError(f"tile {tile!r} is not one of {TILES}")
         pixels, channels = self.tile
         packed, self.co_blocks = pack_weights(w, channels // 4, self.dtype)
         bias_padded = np.zeros(self.co_blocks * 4, np.float32)

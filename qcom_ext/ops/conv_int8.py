@@ -21,6 +21,7 @@ native builtins; elsewhere their portable or Khronos equivalents (``qcom_ext.h``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._layer import Layer
-from ._params import activation_code, bias_vector, pair
+from ._params import activation_code, bias_vector, choice, pair, slope_value
 from ._programs import kernel_for
 from ._tensor import BufferTensor, ImageTensor, check_layout, check_shape4
 
@@ -39,14 +40,23 @@ OUT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int8): 1, np.dtype(np.uint8):
 
 
 def _scale(value: Any, what: str) -> float:
-    scale = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"{what} must be a positive finite number, not {value!r}")
+    try:
+        scale = float(value)
+    except OverflowError:  # an int beyond float
+        scale = math.inf
     if not np.isfinite(scale) or scale <= 0:
         raise ConfigError(f"{what} must be a positive finite number, not {value!r}")
     return scale
 
 
 def _zero_point(value: Any, what: str, low: int, high: int) -> int:
-    if not isinstance(value, (int, np.integer)) or not low <= int(value) <= high:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not low <= int(value) <= high
+    ):
         raise ConfigError(f"{what} must be an integer in [{low}, {high}], not {value!r}")
     return int(value)
 
@@ -104,7 +114,12 @@ class Conv2dInt8(Layer):
         )
         self.input_zero_point = _zero_point(input_zero_point, "input_zero_point", 0, 255)
         acc_scale = _scale(input_scale, "input_scale") * _scale(weight_scale, "weight_scale")
-        self.out_dtype = np.dtype(out_dtype)
+        try:
+            self.out_dtype = np.dtype(out_dtype)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"out_dtype {out_dtype!r} is not one of float32, int8, uint8"
+            ) from None
         if self.out_dtype not in OUT_DTYPES:
             raise ConfigError(f"out_dtype {self.out_dtype} is not one of float32, int8, uint8")
         if self.out_dtype != np.float32:
@@ -115,9 +130,8 @@ class Conv2dInt8(Layer):
             out_zero = _zero_point(output_zero_point, "output_zero_point", info.min, info.max)
         else:
             inv_out, out_zero = 1.0, 0
-        if pixels not in (1, 2, 4, 8):
-            raise ConfigError(f"pixels must be 1, 2, 4 or 8, not {pixels!r}")
-        self.pixels = pixels
+        self.pixels = pixels = choice(pixels, (1, 2, 4, 8), "pixels")
+        slope = slope_value(negative_slope)
         self.out_channels, self.in_channels = wq.shape
         self.stride = pair(stride, "stride", 1)
         packed, self.co_blocks = pack_weights(wq)
@@ -138,7 +152,7 @@ class Conv2dInt8(Layer):
             np.int32(self.weight_zero_point),
             np.float32(inv_out),
             np.int32(out_zero),
-            np.float32(negative_slope),
+            slope,
         ]
         defines = {
             "PIX": pixels,

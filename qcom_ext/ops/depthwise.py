@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._layer import Layer
-from ._params import Geometry, activation_code, bias_vector, weight_array
+from ._params import Geometry, activation_code, bias_vector, choice, slope_value, weight_array
 from ._programs import kernel_for
 from ._tensor import ImageTensor, storage_dtype
 from .image_io import image_call
@@ -55,14 +55,8 @@ class DepthwiseConv2d(Layer):
         pixels: int = 4,
         rows: int = 1,
     ) -> None:
-        if pixels not in PIXELS:
-            raise ConfigError(
-                f"pixels must be one of {PIXELS} (outputs per work-item), got {pixels!r}"
-            )
-        if rows not in ROWS:
-            raise ConfigError(
-                f"rows must be one of {ROWS} (output rows per work-item), got {rows!r}"
-            )
+        pixels = choice(pixels, PIXELS, "pixels")  # outputs per work-item
+        rows = choice(rows, ROWS, "rows")  # output rows per work-item
         self.pixels, self.rows = pixels, rows
         w = weight_array(weight, "depthwise weight", (3, 4))
         if w.ndim == 4:
@@ -75,7 +69,7 @@ class DepthwiseConv2d(Layer):
         self.channels = w.shape[0]
         self.geometry = Geometry.of(w.shape[1:], stride, padding, dilation)
         self.dtype = storage_dtype(dtype, "dtype")
-        self.slope = np.float32(negative_slope)
+        self.slope = slope_value(negative_slope)
         code = activation_code(activation, negative_slope)
         kh, kw = self.geometry.kernel
         self.weights = to_image(queue, w.reshape(1, self.channels, kh, kw).astype(self.dtype))

@@ -21,7 +21,14 @@ import numpy as np
 
 from ..errors import ConfigError
 from ._layer import Layer
-from ._params import Geometry, activation_code, bias_vector, weight_array
+from ._params import (
+    Geometry,
+    activation_code,
+    bias_vector,
+    choice,
+    slope_value,
+    weight_array,
+)
 from ._programs import kernel_for
 from ._tensor import BufferTensor, ImageTensor, storage_dtype
 from .buffer_io import buffer_call
@@ -58,7 +65,7 @@ class _Conv(Layer):
         self.out_channels, self.in_channels = w.shape[:2]
         self.geometry = Geometry.of(w.shape[2:], stride, padding, dilation)
         self.dtype = storage_dtype(dtype, "dtype")
-        self.slope = np.float32(negative_slope)
+        self.slope = slope_value(negative_slope)
         self.code = activation_code(activation, negative_slope)
         self.bias_values = bias_vector(bias, self.out_channels)
 
@@ -100,9 +107,7 @@ class Conv2d(_Conv):
         super().__init__(
             weight, bias, stride, padding, dilation, activation, negative_slope, dtype
         )
-        if pixels not in (1, 2, 4, 8):
-            raise ConfigError(f"pixels must be 1, 2, 4 or 8, not {pixels!r}")
-        self.pixels = pixels
+        self.pixels = pixels = choice(pixels, (1, 2, 4, 8), "pixels")
         co, ci, kh, kw = self.w.shape
         cob, cib = -(-co // 4), -(-ci // 4)
         padded = np.zeros((cob * 4, cib * 4, kh, kw))
@@ -172,9 +177,11 @@ class TiledConv2d(_Conv):
         super().__init__(
             weight, bias, stride, padding, dilation, activation, negative_slope, dtype
         )
-        if channels_per_item not in (1, 2, 4, 8):
-            raise ConfigError(f"channels_per_item must be 1, 2, 4 or 8, not {channels_per_item!r}")
-        self.cot = channels_per_item
+        self.cot = choice(channels_per_item, (1, 2, 4, 8), "channels_per_item")
+        if block is not None and (
+            isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1
+        ):
+            raise ConfigError(f"block must be a positive int, not {block!r}")
         co, ci, kh, kw = self.w.shape
         cop = -(-co // self.cot) * self.cot
         padded = np.zeros((cop, ci, kh, kw))

@@ -186,7 +186,7 @@ def test_contexts(cl_device):
         buf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=data)
         cl.enqueue_copy(queue, out, buf)
         buf.release()
-        wait_for_driver_release(ctx, idle)  # so the context dies on this thread
+        wait_for_driver_release(ctx, idle, queue)  # so the context dies on this thread
 
     with contexts.counting():
         check(measure("contexts", cycle, live=lambda: contexts.live))

@@ -118,6 +118,31 @@ def check(status: int, routine: str) -> None:
         raise CLError(routine, status)
 
 
+def check_handle(handle: Any, err: Any, routine: str, detail: str | None = None,
+                 release: Callable[[Any], Any] | None = None) -> int:  # fmt: skip
+    """The integer value of the handle a ``clCreate*``-style call returned, or CLError.
+
+    ``err`` is the ``cl_int *`` passed as ``errcode_ret``. A NULL handle with
+    ``CL_SUCCESS`` is an error too (CL_INVALID_VALUE; the message says what happened),
+    and a handle returned together with an error is given back through ``release`` (the
+    entry point that frees it) before the error is raised: nothing is left half-built.
+
+    >>> check_handle(ffi.NULL, ffi.new("cl_int *", 0), "clCreateBuffer", "size 64")
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.CLError: clCreateBuffer failed: CL_INVALID_VALUE (-30): the driver ...
+    """
+    status = int(err[0])
+    if status == 0 and handle != ffi.NULL:
+        return int(ffi.cast("intptr_t", handle))
+    if handle != ffi.NULL and release is not None:
+        release(handle)  # its own status is moot: the call's error is what is reported
+    if status == 0:
+        note = "the driver returned a NULL handle with CL_SUCCESS"
+        detail = f"{note}; {detail}" if detail else note
+    raise CLError(routine, status or C.CL_INVALID_VALUE, detail)
+
+
 def handle_int(handle: Any) -> int:
     """The integer value of a cffi handle, a pyopencl object (``.int_ptr``) or an int.
 

@@ -19,14 +19,15 @@ CL_MEM_READ_WRITE, size 0
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ._image_formats import ImageExtent, ImageFormat, image_desc
-from ._lib import C, driver, ffi, handle_int
+from ._lib import C, check_handle, driver, ffi, handle_int  # noqa: F401  (C: the doctest)
 from ._mem_flags import flag_names
 from .caps import DeviceCaps
-from .errors import CLError, ConfigError
+from .errors import ConfigError
 
 KEEPALIVE = "_qcom_ext_keepalive"
 
@@ -63,12 +64,8 @@ def why_not_native(caps: Sequence[DeviceCaps], *extensions: str) -> tuple[str, s
 
 def checked_handle(handle: Any, err: Any, routine: str, detail: str) -> int:
     """The raw handle a ``clCreate*`` call returned, or CLError (a handle returned along
-    with an error is released)."""
-    if err[0] != 0 or handle == ffi.NULL:
-        if handle != ffi.NULL:
-            driver.clReleaseMemObject(handle)
-        raise CLError(routine, err[0] or C.CL_INVALID_VALUE, detail)
-    return int(ffi.cast("intptr_t", handle))
+    with an error is released; a NULL with CL_SUCCESS is an error)."""
+    return check_handle(handle, err, routine, detail, driver.clReleaseMemObject)
 
 
 def create_buffer(context: Any, flags: int, size: int, host_ptr: Any) -> int:
@@ -96,6 +93,19 @@ def create_image(context: Any, flags: int, fmt: ImageFormat, width: int, height:
         of = f" of {parent:#x}" if parent is not None else ""
         detail = f"flags {flag_names(flags)}, format {fmt}, {width}x{height}{of}"
     return checked_handle(handle, err, "clCreateImage", detail)
+
+
+@contextmanager
+def released_on_error(*objects: Any) -> Iterator[None]:
+    """Release ``objects`` (pyopencl memory objects) when the block raises, then re-raise:
+    what a failing call made before the failure is freed at once, not when the garbage
+    collector gets to it (the exception's traceback keeps the frames holding it alive)."""
+    try:
+        yield
+    except BaseException:
+        for obj in objects:
+            obj.release()
+        raise
 
 
 def release(handle: int) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyopencl as cl
 
-from ._lib import C, check, driver, ffi
+from ._lib import C, check, check_handle, driver, ffi
 from ._recording_args import Dispatch, KernelArg, Updates
 from ._recording_khr import _cast_events, wrap_event
 from .caps import DeviceCaps
@@ -97,16 +97,22 @@ class NativeBackend:
         self._event = ffi.new("cl_event *")
 
     def begin(self) -> None:
+        """The private recordable queue and a recording on it; on failure neither is kept
+        (the Recording can begin again)."""
         err = ffi.new("cl_int *")
         queue = driver.clCreateCommandQueue(
             ffi.cast("cl_context", self._context.int_ptr),
             ffi.cast("cl_device_id", self._device.int_ptr), C.CL_QUEUE_RECORDABLE_QCOM, err,
         )  # fmt: skip
-        check(err[0], "clCreateCommandQueue(CL_QUEUE_RECORDABLE_QCOM)")
-        self._queue = queue
-        recording = self._new(queue, err)
-        check(err[0], "clNewRecordingQCOM")
-        self._recording = recording
+        check_handle(queue, err, "clCreateCommandQueue(CL_QUEUE_RECORDABLE_QCOM)",
+                     release=driver.clReleaseCommandQueue)  # fmt: skip
+        try:
+            recording = self._new(queue, err)
+            check_handle(recording, err, "clNewRecordingQCOM", release=self._release)
+        except BaseException:
+            driver.clReleaseCommandQueue(queue)
+            raise
+        self._queue, self._recording = queue, recording
 
     def add(self, dispatch: Dispatch) -> None:
         kernel = dispatch.private_kernel(set_args=False)
@@ -208,11 +214,16 @@ class NativeBackend:
         return wrap_event(self._event[0])
 
     def release(self) -> None:
+        """Release the recording, then its queue (even when the first release fails; the
+        first failure is raised once both were given back)."""
         recording, self._recording = self._recording, None
         queue, self._queue = self._queue, None
         self._kernels.clear()
         self._dispatches.clear()
+        statuses = []
         if recording is not None:
-            check(self._release(recording), "clReleaseRecordingQCOM")
+            statuses.append(("clReleaseRecordingQCOM", self._release(recording)))
         if queue is not None:
-            check(driver.clReleaseCommandQueue(queue), "clReleaseCommandQueue")
+            statuses.append(("clReleaseCommandQueue", driver.clReleaseCommandQueue(queue)))
+        for routine, status in statuses:
+            check(status, routine)

@@ -63,9 +63,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._lib import C, check, driver, ffi, handle_int
+from ._lib import C, check, check_handle, driver, ffi, handle_int
 from .caps import DeviceCaps
-from .errors import CLError, ConfigError, ExtensionUnavailable
+from .errors import ConfigError, ExtensionUnavailable
 
 if TYPE_CHECKING:
     import pyopencl
@@ -416,17 +416,14 @@ def _create_native(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
         ffi.from_buffer(host),
         err,
     )
-    if err[0] != 0 or handle == ffi.NULL:
-        fx, fy = spec.filter_size
-        detail = (
-            f"weight image {fx}x{fy}, {spec.num_phases} phase(s), centre {spec.center}, "
-            f"{'separable' if spec.separable else '2-D'}, format {_format_name(*wanted)}"
-        )
-        if handle != ffi.NULL:
-            driver.clReleaseMemObject(handle)
-        raise CLError("clCreateImage", err[0] or C.CL_INVALID_VALUE, detail)
+    fx, fy = spec.filter_size
+    detail = (
+        f"weight image {fx}x{fy}, {spec.num_phases} phase(s), centre {spec.center}, "
+        f"{'separable' if spec.separable else '2-D'}, format {_format_name(*wanted)}"
+    )
+    value = check_handle(handle, err, "clCreateImage", detail, driver.clReleaseMemObject)
     try:
-        return _wrap_image(int(ffi.cast("intptr_t", handle))), wanted
+        return _wrap_image(value), wanted
     except BaseException:
         driver.clReleaseMemObject(handle)
         raise

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Union
 
 from . import _hints
 from ._finalizer_lock import FinalizerLock
-from ._lib import C, check, driver, ffi
+from ._lib import C, check, check_handle, driver, ffi
 from .caps import DeviceCaps
-from .errors import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
+from .errors import ConfigError, ExtensionUnavailable, QcomExtWarning
 from .probe import _opencl_major, probe
 
 if TYPE_CHECKING:
@@ -256,12 +256,10 @@ def _cl_create_context(platform: int, found: Sequence[DeviceCaps],
     ids = ffi.new("cl_device_id[]", [ffi.cast("cl_device_id", c.device_id) for c in found])
     err = ffi.new("cl_int *")
     handle = driver.clCreateContext(plist, len(found), ids, ffi.NULL, ffi.NULL, err)
-    if err[0] != 0 or handle == ffi.NULL:
-        shown = [("CL_CONTEXT_PLATFORM", hex(platform))] if properties else []
-        shown += [(key, name) for key, _, name in properties]
-        detail = f"properties: {_properties_text(shown)}; devices: {_labels(found)}"
-        raise CLError("clCreateContext", err[0] or C.CL_INVALID_VALUE, detail)
-    return int(ffi.cast("intptr_t", handle))
+    shown = [("CL_CONTEXT_PLATFORM", hex(platform))] if properties else []
+    shown += [(key, name) for key, _, name in properties]
+    detail = f"properties: {_properties_text(shown)}; devices: {_labels(found)}"
+    return check_handle(handle, err, "clCreateContext", detail, driver.clReleaseContext)
 
 
 def context_info(context: pyopencl.Context) -> ContextInfo:
@@ -275,14 +273,14 @@ def context_info(context: pyopencl.Context) -> ContextInfo:
     return state.info if state else ContextInfo()
 
 
-def _state_of(context: Any) -> _State:
-    """The registered state, or one built (and registered) for a plain pyopencl context."""
+def _state_of(context: Any) -> tuple[_State, bool]:
+    """The registered state, or a new one for a plain pyopencl context (and whether it
+    is new: the caller registers it once it holds something)."""
     state = _lookup(_context_handle(context))
-    if state is None:
-        found = tuple(probe(d) for d in context.devices)
-        state = _State(ContextInfo(), found[0].platform_id, found)
-        _register(context, state)
-    return state
+    if state is not None:
+        return state, False
+    found = tuple(probe(d) for d in context.devices)
+    return _State(ContextInfo(), found[0].platform_id, found), True
 
 
 def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
@@ -302,7 +300,7 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
     level = _hints.parse("perf_hint", hint)
     if level is None:
         raise ConfigError("set_perf_hint needs a hint: 'high', 'normal' or 'low'")
-    state = _state_of(context)
+    state, new = _state_of(context)
     path = _path(state.devices, PERF)
     if path == "native":
         function = driver.extension_function(state.platform, "clSetPerfHintQCOM")
@@ -313,8 +311,10 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
                 ffi.cast("cl_context", context.int_ptr), _hints.token("perf_hint", level)
             )
             check(status, "clSetPerfHintQCOM")
-    with _lock:
+    with _lock:  # only now: a failed call leaves no state behind
         state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=path)
+    if new:
+        _register(context, state)
     if path != "native":
         note = _explain("perf_hint", level, path, state.devices)
         warnings.warn(f"set_perf_hint on {_labels(state.devices)}: {note}", QcomExtWarning,
@@ -418,10 +418,7 @@ def _cl_create_queue(context: int, caps: DeviceCaps, bits: list[str],
             words += [getattr(C, key), getattr(C, value)]
         plist = ffi.new("cl_queue_properties[]", [*words, 0])
         handle = driver.clCreateCommandQueueWithProperties(ctx, dev, plist, err)
-    if err[0] != 0 or handle == ffi.NULL:
-        shown = _properties_text([*hints, *((b, None) for b in bits)])
-        detail = f"properties: {shown}; device {caps.label}"
-        raise CLError(routine, err[0] or C.CL_INVALID_VALUE, detail)
-    return _adopt(
-        int(ffi.cast("intptr_t", handle)), _wrap_queue, "clReleaseCommandQueue", "cl_command_queue"
-    )
+    shown = _properties_text([*hints, *((b, None) for b in bits)])
+    detail = f"properties: {shown}; device {caps.label}"
+    value = check_handle(handle, err, routine, detail, driver.clReleaseCommandQueue)
+    return _adopt(value, _wrap_queue, "clReleaseCommandQueue", "cl_command_queue")

@@ -463,7 +463,6 @@ def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemo
                   size: int | None, flags: int,
                   image: ImageSpec | None) -> tuple[int, tuple[Any, ...]]:  # fmt: skip
     """A raw handle of ``memory`` imported natively, and what must live as long as it."""
-    kind = _KINDS[memory.kind]
     policy = _policy_token(memory.cache_policy, caps)
     padding = ext_mem_padding(caps)
     page = page_size(caps)
@@ -472,22 +471,44 @@ def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemo
         have = check_fits(memory, size or None, padding)
     else:
         have = check_fits(memory, image.nbytes(), padding)
+    length = have or ((size or 0) + padding if image is None else 0)  # bytes a dma-buf maps
+    keep: list[Any] = []  # the struct, and for a dma-buf its host mapping and cffi view
+    try:
+        struct, flags = _host_struct(memory, flags, keep, policy, page, length)
+        if image is None:
+            handle = _memobj.create_buffer(context, flags, size or 0, struct)
+        else:
+            pitch = 0 if image.vendor else image.row_pitch
+            handle = _memobj.create_image(
+                context, flags, image.fmt, image.width, image.height, pitch, struct
+            )
+    except BaseException:  # a failed import keeps no host mapping
+        _unmap(keep)
+        raise
+    return handle, tuple(keep)
+
+
+def _host_struct(memory: ExternalMemory, flags: int, keep: list[Any], policy: int, page: int,
+                 length: int) -> tuple[Any, int]:  # fmt: skip
+    """The ``cl_mem_*_host_ptr`` struct of ``memory`` and the flags that pass it; what
+    must outlive the call goes to ``keep`` (``length``: the bytes a dma-buf maps)."""
+    kind = _KINDS[memory.kind]
     struct = ffi.new(f"{kind.struct} *")
+    keep.append(struct)
     struct.ext_host_ptr.allocation_type = getattr(C, kind.allocation_type)
     struct.ext_host_ptr.host_cache_policy = policy
-    keep: list[Any] = [struct]
     if memory.kind == "dmabuf":
         struct.dmabuf_filedesc = memory.fd
         if memory.protected:
             struct.ext_host_ptr.allocation_type = C.CL_MEM_DMABUF_HOST_PTR_PROTECTED_QCOM
             flags |= C.CL_MEM_HOST_NO_ACCESS  # protected memory has no host access
         else:
-            length = have or ((size or 0) + padding if image is None else 0)
             if not length:
                 raise ConfigError(f"the size of dma-buf fd {memory.fd} is unknown: give size")
             mapping = map_fd(memory.fd, length, flags, kind.what)
+            keep.append(mapping)
             pointer = ffi.from_buffer("char[]", mapping)
-            keep += [pointer, mapping]
+            keep.append(pointer)
             address = int(ffi.cast("uintptr_t", pointer))
             if address % page:  # mmap aligns to the host page, the device may want more
                 raise ConfigError(f"the mapping of dma-buf fd {memory.fd} at {address:#x} is not "
@@ -504,13 +525,17 @@ def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemo
         struct.ahb_ptr = ffi.cast("void *", memory.pointer)
     else:
         struct.anb_ptr = ffi.cast("void *", memory.pointer)
-    flags |= C.CL_MEM_USE_HOST_PTR | C.CL_MEM_EXT_HOST_PTR_QCOM
-    if image is None:
-        handle = _memobj.create_buffer(context, flags, size or 0, struct)
-    else:
-        handle = _memobj.create_image(context, flags, image.fmt, image.width, image.height,
-                                      0 if image.vendor else image.row_pitch, struct)  # fmt: skip
-    return handle, tuple(keep)
+    return struct, flags | C.CL_MEM_USE_HOST_PTR | C.CL_MEM_EXT_HOST_PTR_QCOM
+
+
+def _unmap(keep: list[Any]) -> None:
+    """Free what a failed native import made, newest first (a mapping cannot close while
+    a cffi view of it lives), instead of leaving it to the traceback."""
+    for item in reversed(keep):
+        if isinstance(item, mmap.mmap):
+            item.close()
+        else:
+            ffi.release(item)
 
 
 def _import_mapped(context: Any, memory: ExternalMemory, size: int | None, flags: int,

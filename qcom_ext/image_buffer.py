@@ -262,7 +262,8 @@ def _native_pair(image: Any, flags: int, fmt: ImageFormat, kind: str, extent: Im
     buffer = _memobj.adopt(_memobj.checked_handle(
         handle, err, "clCreateBufferFromImageQCOM",
         f"flags {flag_names(flags)} on a {kind} {fmt.name} image"))  # fmt: skip
-    row_pitch, slice_pitch = _native_pitches(image, fmt, kind, extent, caps)
+    with _memobj.released_on_error(buffer):
+        row_pitch, slice_pitch = _native_pitches(image, fmt, kind, extent, caps)
     return ImageBuffer(image, buffer, row_pitch, slice_pitch, True, "native", fmt, kind, extent)
 
 
@@ -346,11 +347,12 @@ def image_with_buffer(
     _refuse_unavailable(found, path)
     if path == "native":
         image = _new_image(context, flags, fmt, kind, extent)
-        try:
-            return _native_pair(image, flags, fmt, kind, extent, found[0])
-        except EntryPointMissing as exc:
-            _warn_missing(found, exc)  # the image exists already: keep it, copy
-            return _copy_pair(image, flags, fmt, kind, extent)
+        with _memobj.released_on_error(image):
+            try:
+                return _native_pair(image, flags, fmt, kind, extent, found[0])
+            except EntryPointMissing as exc:
+                _warn_missing(found, exc)  # the image exists already: keep it, copy
+                return _copy_pair(image, flags, fmt, kind, extent)
     if path == f"khr:{KHR}" and kind == "2d":
         return _khr_pair(context, flags, fmt, extent, found)
     return _copy_pair(_new_image(context, flags, fmt, kind, extent), flags, fmt, kind, extent)
@@ -375,7 +377,8 @@ def _khr_pair(context: cl.Context, flags: int, fmt: ImageFormat, extent: ImageEx
     buffer = _memobj.adopt(_memobj.create_buffer(context, flags, layout.size, ffi.NULL))
     detail = (f"{KHR}: a {extent.width}x{extent.height} {fmt.name} image at row pitch "
               f"{layout.row_pitch} over a {layout.size}-byte buffer")  # fmt: skip
-    image = _memobj.adopt(_memobj.create_image(
-        context, flags, fmt, extent.width, extent.height, layout.row_pitch,
-        parent=buffer.int_ptr, detail=detail))  # fmt: skip
+    with _memobj.released_on_error(buffer):
+        image = _memobj.adopt(_memobj.create_image(
+            context, flags, fmt, extent.width, extent.height, layout.row_pitch,
+            parent=buffer.int_ptr, detail=detail))  # fmt: skip
     return ImageBuffer(image, buffer, layout.row_pitch, 0, True, f"khr:{KHR}", fmt, "2d", extent)

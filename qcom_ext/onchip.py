@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from ._lib import C, driver, ffi
+from ._lib import C, check_handle, driver, ffi
 from ._mem_flags import check_flags, flag_names
 from .caps import DeviceCaps
-from .errors import CLError, ConfigError, EntryPointMissing, QcomExtWarning
+from .errors import ConfigError, EntryPointMissing, QcomExtWarning
 from .probe import probe
 
 __all__ = ["SCRUB_BYTE", "onchip_buffer", "scrub_onchip"]
@@ -108,16 +108,10 @@ def _native(context: cl.Context, size: int, offset: int, flags: int) -> cl.Buffe
     err = ffi.new("cl_int *")
     handle = create(ffi.cast("cl_context", context.int_ptr), properties, flags, size, ffi.NULL,
                     err)  # fmt: skip
-    if err[0] != 0 or handle == ffi.NULL:
-        if handle != ffi.NULL:
-            driver.clReleaseMemObject(handle)
-        raise CLError(
-            "clCreateBufferWithProperties",
-            err[0] or C.CL_INVALID_VALUE,
-            f"properties: CL_MEM_ONCHIP_GLOBAL_QCOM=1, CL_MEM_ONCHIP_GLOBAL_OFFSET_QCOM={offset}; "
-            f"flags {flag_names(flags)}; size {size}",
-        )
-    value = int(ffi.cast("intptr_t", handle))
+    detail = (f"properties: CL_MEM_ONCHIP_GLOBAL_QCOM=1, CL_MEM_ONCHIP_GLOBAL_OFFSET_QCOM="
+              f"{offset}; flags {flag_names(flags)}; size {size}")  # fmt: skip
+    value = check_handle(handle, err, "clCreateBufferWithProperties", detail,
+                         driver.clReleaseMemObject)  # fmt: skip
     try:
         buffer = cl.MemoryObject.from_int_ptr(value, retain=False)
     except BaseException:

@@ -152,7 +152,7 @@ class Recording:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is not None:
-            self.release()
+            self._release_after_error()
             return
         if not self._dispatches:
             self.release()
@@ -160,9 +160,15 @@ class Recording:
         try:
             self._backend.end()
         except BaseException:
-            self.release()
+            self._release_after_error()
             raise
         self._state = "ready"
+
+    def _release_after_error(self) -> None:
+        """:meth:`release` while another error is on its way out: that one is reported
+        (every handle is given back either way)."""
+        with contextlib.suppress(CLError):
+            self.release()
 
     def enqueue(
         self,

@@ -29,8 +29,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ._lib import C, check, driver, ffi
-from .errors import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
+from ._lib import C, check, check_handle, driver, ffi
+from .errors import ConfigError, ExtensionUnavailable, QcomExtWarning
 
 if TYPE_CHECKING:
     import pyopencl
@@ -165,12 +165,10 @@ def _native(context: int, normalized: bool, address: int) -> Any:
     status = ffi.new("cl_int *")
     sampler = driver.clCreateSampler(ffi.cast("cl_context", context), normalized, address,
                                      C.CL_FILTER_BICUBIC_QCOM, status)  # fmt: skip
-    if status[0] != 0 or sampler == ffi.NULL:
-        name = next(k for k, v in ADDRESSING_MODES.items() if v == address)
-        detail = (f"normalized={normalized}, addressing=CL_ADDRESS_{name.upper()}, "
-                  "filter=CL_FILTER_BICUBIC_QCOM")  # fmt: skip
-        raise CLError("clCreateSampler", status[0] or C.CL_INVALID_VALUE, detail)
-    handle = int(ffi.cast("uintptr_t", sampler))
+    name = next(k for k, v in ADDRESSING_MODES.items() if v == address)
+    detail = (f"normalized={normalized}, addressing=CL_ADDRESS_{name.upper()}, "
+              "filter=CL_FILTER_BICUBIC_QCOM")  # fmt: skip
+    handle = check_handle(sampler, status, "clCreateSampler", detail, driver.clReleaseSampler)
     try:
         return _wrap_sampler(handle)
     except BaseException:

@@ -169,6 +169,30 @@ def reference_total(*parents: Any) -> int:
     return sum(int(p.reference_count) for p in parents)
 
 
+def wait_for_driver_release(context: Any, references: int, queue: Any,
+                            timeout: float = 30.0) -> None:  # fmt: skip
+    """Wait until the driver has dropped what its finished commands held: ``queue`` back
+    to one reference (ours: a command's event holds its queue) and ``context`` back to
+    ``references``, so that the last release of the context happens on this thread.
+
+    A driver's worker thread drops a finished command's references a little after the
+    host saw it finish (pocl's ``clReleaseContext`` explains it), so it may make the last
+    release of a context; pocl 3.1 then runs the destructor callbacks there, holding a
+    pocl lock, and :class:`ContextCounter`'s callback needs the GIL, which this thread
+    holds while pyopencl releases a buffer and waits for that lock: a deadlock (seen, with
+    gdb, in a clean-clone CI run).
+    """
+    deadline = time.monotonic() + timeout
+    while int(queue.reference_count) > 1 or int(context.reference_count) > references:
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the driver still holds the queue ({queue.reference_count} references) or "
+                f"the context ({context.reference_count}, expected {references}) {timeout} s "
+                "after its commands finished"
+            )
+        time.sleep(0.0001)
+
+
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 _CALLBACKS: list[Any] = []  # a context may outlive its counter: its callback must not die
 

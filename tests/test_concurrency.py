@@ -319,7 +319,8 @@ def test_a_context_collected_inside_the_image_ops_lock(cl_context, device_caps, 
 # ---- 8 processes, one cache directory ----
 
 WORKER = textwrap.dedent("""
-    import json, sys
+    import faulthandler, json, sys
+    faulthandler.dump_traceback_later(280, exit=True)  # a hung worker shows where, then ends
     import numpy as np, pyopencl as cl, qcom_ext
     context = cl.Context([qcom_ext.probe().device()])
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)

@@ -126,6 +126,7 @@ def test_compressed_without_memory_falls_back_uncompressed(monkeypatch):
     made = []
     monkeypatch.setattr("pyopencl.create_image", lambda *a, **k: made.append((a, k)) or "img")
     with FakeMemDriver() as fake:
+        fake.formats[C.CL_MEM_READ_WRITE] = [(C.CL_RGBA, UNORM8)]  # the plain format is listed
         image = qcom_ext.create_image(FakeContext(), (8, 8), compressed=True)
     assert fake.images == [] and len(made) == 1
     assert not image.compressed and "live in external memory" in image.reason

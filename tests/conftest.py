@@ -56,3 +56,18 @@ def benchmark_module(name: str):
 def adreno_strings() -> dict[str, str]:
     """File stem -> the verbatim extension string of a real Adreno device."""
     return {p.stem: p.read_text() for p in sorted(DATA.glob("adreno*.txt"))}
+
+
+def default_building_context():
+    """A context on the default device (``qcom_ext.probe()``), skipping the test where
+    that device cannot build kernels."""
+    import pyopencl as cl
+
+    from qcom_ext import QcomExtError, probe
+
+    try:
+        context = cl.Context([probe().device()])
+        cl.Program(context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
+    except (QcomExtError, cl.Error) as exc:
+        pytest.skip(f"needs a device that builds kernels: {exc}")
+    return context

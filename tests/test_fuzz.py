@@ -30,6 +30,7 @@ import fuzz_oracles as oracle
 import numpy as np
 import pytest
 from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
+from conftest import default_building_context
 from conv_reference import assert_close
 from conv_reference import conv2d as conv2d_reference
 from hypothesis import HealthCheck, assume, example, given, settings
@@ -141,14 +142,7 @@ def one_spoilt(valid: dict, invalid: dict):
 @pytest.fixture(scope="module")
 def ctx():
     """A context on the default device, which must build kernels (pocl here)."""
-    import pyopencl as cl
-
-    try:
-        context = cl.Context([qcom_ext.probe().device()])
-        cl.Program(context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
-    except (QcomExtError, cl.Error) as exc:
-        pytest.skip(f"needs a device that builds kernels: {exc}")
-    return context
+    return default_building_context()
 
 
 @pytest.fixture(scope="module")

@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _fakes import DEVICE, adreno740_device_info
+from conftest import default_building_context
 from test_context_fake import CTX, FakeCL
 
 import qcom_ext
-from qcom_ext import CLError, ConfigError, DeviceCaps, ExtensionUnavailable, QcomExtError
+from qcom_ext import CLError, ConfigError, DeviceCaps, ExtensionUnavailable
 from qcom_ext import context as context_module
 from qcom_ext import program as program_module
 from qcom_ext._lib import C
@@ -298,14 +299,7 @@ SOURCE = "__kernel void k(__global uint *v) { v[0] = qcom_bitreverse(v[0]); }"
 
 @pytest.fixture(scope="module")
 def build_context():
-    import pyopencl as cl
-
-    try:
-        context = cl.Context([qcom_ext.probe().device()])
-        cl.Program(context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
-    except (QcomExtError, cl.Error) as exc:
-        pytest.skip(f"needs a device that builds kernels: {exc}")
-    return context
+    return default_building_context()
 
 
 @pytest.fixture

@@ -123,15 +123,31 @@ class FakeRecordingDriver:
         open_ = [r for r in self.recordings.values() if r.queue == addr(queue) and not r.ended]
         if len(open_) != 1 or n_events or event != ffi.NULL:
             return C.CL_INVALID_OPERATION
+        args = self.current_args(kernel)
+        if args is None:
+            return C.CL_INVALID_KERNEL_ARGS
         open_[0].dispatches.append(
             FakeDispatch(
-                addr(kernel), dict(self.kernel_args.get(addr(kernel), {})), dims,
+                addr(kernel), args, dims,
                 None if offset == ffi.NULL else tuple(offset[i] for i in range(dims)),
                 tuple(gws[i] for i in range(dims)),
                 None if lws == ffi.NULL else tuple(lws[i] for i in range(dims)),
             )
         )  # fmt: skip
         return 0
+
+    def current_args(self, kernel) -> dict[int, tuple] | None:
+        """The arguments set on ``kernel``, or None when one is unset.
+
+        Arguments are seen by address; a kernel released earlier may have left
+        entries at the same address (the CI once saw a 4-argument kernel's index 3
+        replayed on a 3-argument kernel), so only this kernel's indices count.
+        """
+        num_args = cl.Kernel.from_int_ptr(addr(kernel)).num_args
+        seen = self.kernel_args.get(addr(kernel), {})
+        if any(index not in seen for index in range(num_args)):
+            return None
+        return {index: seen[index] for index in range(num_args)}
 
     # ---- recordings ----
     def new_recording(self, queue, errcode):

@@ -184,6 +184,31 @@ def test_driver_errors_surface_and_are_sent_again(fake, kernel_context):
         rec.release()
 
 
+def test_fake_driver_ignores_arguments_left_at_a_reused_kernel_address(fake, kernel_context):
+    """A released 4-argument kernel's entries must not be replayed on the 2-argument
+    kernel the allocator put at its address (a CI run failed with CL_INVALID_ARG_INDEX)."""
+    add = cl.Kernel(cl.Program(kernel_context, ADD).build(), "add")
+    queue = cl.CommandQueue(kernel_context)
+    host = np.arange(N, dtype=np.int32)
+    buf = cl.Buffer(kernel_context, cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+    stale = ("bytes", 4, struct.pack("<i", 99))
+
+    class EveryAddressUsedBefore(dict):
+        def setdefault(self, address, default):
+            return super().setdefault(address, {1: stale, 2: stale, 3: stale})
+
+    fake.kernel_args = EveryAddressUsedBefore()
+    with fake.substitute():
+        with Recording(kernel_context) as rec:
+            rec.enqueue(add, (N,), None, buf, np.int32(5))
+        rec.replay(queue).wait()
+        rec.release()
+    assert fake.replays[-1]["values"] == {}
+    got = np.empty_like(host)
+    cl.enqueue_copy(queue, got, buf)
+    np.testing.assert_array_equal(got, host + 5)
+
+
 def test_missing_entry_points_warn_and_take_the_next_path(device_caps, kernel_context,
                                                           monkeypatch):  # fmt: skip
     monkeypatch.setattr(recording, "probe", lambda device: native_caps(device_caps))

@@ -203,8 +203,7 @@ def test_fake_driver_ignores_arguments_left_at_a_reused_kernel_address(fake, ker
             rec.enqueue(add, (N,), None, buf, np.int32(5))
         rec.replay(queue).wait()
         rec.release()
-    assert fake.replays[-1]["values"] == {}
-    got = np.empty_like(host)
+    got = np.empty_like(host)  # index 1 was set again: its stale 99 must not come back
     cl.enqueue_copy(queue, got, buf)
     np.testing.assert_array_equal(got, host + 5)
 

@@ -1,6 +1,6 @@
-/* Whole-image accelerated image ops (cl_qcom_accelerated_image_ops) for qcom_ext.image_ops,
+/* Whole-image accelerated image ops (cl_qcom_accelerated_image_ops) for qcom_ext.ext.accelerated.whole_image,
  * the samples and the benchmarks. Build with qcom_ext.build_program (it includes
- * <qcom_ext.h>); qcom_ext/image_ops.py passes the -D values below.
+ * <qcom_ext.h>); qcom_ext/ext/accelerated/whole_image.py passes the -D values below.
  *
  * Output pixel (x, y) of qe_convolve_image / qe_box_filter_image is exactly
  *     qcom_convolve_imagef(src, sampler, (float2)(x, y), weights)
@@ -14,7 +14,7 @@
  * It reads exactly the pixels the builtin reads for the outputs inside the image, through
  * the same sampler, so addressing modes behave the same.
  *
- * -D values (all optional; qcom_ext.image_ops sets them):
+ * -D values (all optional; qcom_ext.ext.accelerated.whole_image sets them):
  *   QE_FX, QE_FY   taps of the window (filter size; for the box, the pixels it can touch)
  *   QE_OX, QE_OY   offset of the first tap from the output pixel (-center for a filter)
  *   QE_BX, QE_BY   outputs per work-item along x and y

@@ -6,108 +6,171 @@
 True
 >>> {s.tier for s in caps.statuses.values()} <= {"native", "khr", "fallback", "unavailable"}
 True
+
+The names below are loaded when first used (PEP 562), so ``import qcom_ext`` costs
+almost nothing; ``docs/ARCHITECTURE.md`` maps the layers they come from.
 """
 
-from . import ops
-from .accelerated import HofLimits, WeightImage, box_size, hof_limits
-from .caps import DeviceCaps, Limits
-from .context import ContextInfo, context_info, create_context, create_queue, set_perf_hint
-from .errors import (
-    BuildError,
-    CLError,
-    ConfigError,
-    ExtensionUnavailable,
-    LibraryNotFound,
-    NoPlatformError,
-    OpenCLUnavailable,
-    QcomExtError,
-    QcomExtWarning,
-)
-from .extensions import REGISTRY, ExtensionStatus
-from .host_ptr import (
-    CACHE_POLICIES,
-    ExternalMemory,
-    aligned_empty,
-    host_buffer,
-    import_ahardwarebuffer,
-    import_android_native_buffer,
-    import_dmabuf,
-    import_ion,
-    import_memory,
-)
-from .image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
-from .image_info import ImageInfo, query_image_info
-from .image_ops import MotionField, block_match_image, box_filter_image, convolve_image
-from .images import QcomImage, create_image, parse_image_format, supported_image_formats
-from .onchip import onchip_buffer, scrub_onchip
-from .planar import Nv12Image, PlanarImage, nv12_image, planar_image
-from .probe import probe, probe_all
-from .program import build_program
-from .recording import Recording
-from .sampler import create_sampler
-from .subgroups import kernel_sub_group_size
-from .tuning import tune
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "CACHE_POLICIES",
-    "REGISTRY",
-    "BuildError",
-    "CLError",
-    "ConfigError",
-    "ContextInfo",
-    "DeviceCaps",
-    "ExtensionStatus",
-    "ExtensionUnavailable",
-    "ExternalMemory",
-    "HofLimits",
-    "ImageBuffer",
-    "ImageInfo",
-    "LibraryNotFound",
-    "Limits",
-    "MotionField",
-    "NoPlatformError",
-    "Nv12Image",
-    "OpenCLUnavailable",
-    "PlanarImage",
-    "QcomExtError",
-    "QcomExtWarning",
-    "QcomImage",
-    "Recording",
-    "WeightImage",
-    "__version__",
-    "aligned_empty",
-    "block_match_image",
-    "box_filter_image",
-    "box_size",
-    "buffer_from_image",
-    "build_program",
-    "context_info",
-    "convolve_image",
-    "create_context",
-    "create_image",
-    "create_queue",
-    "create_sampler",
-    "hof_limits",
-    "host_buffer",
-    "image_with_buffer",
-    "import_ahardwarebuffer",
-    "import_android_native_buffer",
-    "import_dmabuf",
-    "import_ion",
-    "import_memory",
-    "kernel_sub_group_size",
-    "nv12_image",
-    "onchip_buffer",
-    "ops",
-    "parse_image_format",
-    "planar_image",
-    "probe",
-    "probe_all",
-    "query_image_info",
-    "scrub_onchip",
-    "set_perf_hint",
-    "supported_image_formats",
-    "tune",
-]
+from qcom_ext import _public_modules
+from qcom_ext._version import __version__
+
+_public_modules.install()
+
+#: public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    # device layer
+    "DeviceCaps": "qcom_ext.device.caps",
+    "Limits": "qcom_ext.device.caps",
+    "REGISTRY": "qcom_ext.device.extensions",
+    "ExtensionStatus": "qcom_ext.device.extensions",
+    "probe": "qcom_ext.device.probe",
+    "probe_all": "qcom_ext.device.probe",
+    # errors
+    **dict.fromkeys(
+        (
+            "BuildError",
+            "CLError",
+            "ConfigError",
+            "ExtensionUnavailable",
+            "LibraryNotFound",
+            "NoPlatformError",
+            "OpenCLUnavailable",
+            "QcomExtError",
+            "QcomExtWarning",
+        ),
+        "qcom_ext.errors",
+    ),
+    # context and hints
+    **dict.fromkeys(
+        ("ContextInfo", "context_info", "create_context", "create_queue", "set_perf_hint"),
+        "qcom_ext.ext.context",
+    ),
+    "Recording": "qcom_ext.ext.recording",
+    # memory objects
+    **dict.fromkeys(
+        (
+            "CACHE_POLICIES",
+            "ExternalMemory",
+            "aligned_empty",
+            "host_buffer",
+            "import_ahardwarebuffer",
+            "import_android_native_buffer",
+            "import_dmabuf",
+            "import_ion",
+            "import_memory",
+        ),
+        "qcom_ext.ext.memory.host_ptr",
+    ),
+    "onchip_buffer": "qcom_ext.ext.memory.onchip",
+    "scrub_onchip": "qcom_ext.ext.memory.onchip",
+    "ImageBuffer": "qcom_ext.ext.memory.image_buffer",
+    "buffer_from_image": "qcom_ext.ext.memory.image_buffer",
+    "image_with_buffer": "qcom_ext.ext.memory.image_buffer",
+    # images
+    **dict.fromkeys(
+        ("QcomImage", "create_image", "parse_image_format", "supported_image_formats"),
+        "qcom_ext.ext.images.image",
+    ),
+    "ImageInfo": "qcom_ext.ext.images.info",
+    "query_image_info": "qcom_ext.ext.images.info",
+    **dict.fromkeys(
+        ("Nv12Image", "PlanarImage", "nv12_image", "planar_image"), "qcom_ext.ext.images.planar"
+    ),
+    "create_sampler": "qcom_ext.ext.images.sampler",
+    # accelerated image ops
+    **dict.fromkeys(
+        ("HofLimits", "WeightImage", "box_size", "hof_limits"), "qcom_ext.ext.accelerated.weights"
+    ),
+    **dict.fromkeys(
+        ("MotionField", "block_match_image", "box_filter_image", "convolve_image"),
+        "qcom_ext.ext.accelerated.whole_image",
+    ),
+    # programs
+    "build_program": "qcom_ext.ext.program.build",
+    "kernel_sub_group_size": "qcom_ext.ext.program.subgroups",
+    # ops
+    "tune": "qcom_ext.ops.tuning",
+}
+_SUBMODULES = {"ops": "qcom_ext.ops"}
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first use, then keep it here."""
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(_SUBMODULES[name])
+    else:
+        raise AttributeError(f"module 'qcom_ext' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+    from qcom_ext import ops
+    from qcom_ext.device.caps import DeviceCaps, Limits
+    from qcom_ext.device.extensions import REGISTRY, ExtensionStatus
+    from qcom_ext.device.probe import probe, probe_all
+    from qcom_ext.errors import (
+        BuildError,
+        CLError,
+        ConfigError,
+        ExtensionUnavailable,
+        LibraryNotFound,
+        NoPlatformError,
+        OpenCLUnavailable,
+        QcomExtError,
+        QcomExtWarning,
+    )
+    from qcom_ext.ext.accelerated.weights import HofLimits, WeightImage, box_size, hof_limits
+    from qcom_ext.ext.accelerated.whole_image import (
+        MotionField,
+        block_match_image,
+        box_filter_image,
+        convolve_image,
+    )
+    from qcom_ext.ext.context import (
+        ContextInfo,
+        context_info,
+        create_context,
+        create_queue,
+        set_perf_hint,
+    )
+    from qcom_ext.ext.images.image import (
+        QcomImage,
+        create_image,
+        parse_image_format,
+        supported_image_formats,
+    )
+    from qcom_ext.ext.images.info import ImageInfo, query_image_info
+    from qcom_ext.ext.images.planar import Nv12Image, PlanarImage, nv12_image, planar_image
+    from qcom_ext.ext.images.sampler import create_sampler
+    from qcom_ext.ext.memory.host_ptr import (
+        CACHE_POLICIES,
+        ExternalMemory,
+        aligned_empty,
+        host_buffer,
+        import_ahardwarebuffer,
+        import_android_native_buffer,
+        import_dmabuf,
+        import_ion,
+        import_memory,
+    )
+    from qcom_ext.ext.memory.image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
+    from qcom_ext.ext.memory.onchip import onchip_buffer, scrub_onchip
+    from qcom_ext.ext.program.build import build_program
+    from qcom_ext.ext.program.subgroups import kernel_sub_group_size
+    from qcom_ext.ext.recording import Recording
+    from qcom_ext.ops.tuning import tune

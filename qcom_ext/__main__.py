@@ -1,3 +1,3 @@
-from .cli import main
+from qcom_ext.tools.cli import main
 
 raise SystemExit(main())

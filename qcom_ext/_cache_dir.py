@@ -22,7 +22,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from .errors import ConfigError, QcomExtWarning
+from qcom_ext.errors import ConfigError, QcomExtWarning
 
 __all__ = [
     "DIR_ENV",

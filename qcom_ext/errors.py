@@ -46,7 +46,9 @@ def error_name(code: int) -> str:
     >>> error_name(-9999)
     'UNKNOWN_ERROR'
     """
-    from ._lib import error_codes  # the table is built from the cdefs, so import late
+    from qcom_ext.binding.lib import (
+        error_codes,  # the table is built from the cdefs, so import late
+    )
 
     return error_codes().get(code, "UNKNOWN_ERROR")
 

@@ -2,11 +2,11 @@
 
     python samples/bf16_dot.py [--device 0:0] [--n 1000000] [--groups 64] [--local 64]
 
-Rounds two random float32 vectors to bfloat16 (``qcom_ext.bfloat16.to_bfloat16``) and
+Rounds two random float32 vectors to bfloat16 (``qcom_ext.ext.program.bfloat16.to_bfloat16``) and
 takes their dot product with ``kernels/bf16_dot.cl``: every multiply-add is
 ``qcom_mad32_bf16`` (the Adreno builtin natively, a float32 fma elsewhere), summed per
 work-item in float32, then per work-group in local memory, then the group results on the
-host. numpy replays the same summation order (``qcom_ext.bfloat16.mad32_bf16`` per step,
+host. numpy replays the same summation order (``qcom_ext.ext.program.bfloat16.mad32_bf16`` per step,
 the same float32 tree): the portable fma path must match it bit for bit; a native
 builtin, whose rounding is not documented, must stay within the float32 error bound of
 that order. The float64 dot product of the same bf16 values is printed for scale. Exit
@@ -23,7 +23,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext._resources import kernels_dir
-from qcom_ext.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
+from qcom_ext.ext.program.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
 
 
 def replay(a: np.ndarray, b: np.ndarray, groups: int, local: int) -> np.ndarray:

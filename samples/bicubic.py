@@ -6,7 +6,7 @@
 Upscales an RGBA float image 2x with ``kernels/bicubic.cl``: on Adreno the sampler from
 ``qcom_ext.create_sampler(..., filter="bicubic")`` filters (CL_FILTER_BICUBIC_QCOM);
 elsewhere ``qcom_read_imagef_bicubic`` computes the guide's 4x4 Catmull-Rom formula.
-The result is compared with the numpy reference (``qcom_ext.bicubic.upscale2x``); exit
+The result is compared with the numpy reference (``qcom_ext.reference.bicubic.upscale2x``); exit
 status 1 when the largest difference exceeds ``--tolerance``. ``--png up.png`` writes the
 result and the reference next to it (``up-reference.png``; needs Pillow).
 """
@@ -23,7 +23,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext._resources import kernels_dir
-from qcom_ext.bicubic import upscale2x
+from qcom_ext.reference.bicubic import upscale2x
 
 
 def size(text: str) -> tuple[int, int]:

@@ -24,8 +24,8 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
-from qcom_ext import hof_reference
-from qcom_ext.image_ops import rgba_image
+from qcom_ext.ext.accelerated.whole_image import rgba_image
+from qcom_ext.reference import accelerated as hof_reference
 
 BLOCK = (8, 8)
 BACKGROUND, OBJECT = (1, 0), (3, -2)

@@ -19,8 +19,8 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
-from qcom_ext import hof_reference
-from qcom_ext.image_ops import empty_rgba_image, read_rgba_image, rgba_image
+from qcom_ext.ext.accelerated.whole_image import empty_rgba_image, read_rgba_image, rgba_image
+from qcom_ext.reference import accelerated as hof_reference
 
 SOBEL_X = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]])
 SEPARABLE_X = np.array([[-1, 0, 1], [1, 2, 1]])  # horizontal row, vertical row

@@ -9,7 +9,7 @@ size --size gives), puts it in a ``qcom_ext.Nv12Image`` and converts it with
 plane children of a CL_QCOM_NV12 image on Adreno, two ordinary plane images elsewhere.
 ``--memfd`` puts the frame in a memfd imported as a dma-buf (the zero-copy path of the
 fallback; Adreno imports real dma-bufs only). The result is checked against numpy's
-BT.601 conversion (``qcom_ext.yuv``); exit status 1 on mismatch. ``--png`` writes the
+BT.601 conversion (``qcom_ext.ext.images.yuv``); exit status 1 on mismatch. ``--png`` writes the
 RGBA result if Pillow is installed.
 """
 
@@ -24,8 +24,8 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
-from qcom_ext import yuv
 from qcom_ext._resources import kernels_dir
+from qcom_ext.ext.images import yuv
 
 
 def load_frame(args, parser) -> np.ndarray:

@@ -15,9 +15,9 @@ import contextlib
 import struct
 from collections.abc import Iterable, Iterator
 
-from qcom_ext import _info
-from qcom_ext._lib import C, driver, ffi
-from qcom_ext.probe import clear_cache
+from qcom_ext.binding import info as _info
+from qcom_ext.binding.lib import C, driver, ffi
+from qcom_ext.device.probe import clear_cache
 
 
 def u32(value: int) -> bytes:

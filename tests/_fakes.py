@@ -12,7 +12,7 @@ import struct
 
 from conftest import adreno_strings
 
-from qcom_ext._lib import C, driver, ffi
+from qcom_ext.binding.lib import C, driver, ffi
 
 PLATFORM, DEVICE = 0x2000, 0x1000
 

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from qcom_ext._lib import driver, ffi
+from qcom_ext.binding.lib import driver, ffi
 
 #: Cycles per kind; QCOM_EXT_LEAK_CYCLES lowers it while debugging (the leak tests
 #: themselves assert on 10,000 in CI: docs/RELIABILITY.md).

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 from conftest import adreno_strings
 
-from qcom_ext._lib import C, ffi
-from qcom_ext.probe import clear_cache
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device.probe import clear_cache
 
 CTX = 0xC0
 STRUCT_SIZES = {"cl_mem_ext_host_ptr": 8, "cl_mem_ion_host_ptr": 24,

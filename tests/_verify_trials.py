@@ -1,4 +1,4 @@
-"""Trial functions the tests of qcom_ext.verify register: the child process imports this
+"""Trial functions the tests of qcom_ext.tools.verify.runner register: the child process imports this
 module by name (the parent's import path travels with it), so each runs there."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import signal
 import time
 
 from qcom_ext import CLError
-from qcom_ext._lib import C
+from qcom_ext.binding.lib import C
 
 
 def passes(target) -> None:

@@ -1,4 +1,4 @@
-"""The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.pytest_plugin):
+"""The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin):
 ``device_caps`` / ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context`` over
 every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here.
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from qcom_ext.pytest_plugin import selected_devices
+from qcom_ext.tools.pytest_plugin import selected_devices
 
 DATA = Path(__file__).parent / "data"
 DEVICES = selected_devices()  # the devices the plugin parametrizes over
@@ -32,7 +32,7 @@ def stand_ins(monkeypatch):
     QCOM_EXT_DISABLE is cleared (tests that want it set it)."""
     from _fakes import Stand
 
-    from qcom_ext.probe import clear_cache
+    from qcom_ext.device.probe import clear_cache
 
     def use(module, *names: str) -> None:
         for name in names:
@@ -45,12 +45,12 @@ def stand_ins(monkeypatch):
 
 
 def benchmark_module(name: str):
-    """``benchmarks/<name>.py`` as ``qcom_ext.benchmarks.<name>``: the package ``qcom-ext
+    """``benchmarks/<name>.py`` as ``qcom_ext.tools.bench.<name>``: the package ``qcom-ext
     bench`` runs, from the checkout or from an installed wheel."""
-    from qcom_ext.cli import benchmarks_runner
+    from qcom_ext.tools.cli import benchmarks_runner
 
     benchmarks_runner()
-    return importlib.import_module(f"qcom_ext.benchmarks.{name}")
+    return importlib.import_module(f"qcom_ext.tools.bench.{name}")
 
 
 def adreno_strings() -> dict[str, str]:

@@ -28,7 +28,7 @@ import numpy as np
 import pyopencl
 
 import qcom_ext
-from qcom_ext._cdefs import cdef_texts, parse
+from qcom_ext.binding.cdefs import cdef_texts, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_HEADERS = [

@@ -25,7 +25,7 @@ import pyopencl as cl
 from _leakcheck import measure, reference_total
 
 import qcom_ext
-from qcom_ext.program import program_options
+from qcom_ext.ext.program.build import program_options
 
 SOURCE = (
     "__kernel void bump(__global uint *a) { a[get_global_id(0)] += qcom_bitreverse(0x80000000u); }"

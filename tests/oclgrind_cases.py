@@ -42,12 +42,14 @@ import _oclgrind  # noqa: E402
 from conv_reference import activate, assert_close, conv2d  # noqa: E402
 
 import qcom_ext  # noqa: E402
-from qcom_ext import hof_reference, ops, yuv  # noqa: E402
-from qcom_ext._hof_points import PointOps, download, empty, upload  # noqa: E402
+from qcom_ext import ops  # noqa: E402
 from qcom_ext._resources import kernels_dir  # noqa: E402
-from qcom_ext.bfloat16 import mad32_bf16, to_bfloat16  # noqa: E402
-from qcom_ext.bicubic import bicubic, upscale2x  # noqa: E402
-from qcom_ext.program import PRELUDE  # noqa: E402
+from qcom_ext.ext.images import yuv
+from qcom_ext.ext.program.bfloat16 import mad32_bf16, to_bfloat16  # noqa: E402
+from qcom_ext.ext.program.build import PRELUDE  # noqa: E402
+from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference.bicubic import bicubic, upscale2x  # noqa: E402
+from qcom_ext.reference.points import PointOps, download, empty, upload  # noqa: E402
 
 MF = cl.mem_flags
 RGBA_FLOAT = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
@@ -831,7 +833,7 @@ def hof_close(t: Trial, what: str, got: Any, want: Any) -> None:
 
 class HofPoints:
     """The accelerated-image builtins at points: inside and outside the image, fractional
-    coordinates, every addressing mode where defined (qcom_ext._hof_points)."""
+    coordinates, every addressing mode where defined (qcom_ext.reference.points)."""
 
     def __init__(self, t: Trial) -> None:
         self.t = t
@@ -909,7 +911,7 @@ def case_hof_points_block_match(t: Trial) -> None:
 
 
 class HofImages:
-    """kernels/accelerated_image_ops.cl through qcom_ext.image_ops: every method, 2-D and
+    """kernels/accelerated_image_ops.cl through qcom_ext.ext.accelerated.whole_image: every method, 2-D and
     separable weights, blocks that overhang the image edge, both searches."""
 
     def __init__(self, t: Trial) -> None:
@@ -919,7 +921,7 @@ class HofImages:
         self.grid = np.stack(np.meshgrid(np.arange(9), np.arange(7)), -1).reshape(-1, 2)
 
     def convolve(self) -> None:
-        from qcom_ext.image_ops import METHODS
+        from qcom_ext.ext.accelerated.whole_image import METHODS
 
         t = self.t
         w2d = qcom_ext.WeightImage(t.ctx, t.rng.uniform(-1, 1, (3, 4)), center=(1, 2))
@@ -954,7 +956,7 @@ class HofImages:
                 )
 
     def box_filter(self) -> None:
-        from qcom_ext.image_ops import METHODS
+        from qcom_ext.ext.accelerated.whole_image import METHODS
 
         t = self.t
         for method in METHODS:
@@ -970,7 +972,7 @@ class HofImages:
             hof_close(t, f"box_filter_image {method}", download(t.queue, self.dst), want)
 
     def search(self) -> None:
-        from qcom_ext import image_ops
+        from qcom_ext.ext.accelerated import whole_image as image_ops
 
         t = self.t
         target = (t.rng.integers(0, 256, (8, 12, 4)) / 256).astype(np.float32)
@@ -1032,7 +1034,7 @@ def case_hof_block_match_image(t: Trial) -> None:
 def adreno_index_maths() -> Iterator[None]:
     """Build qcom_ext's programs with -DUSE_MAD24, as on Adreno (ops.kernel_for adds it
     there only), so that index arithmetic variant runs too."""
-    import qcom_ext.program as program
+    import qcom_ext.ext.program.build as program
 
     original = program.build_program
 

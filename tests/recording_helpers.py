@@ -18,7 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from qcom_ext import DeviceCaps, ExtensionStatus
-from qcom_ext._lib import C, driver, ffi
+from qcom_ext.binding.lib import C, driver, ffi
 
 EXT = "cl_qcom_recordable_queues"
 

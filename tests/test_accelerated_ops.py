@@ -1,6 +1,6 @@
 """cl_qcom_accelerated_image_ops on every device that has images: the spec's worked
 examples (golden), random cases against the float64 numpy references of
-qcom_ext.hof_reference (fp32 and fp16 images, three addressing modes), the whole-image
+qcom_ext.reference.accelerated (fp32 and fp16 images, three addressing modes), the whole-image
 ops, and the host-side validation of WeightImage, box_size and the image ops."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import qcom_ext
-from qcom_ext import ConfigError, WeightImage, box_size, hof_reference
-from qcom_ext._hof_points import PointOps, download, empty, supports, upload
-from qcom_ext.accelerated import FALLBACK_LIMITS, fallback_layout
-from qcom_ext.image_ops import box_window
+from qcom_ext import ConfigError, WeightImage, box_size
+from qcom_ext.ext.accelerated.weights import FALLBACK_LIMITS, fallback_layout
+from qcom_ext.ext.accelerated.whole_image import box_window
+from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference.points import PointOps, download, empty, supports, upload
 
 EXT = "cl_qcom_accelerated_image_ops"
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -535,7 +536,7 @@ def test_weights_for_the_other_path_are_refused(any_context):
     with pytest.raises(ConfigError, match="make the WeightImage again"):
         qcom_ext.convolve_image(queue, image, w, image)
     with pytest.raises(ConfigError, match="method must be one of"):
-        w.path = qcom_ext.image_ops.path(any_context)
+        w.path = qcom_ext.ext.accelerated.whole_image.path(any_context)
         qcom_ext.convolve_image(queue, image, w, image, method="fast")
 
 
@@ -568,8 +569,8 @@ def test_native_branches_compile_against_the_builtins_declarations(kernel_contex
     declarations (stubbed here, as no Adreno is at hand)."""
     import pyopencl as cl
 
-    from qcom_ext._hof_points import SOURCE
     from qcom_ext._resources import kernels_dir
+    from qcom_ext.reference.points import SOURCE
 
     text = (kernels_dir() / source).read_text() if source.endswith(".cl") else SOURCE
     program = cl.Program(kernel_context, NATIVE_STUBS + "#include <qcom_ext.h>\n" + text)

@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 from conftest import benchmark_module
 
-from qcom_ext.bicubic import upscale2x
+from qcom_ext.reference.bicubic import upscale2x
 
 
 @pytest.fixture(scope="module")

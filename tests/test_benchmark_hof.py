@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import benchmark_module
 
-from qcom_ext import hof_reference
+from qcom_ext.reference import accelerated as hof_reference
 
 SMALL = (48, 40)
 
@@ -41,7 +41,7 @@ def test_opencl_cases_run_and_compute_the_operations(hof, device_caps, kernel_co
     monkeypatch.setattr(hof, "LAUNCHES", 1)
     cases = {n: c for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
              if not n.startswith(("torch", "opencv"))}  # fmt: skip
-    from qcom_ext.image_ops import read_rgba_image
+    from qcom_ext.ext.accelerated.whole_image import read_rgba_image
 
     for name, case in cases.items():
         setup, run = (case["setup"], case["run"]) if isinstance(case, dict) else (

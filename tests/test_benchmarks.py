@@ -153,7 +153,7 @@ def test_suite_names_may_not_clash_with_cases() -> None:
 
 
 def test_qcom_ext_bench_cli_lists_and_rejects(capsys) -> None:
-    from qcom_ext.cli import main as cli_main
+    from qcom_ext.tools.cli import main as cli_main
 
     assert cli_main(["bench", "--list"]) == 0
     listed = capsys.readouterr().out

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import benchmark_module
 
-from qcom_ext.cli import main as cli_main
+from qcom_ext.tools.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "BENCHMARKS.md"

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import qcom_ext
-from qcom_ext.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
+from qcom_ext.ext.program.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
 
 SOURCE = """
 __kernel void mad_bf16(__global const ushort *a, __global const ushort *b,

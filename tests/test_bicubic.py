@@ -1,6 +1,6 @@
 """cl_qcom_filter_bicubic: create_sampler and qcom_read_imagef_bicubic against numpy.
 
-The kernel-side read is compared with ``qcom_ext.bicubic`` (the guide's formula in
+The kernel-side read is compared with ``qcom_ext.reference.bicubic`` (the guide's formula in
 float64), itself checked on hand-computed values; hypothesis draws images, coordinates,
 coordinate spaces and addressing modes. The native sampler is checked through the fake
 Adreno driver (clCreateSampler callbacks), the native kernel path by preprocessing.
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
-from qcom_ext import sampler as sampler_module
-from qcom_ext._lib import C, ffi
-from qcom_ext.bicubic import bicubic, catmull_rom_weights
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.ext.images import sampler as sampler_module
+from qcom_ext.reference.bicubic import bicubic, catmull_rom_weights
 
 SOURCE = """
 __kernel void sample(read_only image2d_t image, sampler_t sampler,

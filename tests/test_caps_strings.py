@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qcom_ext import REGISTRY, ConfigError, DeviceCaps, Limits
-from qcom_ext.caps import parse_adreno_compiler, parse_adreno_model, parse_disabled
-from qcom_ext.extensions import khronos_names
+from qcom_ext.device.caps import parse_adreno_compiler, parse_adreno_model, parse_disabled
+from qcom_ext.device.extensions import khronos_names
 
 ADRENO = adreno_strings()
 DEVICE_VERSION = {

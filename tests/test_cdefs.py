@@ -8,11 +8,13 @@ from collections import Counter
 import cffi
 import pytest
 
-from qcom_ext import REGISTRY, _cl_ffi, _lib
-from qcom_ext._cdefs import cdef_files, cdef_texts, cdefs_hash, parse
-from qcom_ext._ffi_build import GENERATED, generate
-from qcom_ext._lib import C, constant_names, error_codes, ffi
+from qcom_ext import REGISTRY
 from qcom_ext._resources import cdefs_dir
+from qcom_ext.binding import _cl_ffi
+from qcom_ext.binding import lib as _lib
+from qcom_ext.binding.cdefs import cdef_files, cdef_texts, cdefs_hash, parse
+from qcom_ext.binding.ffi_build import GENERATED, generate
+from qcom_ext.binding.lib import C, constant_names, error_codes, ffi
 
 FILES = cdef_files()
 
@@ -81,7 +83,7 @@ def test_error_code_table_is_built_from_the_constants():
 
 def test_generated_ffi_module_is_up_to_date():
     assert cdefs_hash(cdef_texts()) == _cl_ffi.CDEFS_SHA256, (
-        f"{GENERATED.name} is stale: run python -m qcom_ext._ffi_build"
+        f"{GENERATED.name} is stale: run python -m qcom_ext.binding.ffi_build"
     )
     assert "CDEFS_SHA256" in generate()
 
@@ -103,7 +105,7 @@ def _normal(ctype) -> str:
 
 def test_stale_generated_module_falls_back_to_parsing(monkeypatch):
     monkeypatch.setattr(_cl_ffi, "CDEFS_SHA256", "0" * 64)
-    with pytest.warns(_lib.QcomExtWarning, match="python -m qcom_ext._ffi_build"):
+    with pytest.warns(_lib.QcomExtWarning, match="python -m qcom_ext.binding.ffi_build"):
         fresh, names = _lib._load_ffi()
     assert fresh is not _cl_ffi.ffi
     assert fresh.sizeof("cl_weight_image_desc_qcom") == ffi.sizeof("cl_weight_image_desc_qcom")

@@ -14,8 +14,8 @@ from _fakes import (
     platform_info,
 )
 
-from qcom_ext._lib import ffi
-from qcom_ext.probe import read_device
+from qcom_ext.binding.lib import ffi
+from qcom_ext.device.probe import read_device
 
 
 def test_versions_are_reported_with_the_two_call_pattern():

@@ -26,11 +26,14 @@ import pytest
 from recording_helpers import FakeRecordingDriver, native_caps
 
 import qcom_ext
-import qcom_ext.context as context_module
-import qcom_ext.recording as recording_module
-from qcom_ext import image_ops, program, program_cache, tuning
-from qcom_ext.probe import clear_cache
-from qcom_ext.tuning import TuningCache, kernel_identity
+import qcom_ext.ext.context as context_module
+import qcom_ext.ext.recording as recording_module
+from qcom_ext.device.probe import clear_cache
+from qcom_ext.ext.accelerated import whole_image as image_ops
+from qcom_ext.ext.program import build as program
+from qcom_ext.ext.program import cache as program_cache
+from qcom_ext.ops import tuning
+from qcom_ext.ops.tuning import TuningCache, kernel_identity
 
 THREADS = 8
 ROOT = Path(__file__).resolve().parents[1]

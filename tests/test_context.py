@@ -18,7 +18,7 @@ import pytest
 
 import qcom_ext
 from qcom_ext import QcomExtWarning
-from qcom_ext.context import _registry
+from qcom_ext.ext.context import _registry
 
 
 def qcom_warnings(caught) -> list[str]:
@@ -130,7 +130,7 @@ def test_no_hint_means_no_warning_and_no_info(device_caps):
 def test_protected_context_is_refused_before_anything_is_created(device_caps):
     if device_caps.path("cl_qcom_protected_context") == "native":
         pytest.skip(f"{device_caps.label} has protected contexts")
-    from qcom_ext._lib import driver
+    from qcom_ext.binding.lib import driver
 
     created = []
     with (

@@ -19,8 +19,8 @@ from _fakes import DEVICE, PLATFORM, addr, adreno740_device_info, cstr, fake_dri
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ContextInfo, QcomExtWarning
-from qcom_ext import context as context_module
-from qcom_ext._lib import C, ffi
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.ext import context as context_module
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little",

@@ -11,7 +11,7 @@ import pytest
 from doc_quotes import check_page
 
 import qcom_ext
-from qcom_ext.extensions import REGISTRY
+from qcom_ext.device.extensions import REGISTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "docs" / "extensions"

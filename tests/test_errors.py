@@ -13,7 +13,7 @@ from qcom_ext import (
     NoPlatformError,
     QcomExtError,
 )
-from qcom_ext._lib import check
+from qcom_ext.binding.lib import check
 
 
 def test_cl_error_message_and_fields():

@@ -47,18 +47,18 @@ from qcom_ext import (
     ContextInfo,
     Recording,
     WeightImage,
-    _clml,
     buffer_from_image,
     image_with_buffer,
     onchip_buffer,
     query_image_info,
 )
-from qcom_ext import context as context_module
-from qcom_ext import host_ptr as host_ptr_module
-from qcom_ext import image_buffer as image_buffer_module
-from qcom_ext._lib import C, driver, ffi, fn_type
+from qcom_ext.binding.lib import C, driver, ffi, fn_type
+from qcom_ext.device import clml as _clml
+from qcom_ext.device.probe import clear_cache, probe
 from qcom_ext.errors import RecordingStateError, error_name
-from qcom_ext.probe import clear_cache, probe
+from qcom_ext.ext import context as context_module
+from qcom_ext.ext.memory import host_ptr as host_ptr_module
+from qcom_ext.ext.memory import image_buffer as image_buffer_module
 
 DEVICE = next((c for c in DEVICES if c.image_support), None)
 pytestmark = [

@@ -38,19 +38,13 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import qcom_ext
-from qcom_ext import (
-    ConfigError,
-    DeviceCaps,
-    QcomExtError,
-    WeightImage,
-    bfloat16,
-    hof_reference,
-    ops,
-)
-from qcom_ext._lib import C
+from qcom_ext import ConfigError, DeviceCaps, QcomExtError, WeightImage, ops
+from qcom_ext.binding.lib import C
+from qcom_ext.device.extensions import REGISTRY, khronos_names
 from qcom_ext.errors import DriverAnswerError
-from qcom_ext.extensions import REGISTRY, khronos_names
-from qcom_ext.program import define_options
+from qcom_ext.ext.program import bfloat16
+from qcom_ext.ext.program.build import define_options
+from qcom_ext.reference import accelerated as hof_reference
 
 # ---- settings, counting, the typed-error rule --------------------------------------------
 
@@ -197,7 +191,7 @@ def test_probe_of_any_driver_strings(tokens, seps, raw_tail, model, junk, long, 
     info[0x1001] = (0x5143).to_bytes(8, "little")[:vendor_width]  # cl_uint in odd widths
     info[0x4112] = (16).to_bytes(9, "little")[:hof_width]  # 0 bytes: the query fails
     info[0x1060] = b"".join(struct.pack("<I64s", v, n) for n, v in versions.items())
-    from qcom_ext.probe import read_device
+    from qcom_ext.device.probe import read_device
 
     with pytest.MonkeyPatch.context() as patch, fake_driver(info, platform_info(), []):
         patch.delenv("QCOM_EXT_DISABLE", raising=False)
@@ -266,7 +260,7 @@ def test_kill_switch_values(items, sep, edges):
 
 
 def _platforms():
-    from qcom_ext import _info
+    from qcom_ext.binding import info as _info
 
     return [(p, _info.device_ids(p)) for p in _info.platform_ids()]
 
@@ -280,7 +274,7 @@ def _platforms():
 ))  # fmt: skip
 def test_pyopencl_ctx_selector(spec):
     counted("env: PYOPENCL_CTX")
-    from qcom_ext.probe import _default, default_device
+    from qcom_ext.device.probe import _default, default_device
 
     platforms = _platforms()
     if not platforms:
@@ -318,7 +312,7 @@ _SELECTOR = either(
        entries=st.lists(_SELECTOR, max_size=4))  # fmt: skip
 def test_device_selector(labels, entries):
     counted("env: QCOM_EXT_TEST_DEVICES")
-    from qcom_ext.pytest_plugin import filter_devices
+    from qcom_ext.tools.pytest_plugin import filter_devices
 
     found = [SimpleNamespace(label=label) for label in labels]
     spec = ",".join(entries)
@@ -342,7 +336,8 @@ def test_device_selector(labels, entries):
                                                  min_size=1, max_size=20)))  # fmt: skip
 def test_cache_switches(no_cache, cache_dir, tmp_path_factory):
     counted("env: QCOM_EXT_NO_CACHE, QCOM_EXT_CACHE_DIR")
-    from qcom_ext import _cache_dir, program_cache
+    from qcom_ext import _cache_dir
+    from qcom_ext.ext.program import cache as program_cache
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("QCOM_EXT_NO_CACHE", no_cache)
@@ -375,7 +370,7 @@ def test_cache_switches(no_cache, cache_dir, tmp_path_factory):
 @given(name=st.text(alphabet=string.ascii_letters + "/._-", min_size=1, max_size=16))
 def test_opencl_library_override(name, tmp_path_factory):
     counted("env: QCOM_EXT_OPENCL_LIBRARY")
-    from qcom_ext._lib import ENV_LIBRARY, open_library
+    from qcom_ext.binding.lib import ENV_LIBRARY, open_library
 
     path = str(tmp_path_factory.getbasetemp() / "no-library-here" / name)
     with pytest.MonkeyPatch.context() as patch:
@@ -606,7 +601,7 @@ _NUMBER = either(
 @given(width=_NUMBER, height=_NUMBER, native=st.booleans())
 def test_box_sizes(width, height, native):
     counted("box sizes")
-    from qcom_ext.caps import Limits
+    from qcom_ext.device.caps import Limits
 
     if native:
         limits = (16, 8)
@@ -634,7 +629,7 @@ _PIXELS = hnp.arrays(np.float32, st.tuples(st.integers(1, 9), st.integers(1, 9),
        method=st.sampled_from(["tiled", "blocked"]))  # fmt: skip
 def test_box_filter_image(ctx, queue, size, pixels, method):
     counted("box filter image")
-    from qcom_ext import image_ops
+    from qcom_ext.ext.accelerated import whole_image as image_ops
 
     src = image_ops.rgba_image(ctx, pixels)
     dst = image_ops.empty_rgba_image(ctx, pixels.shape[1], pixels.shape[0])
@@ -648,7 +643,7 @@ def test_box_filter_image(ctx, queue, size, pixels, method):
        method=st.sampled_from(["tiled", "blocked", "per_pixel"]))  # fmt: skip
 def test_convolve_image(ctx, queue, weights, pixels, method):
     counted("convolve image")
-    from qcom_ext import image_ops
+    from qcom_ext.ext.accelerated import whole_image as image_ops
 
     image = WeightImage(ctx, weights, center=(1, 1), dtype=np.float32)
     src = image_ops.rgba_image(ctx, pixels)
@@ -920,7 +915,7 @@ _F32_BITS = st.integers(0, 0xFFFFFFFF).map(lambda b: np.array(b, np.uint32).view
                                  [1, -2]]))  # fmt: skip
 def test_bfloat16_conversions(values, a, b, acc, bad, bad_bits):
     counted("bfloat16")
-    from qcom_ext.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
+    from qcom_ext.ext.program.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
 
     floats = np.array(values, np.float32)
     bits = to_bfloat16(floats)
@@ -956,7 +951,7 @@ _DEFINES = one_spoilt(
 @given(defines=_DEFINES)
 def test_define_options(defines):
     counted("kernel defines")
-    from qcom_ext.program import define_options
+    from qcom_ext.ext.program.build import define_options
 
     if not isinstance(defines, dict):
         typed_error(lambda: define_options(defines), "defines", kinds=(ConfigError,))
@@ -1004,7 +999,7 @@ def test_junk_handles(junk, where):
 def test_handles_that_are_accepted(ctx):
     """What handle_int takes (the other side of test_junk_handles): ints, numpy ints, cffi
     pointers and arrays (a host buffer passed as a pointer), pyopencl objects."""
-    from qcom_ext._lib import ffi, handle_int
+    from qcom_ext.binding.lib import ffi, handle_int
 
     buffer = ffi.new("char[]", 16)
     assert handle_int(7) == 7 and handle_int(np.uint64(7)) == 7
@@ -1028,7 +1023,7 @@ _TOKENS = sorted({int(getattr(C, "CL_" + f.format(n))) for f, mid in _HINT_KINDS
                               st.integers(0, 4).map(np.int32))))  # fmt: skip
 def test_hint_values(kind, value):
     counted("hints")
-    from qcom_ext import _hints
+    from qcom_ext.ext import hints as _hints
 
     form, mid = _HINT_KINDS[kind]
     tokens = [int(getattr(C, "CL_" + form.format(n))) for n in ("HIGH", mid, "LOW")]
@@ -1063,7 +1058,7 @@ _VALID_FLAGS = st.tuples(
                               st.text(alphabet="read_writeonlyRWO- ", max_size=12))))  # fmt: skip
 def test_access_flags(flags):
     counted("memory flags")
-    from qcom_ext._mem_flags import access_flags
+    from qcom_ext.ext.memory.flags import access_flags
 
     if isinstance(flags, str):
         key = flags.strip().lower().replace("-", "_")
@@ -1090,7 +1085,7 @@ def test_access_flags(flags):
        where=st.integers(0, 10**6), junk=st.binary(max_size=64))  # fmt: skip
 def test_program_cache_entries(tmp_path_factory, binaries, change, where, junk):
     counted("program cache entries")
-    from qcom_ext.program_cache import ProgramCache, key_of
+    from qcom_ext.ext.program.cache import ProgramCache, key_of
 
     store = ProgramCache(tmp_path_factory.mktemp("programs"))
     key, meta = key_of({"n": len(binaries)}), {"device": "fuzz", "driver": "1.0"}
@@ -1129,7 +1124,7 @@ _LOCAL = st.lists(st.integers(1, 64), min_size=1, max_size=1)
 @example(field="driver_ns", value=-5, local=[8])
 def test_tuning_cache_entries(tmp_path_factory, field, value, local):
     counted("tuning cache entries")
-    from qcom_ext.tuning import KernelIdentity, TuningCache, TuningResult
+    from qcom_ext.ops.tuning import KernelIdentity, TuningCache, TuningResult
 
     cache = TuningCache(tmp_path_factory.mktemp("tuning"))
     identity = KernelIdentity("pocl", "cpu", "3.1", "k", "0" * 64, "")
@@ -1179,7 +1174,7 @@ def verdict_entries(draw):
 @given(data=_JSON, verdicts=verdict_entries())
 def test_verdict_cache_entries(tmp_path_factory, data, verdicts):
     counted("verdict cache entries")
-    from qcom_ext import verify
+    from qcom_ext.tools.verify import runner as verify
 
     caps = DeviceCaps.from_info(extensions=" ".join(REGISTRY), platform_name="fuzz",
                                 device_name="cpu", driver_version="1", disabled=())  # fmt: skip
@@ -1216,7 +1211,7 @@ def _recording(ctx, queue):
 
 
 def _default_device(spec: str):
-    from qcom_ext.probe import _default, default_device
+    from qcom_ext.device.probe import _default, default_device
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYOPENCL_CTX", spec)
@@ -1225,7 +1220,7 @@ def _default_device(spec: str):
 
 
 def _probe_answering(answers: dict[int, bytes]):
-    from qcom_ext.probe import read_device
+    from qcom_ext.device.probe import read_device
 
     info = adreno740_device_info()
     info.update(answers)
@@ -1341,7 +1336,7 @@ def test_found_by_fuzzing_long_driver_strings_are_linear():
     import sys
 
     code = (
-        "from qcom_ext.caps import DeviceCaps\n"
+        "from qcom_ext.device.caps import DeviceCaps\n"
         "for text in ('1' * 10**6, 'Adreno' + ' ' * 10**6):\n"
         "    DeviceCaps.from_info(extensions='', device_version=text, driver_version=text,"
         " disabled=())\n"

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import qcom_ext
 from qcom_ext import ConfigError, ExtensionUnavailable, QcomExtWarning
-from qcom_ext.host_ptr import _bytes_after
+from qcom_ext.ext.memory.host_ptr import _bytes_after
 
 DMABUF = "cl_qcom_dmabuf_host_ptr"
 needs_memfd = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")

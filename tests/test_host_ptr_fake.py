@@ -19,9 +19,9 @@ from _memfakes import STRUCT_SIZES, FakeContext, FakeMemDriver, ext_host_ptr, us
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable
-from qcom_ext import _memobj as memobj
-from qcom_ext._lib import C, ffi
-from qcom_ext._mem_flags import access_flags
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.ext.memory import memobj
+from qcom_ext.ext.memory.flags import access_flags
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little" or not hasattr(os, "memfd_create"),

@@ -22,8 +22,8 @@ from conftest import DEVICES
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, QcomExtWarning, buffer_from_image, image_with_buffer
-from qcom_ext._lib import C, ffi
-from qcom_ext._mem_flags import HOST_POINTER
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.ext.memory.flags import HOST_POINTER
 
 pytestmark = [
     pytest.mark.skipif(

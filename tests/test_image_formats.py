@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qcom_ext import CLError, ConfigError
-from qcom_ext._image_formats import (
+from qcom_ext.binding.lib import C, constant_names, driver, ffi
+from qcom_ext.ext.images.formats import (
     ImageExtent,
     ImageFormat,
     check_image_format,
@@ -22,9 +23,8 @@ from qcom_ext._image_formats import (
     image_type_name,
     parse_image_format,
 )
-from qcom_ext._lib import C, constant_names, driver, ffi
-from qcom_ext._mem_flags import access_flags, flag_names
-from qcom_ext._memobj import checked_handle
+from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.memobj import checked_handle
 
 ORDERS = [n for n in constant_names() if 0x10B0 <= getattr(C, n) <= 0x10C3]
 TYPES = [n for n in constant_names() if 0x10D0 <= getattr(C, n) <= 0x10E0]

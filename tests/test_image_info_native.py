@@ -17,7 +17,7 @@ from _claiming import addr, claiming
 from conftest import DEVICES
 
 from qcom_ext import CLError, ImageInfo, QcomExtWarning, query_image_info
-from qcom_ext._lib import C, ffi
+from qcom_ext.binding.lib import C, ffi
 
 pytestmark = [
     pytest.mark.skipif(

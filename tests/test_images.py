@@ -3,7 +3,7 @@
 Off Adreno: format queries with Qualcomm bits list nothing, compressed images fall back
 to uncompressed ones, NV12 frames are the portable plane pair (on device memory or on a
 memfd standing in for a dma-buf), and kernels/nv12_to_rgba.cl reads them through
-qcom_ext_read_nv12f, checked against the numpy BT.601 reference (qcom_ext.yuv). Native
+qcom_ext_read_nv12f, checked against the numpy BT.601 reference (qcom_ext.ext.images.yuv). Native
 paths: tests/test_images_fake.py.
 """
 
@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import qcom_ext
-from qcom_ext import ConfigError, ExtensionUnavailable, QcomExtWarning, planar, yuv
+from qcom_ext import ConfigError, ExtensionUnavailable, QcomExtWarning
 from qcom_ext._resources import kernels_dir
+from qcom_ext.ext.images import planar, yuv
 
 FAST = settings(max_examples=20, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip

@@ -44,10 +44,10 @@ from conftest import DEVICES
 from recording_helpers import FakeRecordingDriver, native_caps
 
 import qcom_ext
-import qcom_ext.context as context_module
-import qcom_ext.recording as recording_module
+import qcom_ext.ext.context as context_module
+import qcom_ext.ext.recording as recording_module
 from qcom_ext import DeviceCaps, QcomExtWarning, Recording, WeightImage
-from qcom_ext._lib import C, ffi
+from qcom_ext.binding.lib import C, ffi
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/proc/self/statm"), reason="RSS is read from /proc/self/statm (Linux)"

@@ -6,8 +6,8 @@ import pyopencl as cl
 import pytest
 
 from qcom_ext import LibraryNotFound
-from qcom_ext._info import platform_ids
-from qcom_ext._lib import ENV_LIBRARY, driver, ffi, open_library
+from qcom_ext.binding.info import platform_ids
+from qcom_ext.binding.lib import ENV_LIBRARY, driver, ffi, open_library
 
 
 def test_default_library_is_pyopencls_loader(monkeypatch):

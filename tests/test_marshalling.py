@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from qcom_ext._lib import C, driver, ffi
+from qcom_ext.binding.lib import C, driver, ffi
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little",

@@ -9,7 +9,7 @@ import pytest
 import qcom_ext
 from qcom_ext import ConfigError, Recording, onchip_buffer, scrub_onchip
 from qcom_ext._resources import kernels_dir
-from qcom_ext.onchip import SCRUB_BYTE
+from qcom_ext.ext.memory.onchip import SCRUB_BYTE
 
 EXTENSION = "cl_qcom_onchip_global_memory"
 mf = cl.mem_flags

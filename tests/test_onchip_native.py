@@ -18,7 +18,7 @@ from _claiming import addr, claiming, real, u32, u64
 from conftest import DEVICES
 
 from qcom_ext import CLError, ConfigError, QcomExtWarning, onchip_buffer, scrub_onchip
-from qcom_ext._lib import C, driver, ffi
+from qcom_ext.binding.lib import C, driver, ffi
 from qcom_ext.errors import EntryPointMissing
 
 pytestmark = [

@@ -14,10 +14,10 @@ from qcom_ext._resources import cdefs_dir, kernels_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK = """
-import qcom_ext, qcom_ext._resources as r, qcom_ext._lib as lib, qcom_ext._cdefs as cd
+import qcom_ext, qcom_ext._resources as r, qcom_ext.binding.lib as lib, qcom_ext.binding.cdefs as cd
 print(qcom_ext.__file__); print(r.cdefs_dir()); print(r.kernels_dir())
-print(len(cd.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM, lib.ffi is qcom_ext._cl_ffi.ffi)
-import qcom_ext.cli; run = qcom_ext.cli.benchmarks_runner()
+print(len(cd.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM, lib.ffi is qcom_ext.binding._cl_ffi.ffi)
+import qcom_ext.tools.cli; run = qcom_ext.tools.cli.benchmarks_runner()
 print(run.__name__, run.__file__, len(run.discover()))
 """
 
@@ -63,5 +63,5 @@ def test_installed_wheel_carries_and_finds_its_data(tmp_path):
     assert Path(out[2]) == package / "kernels"
     assert out[3] == f"{len(list((ROOT / 'cdefs').glob('*.h')))} {1 << 30} True"
     name, runner, count = out[4].split()  # qcom-ext bench works from the wheel
-    assert name == "qcom_ext.benchmarks.run" and Path(runner).is_relative_to(package)
+    assert name == "qcom_ext.tools.bench.run" and Path(runner).is_relative_to(package)
     assert int(count) > 0

@@ -11,7 +11,7 @@ import pytest
 import qcom_ext
 from qcom_ext import REGISTRY
 from qcom_ext._resources import kernels_dir
-from qcom_ext.probe import clear_cache, default_device, probe, read_device
+from qcom_ext.device.probe import clear_cache, default_device, probe, read_device
 
 
 def test_probe_matches_pyopencl(device_caps):

@@ -12,7 +12,7 @@ from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_in
 from conftest import adreno_strings
 
 from qcom_ext import REGISTRY
-from qcom_ext.probe import read_device
+from qcom_ext.device.probe import read_device
 
 
 def test_fake_adreno740_probe():

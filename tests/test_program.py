@@ -20,8 +20,9 @@ import pyopencl as cl
 import pytest
 
 import qcom_ext
-from qcom_ext import program, program_cache
 from qcom_ext._resources import kernels_dir
+from qcom_ext.ext.program import build as program
+from qcom_ext.ext.program import cache as program_cache
 
 SOURCE = """
 __kernel void value(__global uint *out) { out[0] = qcom_bitreverse(VALUE) ^ (uint)EXTRA; }
@@ -244,7 +245,7 @@ def test_concurrent_builds_agree(kernel_context, cache_dir, source_builds, no_co
 
 WRITER = textwrap.dedent("""
     import hashlib, sys
-    from qcom_ext.program_cache import ProgramCache
+    from qcom_ext.ext.program.cache import ProgramCache
     store, key, me = ProgramCache(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     meta = {"device": "shared"}
     payload = lambda n: [hashlib.sha256(bytes([n])).digest() * (2000 + 997 * n)] * 2

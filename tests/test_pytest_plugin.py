@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import qcom_ext
-from qcom_ext.pytest_plugin import device_ids, selected_devices
+from qcom_ext.tools.pytest_plugin import device_ids, selected_devices
 
 pytest_plugins = ["pytester"]
 
@@ -117,4 +117,4 @@ def test_plugin_is_installed_as_an_entry_point():
     from importlib.metadata import entry_points
 
     plugins = {ep.value for ep in entry_points(group="pytest11")}
-    assert "qcom_ext.pytest_plugin" in plugins, qcom_ext.__file__
+    assert "qcom_ext.tools.pytest_plugin" in plugins, qcom_ext.__file__

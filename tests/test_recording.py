@@ -14,7 +14,7 @@ import pytest
 from recording_helpers import FakeRecordingDriver, N, Pipeline, native_caps
 
 import qcom_ext
-import qcom_ext.recording as recording
+import qcom_ext.ext.recording as recording
 from qcom_ext import ConfigError, Recording
 from qcom_ext.errors import RecordingStateError
 
@@ -376,7 +376,7 @@ def test_docs_example_runs(kernel_context, device_caps, monkeypatch, capsys):
 def test_khr_incompatible_queue_replays_directly_and_errors_surface(kernel_context,
                                                                     device_caps):  # fmt: skip
     from qcom_ext import CLError
-    from qcom_ext._lib import C, driver
+    from qcom_ext.binding.lib import C, driver
 
     if not device_caps.path("cl_qcom_recordable_queues").startswith("khr:"):
         pytest.skip(f"{device_caps.label} has no cl_khr_command_buffer")

@@ -16,9 +16,9 @@ import pyopencl as cl
 import pytest
 from recording_helpers import FakeRecordingDriver, N, Pipeline, native_caps
 
-import qcom_ext.recording as recording
+import qcom_ext.ext.recording as recording
 from qcom_ext import CLError, ConfigError, QcomExtWarning, Recording
-from qcom_ext._lib import C, driver, ffi
+from qcom_ext.binding.lib import C, driver, ffi
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little",

@@ -24,7 +24,7 @@ from struct import pack as struct_pack
 import pytest
 from cffi import CDefError, FFIError
 
-from qcom_ext._lib import C, ffi
+from qcom_ext.binding.lib import C, ffi
 
 QX = "qcom-extensions"
 PI = "portable-interop"

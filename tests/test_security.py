@@ -32,12 +32,12 @@ from test_context_fake import CTX, FakeCL
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, DeviceCaps, ExtensionUnavailable
-from qcom_ext import context as context_module
-from qcom_ext import program as program_module
-from qcom_ext._lib import C
-from qcom_ext.caps import Limits
-from qcom_ext.extensions import REGISTRY, khronos_names, resolve
-from qcom_ext.program_cache import MAGIC, ProgramCache, key_of
+from qcom_ext.binding.lib import C
+from qcom_ext.device.caps import Limits
+from qcom_ext.device.extensions import REGISTRY, khronos_names, resolve
+from qcom_ext.ext import context as context_module
+from qcom_ext.ext.program import build as program_module
+from qcom_ext.ext.program.cache import MAGIC, ProgramCache, key_of
 
 pytest_plugins = ["pytester"]
 
@@ -96,7 +96,7 @@ def test_protected_context_is_refused_where_not_native(
 def test_the_selftest_forced_paths_of_a_protected_context_end_in_a_refusal(fake_wrapping):
     """The selftest forces each path through QCOM_EXT_DISABLE: natively, then the one
     after it, which for a protected context is no path at all."""
-    from qcom_ext.selftest._paths import forced, plan_paths
+    from qcom_ext.tools.selftest._paths import forced, plan_paths
 
     with FakeCL(extensions=ADRENO740) as cl:
         plan = plan_paths(DEVICE, PROTECTED)
@@ -111,8 +111,8 @@ def test_the_selftest_forced_paths_of_a_protected_context_end_in_a_refusal(fake_
 def test_protected_context_is_refused_when_its_trial_failed(
     fake_wrapping, monkeypatch, tmp_path, outcome
 ):
-    from qcom_ext import verify
-    from qcom_ext.probe import read_device
+    from qcom_ext.device.probe import read_device
+    from qcom_ext.tools.verify import runner as verify
 
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
     with FakeCL(extensions=ADRENO740) as cl:
@@ -212,7 +212,7 @@ def test_the_kill_switch_applies_to_every_probe(monkeypatch):
 
 
 def test_a_device_selector_that_matches_nothing_is_an_error():
-    from qcom_ext.pytest_plugin import filter_devices
+    from qcom_ext.tools.pytest_plugin import filter_devices
 
     found = [
         DeviceCaps.from_info(
@@ -280,7 +280,7 @@ def test_cache_dir_with_an_unknown_home_is_reported(monkeypatch):
 def test_a_library_override_never_falls_back_to_another_library(monkeypatch, tmp_path, target):
     import ctypes.util
 
-    from qcom_ext._lib import ENV_LIBRARY, open_library
+    from qcom_ext.binding.lib import ENV_LIBRARY, open_library
 
     path = str(tmp_path / "libOpenCL.so") if target == "missing" else ctypes.util.find_library("m")
     if path is None:
@@ -428,7 +428,7 @@ def _another_key(path, key, meta, binaries):
 
 def _old_format(path, key, meta, binaries):
     """A whole, checksummed entry in another layout version."""
-    from qcom_ext import program_cache
+    from qcom_ext.ext.program import cache as program_cache
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(program_cache, "FORMAT", program_cache.FORMAT + 1)
@@ -487,7 +487,7 @@ def _in_thread(call, timeout: float = 20):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_or_directory_at_an_entry_path_is_a_miss(tmp_path):
-    from qcom_ext.tuning import KernelIdentity, TuningCache
+    from qcom_ext.ops.tuning import KernelIdentity, TuningCache
 
     store = ProgramCache(tmp_path / "programs")
     key = key_of({"fifo": True})
@@ -517,7 +517,7 @@ def test_no_cache_reads_and_writes_nothing(build_context, cache_dir, monkeypatch
 
 
 def _tuning(tmp_path):
-    from qcom_ext.tuning import KernelIdentity, TuningCache, TuningResult
+    from qcom_ext.ops.tuning import KernelIdentity, TuningCache, TuningResult
 
     cache = TuningCache(tmp_path)
     identity = KernelIdentity("pocl", "cpu", "3.1", "k", "0" * 64, "-DX")
@@ -565,7 +565,7 @@ def test_a_symlinked_tuning_entry_is_not_followed(tmp_path):
 
 
 def test_a_cached_local_size_the_kernel_cannot_take_is_not_used(build_context, cache_dir):
-    from qcom_ext import tuning
+    from qcom_ext.ops import tuning
     from qcom_ext.ops._programs import kernel_for
 
     device = build_context.devices[0]
@@ -590,7 +590,7 @@ def test_a_cached_local_size_the_kernel_cannot_take_is_not_used(build_context, c
 
 
 def test_verdicts_of_another_driver_or_forged_ok_verdicts_change_nothing(tmp_path, monkeypatch):
-    from qcom_ext import verify
+    from qcom_ext.tools.verify import runner as verify
 
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
     caps = DeviceCaps.from_info(

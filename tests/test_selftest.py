@@ -22,14 +22,21 @@ from _claiming import addr, claiming, real, u32, u64
 from _fakes import ml_versions_query
 from recording_helpers import FakeRecordingDriver
 
-from qcom_ext import REGISTRY, ConfigError, cli
-from qcom_ext._lib import C, ffi
-from qcom_ext.selftest import SelftestReport, checks_builtins, coverage, run_selftest, selected
-from qcom_ext.selftest import _memory as memory_module
-from qcom_ext.selftest._paths import forced, plan_paths
-from qcom_ext.selftest._registry import USABLE, Outcome, case, cases_for, unchecked
-from qcom_ext.selftest._report import ExtensionReport, PathRun, difference
-from qcom_ext.selftest._runner import _compare
+from qcom_ext import REGISTRY, ConfigError
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.tools import cli
+from qcom_ext.tools.selftest import (
+    SelftestReport,
+    checks_builtins,
+    coverage,
+    run_selftest,
+    selected,
+)
+from qcom_ext.tools.selftest import _memory as memory_module
+from qcom_ext.tools.selftest._paths import forced, plan_paths
+from qcom_ext.tools.selftest._registry import USABLE, Outcome, case, cases_for, unchecked
+from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, difference
+from qcom_ext.tools.selftest._runner import _compare
 
 _REPORTS: dict[int, tuple[SelftestReport, float]] = {}
 
@@ -454,8 +461,8 @@ def test_verify_runs_the_trials_first_and_the_report_carries_the_verdicts(
 ):
     """A Khronos tier whose trial crashes in the child is not used: the selftest checks
     the fallback instead, and the report (and its JSON) names the verdict."""
-    from qcom_ext import verify
-    from qcom_ext.probe import clear_cache
+    from qcom_ext.device.probe import clear_cache
+    from qcom_ext.tools.verify import runner as verify
 
     extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
     if device_caps.path(extension) != f"khr:{tier}":

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError
-from qcom_ext._lib import C, ffi
-from qcom_ext.probe import clear_cache
-from qcom_ext.subgroups import half_and_full, has_sub_groups, kernel_sub_group_size
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device.probe import clear_cache
+from qcom_ext.ext.program.subgroups import half_and_full, has_sub_groups, kernel_sub_group_size
 
 NATIVE = ["-DQCOM_EXT_NATIVE_cl_qcom_reqd_sub_group_size"]
 INTEL = ["-DQCOM_EXT_KHR_cl_qcom_reqd_sub_group_size", "-DQCOM_EXT_SUB_GROUP_SIZE_HALF=64",

@@ -14,8 +14,9 @@ import pyopencl as cl
 import pytest
 
 import qcom_ext
-from qcom_ext import ConfigError, QcomExtWarning, ops, tuning
-from qcom_ext.tuning import KernelIdentity, TuningCache, TuningResult
+from qcom_ext import ConfigError, QcomExtWarning, ops
+from qcom_ext.ops import tuning
+from qcom_ext.ops.tuning import KernelIdentity, TuningCache, TuningResult
 
 SOURCE = "__kernel void scale(__global float *a, float s) { a[get_global_id(0)] *= s; }"
 GUARDED = """__kernel void scale(__global float *a, float s, int n)

@@ -1,4 +1,4 @@
-"""qcom_ext.verify: risky native calls tried in a child process, verdicts cached and applied.
+"""qcom_ext.tools.verify.runner: risky native calls tried in a child process, verdicts cached and applied.
 
 Without an Adreno device, the trials of the Khronos tiers a local device advertises run
 for real (pocl 3.1: cl_khr_command_buffer), a claimed native kernel extension really
@@ -17,12 +17,13 @@ from _fakes import DEVICE, adreno740_device_info, fake_driver, platform_info
 from conftest import adreno_strings
 
 import qcom_ext
-from qcom_ext import _trials, verify
-from qcom_ext._lib import C, ffi
-from qcom_ext.caps import DeviceCaps
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.probe import clear_cache, probe
 from qcom_ext.errors import CLError, ConfigError
-from qcom_ext.probe import clear_cache, probe
-from qcom_ext.verify import TrialTarget, Verdict
+from qcom_ext.tools.verify import runner as verify
+from qcom_ext.tools.verify import trials as _trials
+from qcom_ext.tools.verify.runner import TrialTarget, Verdict
 
 DRIVER = "OpenCL 3.0 QUALCOMM build: commit #16c1863 Compiler E031.42.02.00"
 RECORDING = "cl_qcom_recordable_queues"
@@ -149,7 +150,7 @@ def test_trial_functions_must_be_importable_by_name():
 
 
 def test_every_builtin_trial_exists():
-    khronos = qcom_ext.extensions.khronos_names()
+    khronos = qcom_ext.device.extensions.khronos_names()
     for extension, trial in verify.TRIALS.items():
         assert extension in qcom_ext.REGISTRY or extension in khronos, extension
         assert callable(trial.load()), trial.function
@@ -276,7 +277,7 @@ def test_real_trials_on_a_local_device(cache, device_caps, kernel_context):
 
 @pytest.mark.slow
 def test_cli_probe_verify(cache, device_caps, kernel_context, capsys, monkeypatch):
-    from qcom_ext import cli
+    from qcom_ext.tools import cli
 
     where = verify._locate(device_caps)
     monkeypatch.setenv("PYOPENCL_CTX", "")  # restored after; --device sets it

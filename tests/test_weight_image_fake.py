@@ -19,9 +19,9 @@ from _fakes import DEVICE, Stand, addr, adreno740_device_info, fake_driver, plat
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, WeightImage, box_size, hof_limits
-from qcom_ext import accelerated as accelerated_module
-from qcom_ext._lib import C, ffi
-from qcom_ext.probe import clear_cache
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device.probe import clear_cache
+from qcom_ext.ext.accelerated import weights as accelerated_module
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little",

@@ -43,12 +43,12 @@
 /* The Adreno compiler declares the builtins and qcom_weight_image_t / qcom_box_size_t. */
 #else
 
-/* Limits of the portable implementation (qcom_ext.accelerated.FALLBACK_LIMITS). */
+/* Limits of the portable implementation (qcom_ext.ext.accelerated.weights.FALLBACK_LIMITS). */
 #define QCOM_EXT_HOF_MAX_FILTER_SIZE 16
 #define QCOM_EXT_HOF_MAX_NUM_PHASES 64
 #define QCOM_EXT_BLOCK_MATCH_MAX_REGION 32
 
-/* The fallback weight image is an RGBA float image2d_t (layout: qcom_ext/accelerated.py):
+/* The fallback weight image is an RGBA float image2d_t (layout: qcom_ext/ext/accelerated/weights.py):
  * texel (0, 0) = (filter_x, filter_y, center_x, center_y), texel (1, 0) = (num_phases,
  * separable, phases per axis, 1); weight row r of slice s is image row 1 + s * rows + r,
  * four taps per texel. A macro (not a typedef) so `__read_only qcom_weight_image_t` reads

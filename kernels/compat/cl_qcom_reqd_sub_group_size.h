@@ -10,7 +10,7 @@
  *   cl_intel_required_subgroup_size:  __attribute__((intel_reqd_sub_group_size(n))), n being
  *                                     QCOM_EXT_SUB_GROUP_SIZE_HALF / _FULL, which the host
  *                                     derives from CL_DEVICE_SUB_GROUP_SIZES_INTEL
- *                                     (qcom_ext.subgroups.half_and_full)
+ *                                     (qcom_ext.ext.program.subgroups.half_and_full)
  *   elsewhere:                        nothing (the device's own sub-group size is used).
  * The Adreno spelling __attribute__((qcom_reqd_sub_group_size("half"))) also builds
  * everywhere: off Adreno it is dropped (a string cannot select an integer in the

@@ -18,13 +18,13 @@ one (the driver's choice otherwise). Prepared layers (:class:`DepthwiseConv2d`,
 ((1, 8, 6, 6), 6.0)
 """
 
-from ._params import ACTIVATIONS
-from ._tensor import BufferTensor, ImageTensor
-from .conv_1x1 import Conv2d1x1, conv2d_1x1
-from .conv_int8 import Conv2dInt8, conv2d_int8
-from .depthwise import DepthwiseConv2d, depthwise_conv2d
-from .kxk import Conv2d, TiledConv2d, conv2d
-from .layout import from_image, to_image
+from qcom_ext.ops._params import ACTIVATIONS
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor
+from qcom_ext.ops.conv_1x1 import Conv2d1x1, conv2d_1x1
+from qcom_ext.ops.conv_int8 import Conv2dInt8, conv2d_int8
+from qcom_ext.ops.depthwise import DepthwiseConv2d, depthwise_conv2d
+from qcom_ext.ops.kxk import Conv2d, TiledConv2d, conv2d
+from qcom_ext.ops.layout import from_image, to_image
 
 __all__ = [
     "ACTIVATIONS",

@@ -6,8 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from ..tuning import TuningResult, tune_report
-from ._programs import Launcher
+from qcom_ext.ops._programs import Launcher
+from qcom_ext.ops.tuning import TuningResult, tune_report
 
 __all__ = ["Layer"]
 

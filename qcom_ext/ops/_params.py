@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from qcom_ext.errors import ConfigError
 
 __all__ = [
     "ACTIVATIONS",

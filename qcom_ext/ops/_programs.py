@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from .._resources import kernels_dir
-from ..tuning import KernelIdentity, cached_local_size, kernel_identity, padded
+from qcom_ext._resources import kernels_dir
+from qcom_ext.ops.tuning import KernelIdentity, cached_local_size, kernel_identity, padded
 
 __all__ = ["Launcher", "kernel_for"]
 
@@ -93,8 +93,8 @@ def kernel_for(
     (``USE_MAD24`` is added on Adreno). Programs are kept per context."""
     import pyopencl as cl
 
-    from ..probe import probe
-    from ..program import build_program
+    from qcom_ext.device.probe import probe
+    from qcom_ext.ext.program.build import build_program
 
     defines = dict(defines)
     if probe(device).is_adreno:

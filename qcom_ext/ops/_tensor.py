@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, ExtensionUnavailable
+from qcom_ext.errors import ConfigError, ExtensionUnavailable
 
 __all__ = ["LAYOUTS", "BufferTensor", "ImageTensor"]
 

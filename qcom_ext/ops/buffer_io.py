@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._layer import Layer
-from ._tensor import BufferTensor, ImageTensor, as_array4, check_layout, storage_dtype
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._layer import Layer
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor, as_array4, check_layout, storage_dtype
 
 __all__ = ["buffer_call"]
 

@@ -17,12 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._layer import Layer
-from ._params import activation_code, bias_vector, is_int, pair, slope_value, weight_array
-from ._programs import kernel_for
-from ._tensor import BufferTensor, storage_dtype
-from .buffer_io import buffer_call
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._layer import Layer
+from qcom_ext.ops._params import (
+    activation_code,
+    bias_vector,
+    is_int,
+    pair,
+    slope_value,
+    weight_array,
+)
+from qcom_ext.ops._programs import kernel_for
+from qcom_ext.ops._tensor import BufferTensor, storage_dtype
+from qcom_ext.ops.buffer_io import buffer_call
 
 __all__ = ["TILES", "Conv2d1x1", "conv2d_1x1", "default_tile"]
 
@@ -33,7 +40,7 @@ TILES = tuple((p, c) for p in (1, 2, 4, 8) for c in (4, 8))
 def default_tile(device: Any) -> tuple[int, int]:
     """(2, 4), MACE's tile, on Adreno and CPUs; (4, 8) on other GPUs, whose larger
     register files pay back the extra reuse."""
-    from ..probe import probe
+    from qcom_ext.device.probe import probe
 
     caps = probe(device)
     if caps.is_adreno or caps.device_type != "gpu":

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._layer import Layer
-from ._params import activation_code, bias_vector, choice, pair, slope_value
-from ._programs import kernel_for
-from ._tensor import BufferTensor, ImageTensor, check_layout, check_shape4
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._layer import Layer
+from qcom_ext.ops._params import activation_code, bias_vector, choice, pair, slope_value
+from qcom_ext.ops._programs import kernel_for
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor, check_layout, check_shape4
 
 __all__ = ["OUT_DTYPES", "Conv2dInt8", "conv2d_int8"]
 

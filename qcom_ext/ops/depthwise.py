@@ -17,13 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._layer import Layer
-from ._params import Geometry, activation_code, bias_vector, choice, slope_value, weight_array
-from ._programs import kernel_for
-from ._tensor import ImageTensor, storage_dtype
-from .image_io import image_call
-from .layout import to_image
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._layer import Layer
+from qcom_ext.ops._params import (
+    Geometry,
+    activation_code,
+    bias_vector,
+    choice,
+    slope_value,
+    weight_array,
+)
+from qcom_ext.ops._programs import kernel_for
+from qcom_ext.ops._tensor import ImageTensor, storage_dtype
+from qcom_ext.ops.image_io import image_call
+from qcom_ext.ops.layout import to_image
 
 __all__ = ["DepthwiseConv2d", "depthwise_conv2d"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ConfigError
-from ._layer import Layer
-from ._tensor import BufferTensor, ImageTensor, as_array4, check_layout, storage_dtype
-from .layout import from_image, to_image
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._layer import Layer
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor, as_array4, check_layout, storage_dtype
+from qcom_ext.ops.layout import from_image, to_image
 
 __all__ = ["image_call"]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._layer import Layer
-from ._params import (
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._layer import Layer
+from qcom_ext.ops._params import (
     Geometry,
     activation_code,
     bias_vector,
@@ -29,10 +29,10 @@ from ._params import (
     slope_value,
     weight_array,
 )
-from ._programs import kernel_for
-from ._tensor import BufferTensor, ImageTensor, storage_dtype
-from .buffer_io import buffer_call
-from .image_io import image_call
+from qcom_ext.ops._programs import kernel_for
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor, storage_dtype
+from qcom_ext.ops.buffer_io import buffer_call
+from qcom_ext.ops.image_io import image_call
 
 __all__ = ["METHODS", "Conv2d", "TiledConv2d", "conv2d"]
 

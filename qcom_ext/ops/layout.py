@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._programs import kernel_for
-from ._tensor import (
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._programs import kernel_for
+from qcom_ext.ops._tensor import (
     BufferTensor,
     ImageTensor,
     as_array4,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from qcom_ext.errors import ConfigError
 
 __all__ = ["KINDS", "SuiteLayer", "prepare", "suite"]
 
@@ -144,12 +144,12 @@ def prepare(
     """
     import pyopencl as cl
 
-    from ._tensor import BufferTensor
-    from .conv_1x1 import Conv2d1x1
-    from .conv_int8 import Conv2dInt8
-    from .depthwise import DepthwiseConv2d
-    from .kxk import Conv2d
-    from .layout import to_image
+    from qcom_ext.ops._tensor import BufferTensor
+    from qcom_ext.ops.conv_1x1 import Conv2d1x1
+    from qcom_ext.ops.conv_int8 import Conv2dInt8
+    from qcom_ext.ops.depthwise import DepthwiseConv2d
+    from qcom_ext.ops.kxk import Conv2d
+    from qcom_ext.ops.layout import to_image
 
     rng = np.random.default_rng(seed)
     n, ci, co, s, k = batch, layer.in_channels, layer.out_channels, layer.size, layer.kernel

@@ -1,8 +1,0 @@
-"""Benchmarks for qcom_ext: cases compared side by side, run with ``qcom-ext bench`` (or
-``python -m benchmarks.run``).
-
-Cases live in ``benchmarks/cases_*.py`` (each exposes ``CASES``, a list of
-:class:`benchmarks._case.Case`, and may expose ``SUITES``, a list of
-:class:`benchmarks._case.Suite`); results are kept in ``docs/BENCHMARKS.md``, written there
-by ``--update-doc``.
-"""

@@ -1,0 +1,538 @@
+"""Accelerated image ops (``cl_qcom_accelerated_image_ops``) on the host side.
+
+* :class:`WeightImage` holds a convolution filter for ``qcom_convolve_imagef``: natively a
+  ``CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM`` image made from a ``cl_weight_image_desc_qcom``
+  through cffi; elsewhere an RGBA float image that the compat header's portable
+  ``qcom_convolve_imagef`` reads (a header texel pair with filter size, centre, flags and
+  phases, then the weights). Either way pass ``weight_image.image`` as the kernel argument
+  declared ``__read_only qcom_weight_image_t``.
+* :func:`box_size` is the ``qcom_box_size_t`` kernel argument (``cl_box_filter_size_qcom``:
+  two floats, width then height).
+* :func:`hof_limits` gives the filter, phase and block-matching limits: the device's
+  ``CL_DEVICE_HOF_*`` / ``CL_DEVICE_BLOCK_MATCHING_*`` values natively,
+  :data:`FALLBACK_LIMITS` for the portable code.
+
+Conventions (the spec's worked examples hold on every path; docs/accelerated_image_ops.md
+has the details and where hardware may differ):
+
+* Weights are ``(fy, fx)`` or ``(phases, fy, fx)``; separable ones ``(2, n)`` or
+  ``(phases, 2, n)`` with row 0 horizontal, row 1 vertical, ``n = max(fx, fy)``.
+  Tap ``(i, j)`` (column ``i``, row ``j``) multiplies pixel ``floor(coord) - center +
+  (i, j)``: a correlation, the spec's 4x3 filter with centre (1, 1) at (4, 2) covers source
+  x 3..6, y 1..3.
+* A 2-D weight image with ``P * P`` slices has ``P`` phases per axis; the phase of an axis
+  is ``min(floor(frac(coord) * P), P - 1)`` and 2-D slice ``py * P + px`` is used. A
+  separable one has ``P`` slices; the horizontal row of slice ``px`` and the vertical row
+  of slice ``py`` are used.
+* Weights are rounded to ``dtype`` (half by default, as the spec's samples store them)
+  on every path, so the fallback computes with the same weight values a native
+  ``CL_HALF_FLOAT`` weight image holds.
+* Pixels are read through the kernel's sampler at their centres, ``(i + 0.5, j + 0.5)``,
+  so its addressing mode (clamp, clamp-to-edge, none) applies as in ``read_imagef``.
+  The box filter weighs pixel ``(i, j)``, spanning ``[i - 0.5, i + 0.5]`` on each axis, by
+  the area a box centred on ``coord`` covers, divided by ``w * h``; block matching starts
+  the target block at ``floor(target_coord)``.
+
+Where real hardware could differ (the spec settles only integer coordinates, which all its
+examples use): rounding instead of ``floor`` for fractional coordinates, a rounded phase
+or the ``px * P + py`` slice order, reduced-precision accumulation in the texture unit.
+``qcom-ext selftest`` runs the same checks natively and with the portable code forced and
+prints where the two differ.
+
+>>> import numpy as np, pyopencl as cl, qcom_ext
+>>> ctx = cl.Context([qcom_ext.probe().device()])
+>>> sobel = qcom_ext.WeightImage(ctx, [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], center=(1, 1))
+>>> sobel.filter_size, sobel.center, sobel.num_phases, sobel.path in ("native", "fallback")
+((3, 3), (1, 1), 1, True)
+>>> separable = qcom_ext.WeightImage(ctx, [[-1, 0, 1], [1, 2, 1]], center=(1, 1),
+...                                  separable=True)
+>>> separable.separable, separable.filter_size
+(True, (3, 3))
+>>> qcom_ext.WeightImage(ctx, np.ones((3, 3)), center=(3, 1))
+Traceback (most recent call last):
+...
+qcom_ext.errors.ConfigError: center (3, 1) is outside the 3x3 filter: ...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from qcom_ext.binding.lib import C, check, check_handle, driver, ffi, handle_int
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.errors import ConfigError, ExtensionUnavailable
+
+if TYPE_CHECKING:
+    import pyopencl
+
+__all__ = [
+    "EXTENSION",
+    "FALLBACK_LIMITS",
+    "HofLimits",
+    "WeightImage",
+    "box_size",
+    "hof_limits",
+]
+
+EXTENSION = "cl_qcom_accelerated_image_ops"
+_DTYPES = {np.dtype(np.float16): "CL_HALF_FLOAT", np.dtype(np.float32): "CL_FLOAT"}
+_HEADER_VERSION = 1.0
+
+
+@dataclass(frozen=True)
+class HofLimits:
+    """Limits of the accelerated image ops on a device (None: the driver did not say).
+
+    ``max_filter_size`` bounds weight-image filters and box sizes (x, y);
+    ``max_num_phases`` the slices of a weight image; ``max_region`` block-matching regions.
+    """
+
+    max_filter_size: tuple[int, int] | None
+    max_num_phases: int | None
+    max_region: tuple[int, int] | None
+    native: bool
+
+
+#: The limits of the portable implementation (``kernels/compat/cl_qcom_accelerated_image_ops.h``
+#: clamps its loops to the same values).
+FALLBACK_LIMITS = HofLimits(
+    max_filter_size=(16, 16), max_num_phases=64, max_region=(32, 32), native=False
+)
+
+
+def _device_caps(where: Any) -> tuple[DeviceCaps, ...]:
+    """The reports of a Context's devices, a Device, a DeviceCaps, a handle or the default."""
+    from qcom_ext.device.probe import probe
+
+    if where is None:
+        return (probe(),)
+    if isinstance(where, DeviceCaps):
+        return (where,)
+    devices = getattr(where, "devices", None)
+    if devices is not None:
+        return tuple(probe(d) for d in devices)
+    return (probe(handle_int(where)),)
+
+
+def _labels(devices: Sequence[DeviceCaps]) -> str:
+    return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in devices)
+
+
+def _smallest(values: list[Any]) -> Any:
+    if any(v is None for v in values):
+        return None
+    if isinstance(values[0], tuple):
+        return tuple(min(axis) for axis in zip(*values, strict=True))
+    return min(values)
+
+
+def hof_limits(device: Any = None) -> HofLimits:
+    """The limits that apply on ``device`` (a Device, Context, DeviceCaps or None: default).
+
+    Native: the driver's values; for a context, the smallest over its devices. Where any
+    device lacks the extension: :data:`FALLBACK_LIMITS`.
+
+    >>> hof_limits(DeviceCaps.from_info(extensions="", disabled=()))
+    HofLimits(max_filter_size=(16, 16), max_num_phases=64, max_region=(32, 32), native=False)
+    """
+    found = _device_caps(device)
+    unusable = [c for c in found if not c.status(EXTENSION).usable]
+    if unusable:
+        raise ExtensionUnavailable(
+            EXTENSION, _labels(unusable), unusable[0].status(EXTENSION).reason
+        )
+    if any(c.path(EXTENSION) != "native" for c in found):
+        return FALLBACK_LIMITS
+    return HofLimits(
+        max_filter_size=_smallest([c.limits.hof_max_filter_size for c in found]),
+        max_num_phases=_smallest([c.limits.hof_max_num_phases for c in found]),
+        max_region=_smallest([c.limits.block_matching_max_region for c in found]),
+        native=True,
+    )
+
+
+def _positive_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(f"box {name} must be a number, got {value!r}")
+    try:
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused below
+            number = float(np.float32(value))
+    except OverflowError:  # an int beyond any float
+        number = math.inf
+    if not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"box {name} must be a finite number above 0, got {value!r}")
+    return number
+
+
+def box_size(width: float, height: float, *, device: Any = None) -> np.ndarray:
+    """The ``qcom_box_size_t`` kernel argument: ``cl_box_filter_size_qcom`` as a numpy
+    scalar of pyopencl's ``float2`` (8 bytes, width then height), passable to kernels.
+
+    ``device`` (a Device, Context or DeviceCaps; default: the default device) sets the
+    limit: sizes over its ``CL_DEVICE_HOF_MAX_FILTER_SIZE_X/Y_QCOM`` (or the fallback's
+    16) raise ConfigError.
+
+    >>> size = box_size(2, 1.5, device=DeviceCaps.from_info(extensions="", disabled=()))
+    >>> float(size["x"]), float(size["y"]), size.nbytes
+    (2.0, 1.5, 8)
+    """
+    import pyopencl.cltypes as cltypes
+
+    w, h = _positive_float("width", width), _positive_float("height", height)
+    limits = hof_limits(device)
+    if limits.max_filter_size is not None:
+        max_x, max_y = limits.max_filter_size
+        if w > max_x or h > max_y:
+            where = (
+                "the device's CL_DEVICE_HOF_MAX_FILTER_SIZE_X/Y_QCOM"
+                if limits.native
+                else "the portable implementation's limit"
+            )
+            raise ConfigError(f"box size {w:g}x{h:g} is larger than {max_x}x{max_y}, {where}")
+    return cltypes.make_float2(w, h)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+@dataclass(frozen=True)
+class _Filter:
+    """Validated weights: (phases, rows, cols) in the storage dtype, and the geometry."""
+
+    weights: np.ndarray
+    filter_size: tuple[int, int]
+    center: tuple[int, int]
+    separable: bool
+    num_phases: int
+    phases_per_axis: int
+
+
+def _array(weights: Any) -> np.ndarray:
+    try:
+        array = np.asarray(weights)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"weights must be a numeric array: {exc}") from None
+    if array.dtype.kind not in "biuf" or array.dtype == np.bool_:
+        raise ConfigError(f"weights must be real numbers, got an array of dtype {array.dtype}")
+    return array.astype(np.float64)
+
+
+def _rounded(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if not np.all(np.isfinite(array)):
+        raise ConfigError("weights must be finite (found NaN or infinity)")
+    with np.errstate(over="ignore"):  # reported below, with the value
+        stored = array.astype(dtype)
+    if not np.all(np.isfinite(stored)):
+        biggest = float(np.max(np.abs(array)))
+        raise ConfigError(
+            f"weight {biggest:g} does not fit in {dtype.name} "
+            f"(largest {float(np.finfo(dtype).max):g})"
+        )
+    return stored
+
+
+def _validate(
+    weights: Any, center: Any, separable: bool, dtype: Any, filter_size: Any, limits: HofLimits
+) -> _Filter:
+    if not isinstance(separable, bool):
+        raise ConfigError(f"separable must be True or False, got {separable!r}")
+    try:
+        storage = np.dtype(dtype)
+    except TypeError:
+        storage = None
+    if storage not in _DTYPES:
+        raise ConfigError(f"dtype must be numpy.float16 or numpy.float32, got {dtype!r}")
+    array = _array(weights)
+    if separable:
+        if array.ndim == 2:
+            array = array[None]
+        if array.ndim != 3 or array.shape[1] != 2 or array.shape[2] < 1:
+            raise ConfigError(
+                f"separable weights must have shape (2, n) or (phases, 2, n) "
+                f"(row 0 horizontal, row 1 vertical), got {np.shape(weights)}"
+            )
+        n = array.shape[2]
+        if filter_size is None:
+            fx = fy = n
+        else:
+            fx, fy = _pair("filter_size", filter_size)
+            if max(fx, fy) != n:
+                raise ConfigError(
+                    f"separable filter_size {fx}x{fy} needs rows of "
+                    f"max(fx, fy) = {max(fx, fy)} taps, got {n}"
+                )
+        if np.any(array[:, 0, fx:]) or np.any(array[:, 1, fy:]):
+            raise ConfigError(
+                f"separable weights beyond the filter size {fx}x{fy} must be 0 "
+                "(row 0 uses fx taps, row 1 fy taps)"
+            )
+        phases, per_axis = array.shape[0], array.shape[0]
+        if not _power_of_two(phases):
+            raise ConfigError(f"separable weights have {phases} phases; expected a power of two")
+    else:
+        if array.ndim == 2:
+            array = array[None]
+        if array.ndim != 3 or 0 in array.shape:
+            raise ConfigError(
+                f"2-D weights must have shape (fy, fx) or (phases, fy, fx), "
+                f"got {np.shape(weights)}"
+            )
+        if filter_size is not None and _pair("filter_size", filter_size) != (
+            array.shape[2],
+            array.shape[1],
+        ):
+            raise ConfigError(
+                f"filter_size {filter_size} does not match weights of shape "
+                f"{np.shape(weights)} (fx = columns, fy = rows)"
+            )
+        phases = array.shape[0]
+        per_axis = math.isqrt(phases)
+        if per_axis * per_axis != phases or not _power_of_two(per_axis):
+            raise ConfigError(
+                f"2-D weights have {phases} phases; expected P*P slices with P "
+                "a power of two (1, 4, 16, 64, ...): num_phase_x = num_phase_y"
+            )
+        fy, fx = array.shape[1], array.shape[2]
+    cx, cy = _pair("center", center, allow_zero=True)
+    if not (0 <= cx < fx and 0 <= cy < fy):
+        raise ConfigError(
+            f"center ({cx}, {cy}) is outside the {fx}x{fy} filter: "
+            f"expected 0 <= cx < {fx} and 0 <= cy < {fy}"
+        )
+    which = "the device's" if limits.native else "the portable implementation's"
+    if limits.max_filter_size is not None:
+        max_x, max_y = limits.max_filter_size
+        if fx > max_x or fy > max_y:
+            raise ConfigError(
+                f"filter size {fx}x{fy} is larger than {max_x}x{max_y}, {which} "
+                "CL_DEVICE_HOF_MAX_FILTER_SIZE_X/Y_QCOM"
+            )
+    if limits.max_num_phases is not None and phases > limits.max_num_phases:
+        raise ConfigError(
+            f"{phases} phases is more than {limits.max_num_phases}, {which} "
+            "CL_DEVICE_HOF_MAX_NUM_PHASES_QCOM"
+        )
+    return _Filter(_rounded(array, storage), (fx, fy), (cx, cy), separable, phases, per_axis)
+
+
+def _pair(name: str, value: Any, allow_zero: bool = False) -> tuple[int, int]:
+    try:
+        a, b = value
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a pair of integers (x, y), got {value!r}") from None
+    low = 0 if allow_zero else 1
+    if not (_is_int(a) and _is_int(b)) or a < low or b < low:
+        raise ConfigError(f"{name} must be a pair of integers >= {low} (x, y), got {value!r}")
+    return int(a), int(b)
+
+
+_CHANNEL_ORDERS = (
+    "CL_R",
+    "CL_A",
+    "CL_RG",
+    "CL_RA",
+    "CL_RGB",
+    "CL_RGBA",
+    "CL_BGRA",
+    "CL_ARGB",
+    "CL_INTENSITY",
+    "CL_LUMINANCE",
+)
+_CHANNEL_TYPES = (
+    "CL_HALF_FLOAT",
+    "CL_FLOAT",
+    "CL_UNORM_INT8",
+    "CL_SNORM_INT8",
+    "CL_UNORM_INT16",
+    "CL_SNORM_INT16",
+)
+
+
+def _format_name(order: int, data_type: int) -> str:
+    def name(value: int, names: Sequence[str]) -> str:
+        return next((n for n in names if getattr(C, n) == value), hex(value))
+
+    return f"{{{name(order, _CHANNEL_ORDERS)}, {name(data_type, _CHANNEL_TYPES)}}}"
+
+
+def weight_image_formats(context: Any) -> list[tuple[int, int]]:
+    """``clGetSupportedImageFormats(..., CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM, ...)`` as
+    (channel order, channel data type) pairs (native path only)."""
+    ctx = ffi.cast("cl_context", handle_int(context))
+    count = ffi.new("cl_uint *")
+    routine = "clGetSupportedImageFormats"
+    flags, kind = C.CL_MEM_READ_ONLY, C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM
+    check(driver.clGetSupportedImageFormats(ctx, flags, kind, 0, ffi.NULL, count), routine)
+    if count[0] == 0:
+        return []
+    formats = ffi.new("cl_image_format[]", count[0])
+    check(
+        driver.clGetSupportedImageFormats(ctx, flags, kind, count[0], formats, ffi.NULL), routine
+    )
+    return [(int(f.image_channel_order), int(f.image_channel_data_type)) for f in formats]
+
+
+def _wrap_image(handle: int) -> Any:
+    import pyopencl
+
+    return pyopencl.Image.from_int_ptr(handle, retain=False)  # our reference is handed over
+
+
+def _create_native(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
+    data_type = getattr(C, _DTYPES[spec.weights.dtype])
+    formats = weight_image_formats(context)
+    wanted = (C.CL_R, data_type)
+    if wanted not in formats:
+        listed = ", ".join(_format_name(*f) for f in formats) or "none"
+        raise ConfigError(
+            f"the driver lists no {_format_name(*wanted)} weight-image format "
+            f"(CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM formats: {listed}); "
+            "pass the other dtype (numpy.float16 or numpy.float32)"
+        )
+    desc = ffi.new("cl_weight_image_desc_qcom *")  # zero-filled, as the spec's memset
+    desc.image_desc.image_type = C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM
+    desc.image_desc.image_width, desc.image_desc.image_height = spec.filter_size
+    desc.image_desc.image_array_size = spec.num_phases
+    desc.weight_desc.center_coord_x, desc.weight_desc.center_coord_y = spec.center
+    desc.weight_desc.flags = C.CL_WEIGHT_IMAGE_SEPARABLE_QCOM if spec.separable else 0
+    image_format = ffi.new("cl_image_format *", wanted)
+    host = np.ascontiguousarray(spec.weights)
+    err = ffi.new("cl_int *")
+    handle = driver.clCreateImage(
+        ffi.cast("cl_context", handle_int(context)),
+        C.CL_MEM_READ_ONLY | C.CL_MEM_COPY_HOST_PTR,
+        image_format,
+        ffi.cast("cl_image_desc *", desc),
+        ffi.from_buffer(host),
+        err,
+    )
+    fx, fy = spec.filter_size
+    detail = (
+        f"weight image {fx}x{fy}, {spec.num_phases} phase(s), centre {spec.center}, "
+        f"{'separable' if spec.separable else '2-D'}, format {_format_name(*wanted)}"
+    )
+    value = check_handle(handle, err, "clCreateImage", detail, driver.clReleaseMemObject)
+    try:
+        return _wrap_image(value), wanted
+    except BaseException:
+        driver.clReleaseMemObject(handle)
+        raise
+
+
+def fallback_layout(spec: _Filter) -> np.ndarray:
+    """The RGBA float texels of the portable weight image (height, width, 4)."""
+    fx, fy = spec.filter_size
+    phases, rows, cols = spec.weights.shape
+    width = max(2, -(-cols // 4))
+    texels = np.zeros((1 + phases * rows, width * 4), np.float32)
+    texels[0, :8] = (
+        fx,
+        fy,
+        *spec.center,
+        phases,
+        float(spec.separable),
+        spec.phases_per_axis,
+        _HEADER_VERSION,
+    )
+    texels[1:, :cols] = spec.weights.astype(np.float32).reshape(phases * rows, cols)
+    return texels.reshape(1 + phases * rows, width, 4)
+
+
+def _create_fallback(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
+    import pyopencl as cl
+
+    texels = fallback_layout(spec)
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
+    mf = cl.mem_flags
+    image = getattr(cl, "create_image", cl.Image)(  # create_image: pyopencl 2024.3+
+        context,
+        mf.READ_ONLY | mf.COPY_HOST_PTR,
+        fmt,
+        shape=(texels.shape[1], texels.shape[0]),
+        hostbuf=texels,
+    )
+    return image, (C.CL_RGBA, C.CL_FLOAT)
+
+
+class WeightImage:
+    """A convolution filter for ``qcom_convolve_imagef`` (see the module docstring).
+
+    ``WeightImage(context, weights, *, center, separable=False, dtype=numpy.float16,
+    filter_size=None)``: ``weights`` as described above; ``center`` = (cx, cy) in filter
+    taps; ``filter_size`` = (fx, fy) only for separable filters whose two directions
+    differ in length (default: both ``n``). Bad input raises ConfigError naming it;
+    driver failures raise CLError and leave nothing allocated.
+
+    Attributes: ``image`` (the ``pyopencl.Image`` to pass as the kernel argument),
+    ``path`` ("native" or "fallback"), ``filter_size``, ``center``, ``separable``,
+    ``num_phases``, ``phases_per_axis``, ``dtype``, ``weights`` (the stored values,
+    shape (phases, rows, cols), read-only), ``image_format`` and ``limits``.
+    """
+
+    def __init__(
+        self,
+        context: pyopencl.Context,
+        weights: Any,
+        *,
+        center: tuple[int, int],
+        separable: bool = False,
+        dtype: Any = np.float16,
+        filter_size: tuple[int, int] | None = None,
+    ) -> None:
+        found = _device_caps(context)
+        self.limits = hof_limits(context)
+        spec = _validate(weights, center, separable, dtype, filter_size, self.limits)
+        self.path = "native" if all(c.path(EXTENSION) == "native" for c in found) else "fallback"
+        create = _create_native if self.path == "native" else _create_fallback
+        self.image, self.image_format = create(context, spec)
+        stored = spec.weights.copy()
+        stored.flags.writeable = False
+        self.weights: np.ndarray = stored
+        self.filter_size: tuple[int, int] = spec.filter_size
+        self.center: tuple[int, int] = spec.center
+        self.separable: bool = spec.separable
+        self.num_phases: int = spec.num_phases
+        self.phases_per_axis: int = spec.phases_per_axis
+        self.dtype: np.dtype = spec.weights.dtype
+        self.context = context
+
+    def kernel_2d(self, phase: int = 0) -> np.ndarray:
+        """The 2-D filter of one slice as float64 (fy, fx): the outer product for a
+        separable slice (vertical x horizontal).
+
+        >>> import pyopencl as cl
+        >>> from qcom_ext import probe
+        >>> ctx = cl.Context([probe().device()])
+        >>> WeightImage(ctx, [[1, 2], [3, 4]], center=(0, 0), separable=True).kernel_2d()
+        array([[3., 6.],
+               [4., 8.]])
+        """
+        if not _is_int(phase) or not 0 <= phase < self.num_phases:
+            raise ConfigError(f"phase {phase!r} is not an int in 0..{self.num_phases - 1}")
+        fx, fy = self.filter_size
+        slice_ = self.weights[phase].astype(np.float64)
+        if self.separable:
+            return np.outer(slice_[1, :fy], slice_[0, :fx])
+        return slice_
+
+    def release(self) -> None:
+        """Release the image now (garbage collection does it otherwise)."""
+        self.image.release()
+
+    def __repr__(self) -> str:
+        fx, fy = self.filter_size
+        kind = "separable" if self.separable else "2-D"
+        return (
+            f"<WeightImage {kind} {fx}x{fy} centre {self.center} "
+            f"{self.num_phases} phase(s) {self.dtype.name} ({self.path})>"
+        )

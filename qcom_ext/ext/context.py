@@ -1,0 +1,424 @@
+"""Contexts and queues with Qualcomm performance/priority hints and protected memory.
+
+``create_context`` and ``create_queue`` return real pyopencl objects. Natively the
+vendor properties go through cffi (pyopencl rejects unknown context keys) and the
+handle is wrapped with ``from_int_ptr(..., retain=False)``. Where the Qualcomm
+extension is absent a hint maps to the Khronos queue hints (``cl_khr_throttle_hints``
+for perf, ``cl_khr_priority_hints`` for priority) applied by ``create_queue``, or
+else is a recorded no-op; ``context_info`` tells which path each hint took, and one
+:class:`~qcom_ext.QcomExtWarning` per call says so when it was not native.
+
+>>> import warnings, qcom_ext
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter("ignore", qcom_ext.QcomExtWarning)
+...     ctx = qcom_ext.create_context(perf_hint="low")
+>>> info = qcom_ext.context_info(ctx)
+>>> info.perf_hint, info.perf_hint_path in ("native", "khr:cl_khr_throttle_hints", "fallback")
+('low', True)
+>>> queue = qcom_ext.create_queue(ctx, profiling=True)
+>>> queue.context == ctx
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+from qcom_ext._finalizer_lock import FinalizerLock
+from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.probe import _opencl_major, probe
+from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
+from qcom_ext.ext import hints as _hints
+
+if TYPE_CHECKING:
+    import pyopencl
+
+DeviceLike = Union["pyopencl.Device", int]  # a pyopencl.Device or a raw cl_device_id
+
+__all__ = ["ContextInfo", "context_info", "create_context", "create_queue", "set_perf_hint"]
+
+PERF, PRIORITY = "cl_qcom_perf_hint", "cl_qcom_priority_hint"
+PROTECTED, RECORDABLE = "cl_qcom_protected_context", "cl_qcom_recordable_queues"
+# context hint -> (Qualcomm extension, context property key, queue-hint kind, Khronos tier)
+_CONTEXT_HINTS = {
+    "perf_hint": (PERF, "CL_CONTEXT_PERF_HINT_QCOM", "throttle", "cl_khr_throttle_hints"),
+    "priority_hint": (PRIORITY, "CL_CONTEXT_PRIORITY_HINT_QCOM", "priority",
+                      "cl_khr_priority_hints"),
+}  # fmt: skip
+_QUEUE_HINTS = {"priority": "cl_khr_priority_hints", "throttle": "cl_khr_throttle_hints"}
+_QUEUE_BITS = (("out_of_order", "CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE"),
+               ("profiling", "CL_QUEUE_PROFILING_ENABLE"),
+               ("recordable", "CL_QUEUE_RECORDABLE_QCOM"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ContextInfo:
+    """The hints a context was given and the path each took (``DeviceCaps.path`` strings).
+
+    A path is None when that hint was not given; contexts not made by
+    :func:`create_context` report no hints.
+    """
+
+    perf_hint: str | None = None
+    perf_hint_path: str | None = None
+    priority_hint: str | None = None
+    priority_hint_path: str | None = None
+    protected: bool = False
+
+
+@dataclass
+class _State:
+    info: ContextInfo
+    platform: int
+    devices: tuple[DeviceCaps, ...]
+
+
+# A finalizer removes the entry of a collected context; it may run inside a locked
+# block of this module (a collection can start at any allocation): see _finalizer_lock.
+_lock = FinalizerLock()
+_registry: dict[int, _State] = {}  # ctx.int_ptr -> state; never holds the context itself
+
+
+def _remove(handle: int, state: _State) -> None:
+    if _registry.get(handle) is state:
+        del _registry[handle]
+
+
+def _forget(handle: int, state: _State) -> None:
+    _lock.defer(_remove, handle, state)
+
+
+def _register(context: Any, state: _State) -> None:
+    handle = int(context.int_ptr)
+    with _lock:
+        _registry[handle] = state
+    weakref.finalize(context, _forget, handle, state)
+
+
+def _lookup(handle: int) -> _State | None:
+    with _lock:  # runs the removals finalizers deferred: no state of a dead context
+        return _registry.get(handle)
+
+
+def _context_handle(context: Any) -> int:
+    handle = getattr(context, "int_ptr", None)
+    if not isinstance(handle, int):
+        raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")
+    return handle
+
+
+def _device_handle(device: Any) -> int:
+    import pyopencl
+
+    if isinstance(device, pyopencl.Device):
+        return int(device.int_ptr)
+    if isinstance(device, int) and not isinstance(device, bool) and device > 0:
+        return device
+    raise ConfigError(f"expected a pyopencl.Device or a cl_device_id handle (int), got {device!r}")
+
+
+def _labels(devices: Sequence[DeviceCaps]) -> str:
+    return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in devices)
+
+
+def _device_caps(devices: Any) -> tuple[DeviceCaps, ...]:
+    if devices is None:
+        return (probe(),)
+    items = list(devices) if isinstance(devices, (list, tuple)) else [devices]
+    if not items:
+        raise ConfigError("devices is empty; pass None for the default device")
+    handles = [_device_handle(d) for d in items]
+    if len(set(handles)) != len(handles):
+        raise ConfigError("devices lists the same device more than once")
+    found = tuple(probe(h) for h in handles)
+    if len({c.platform_id for c in found}) > 1:
+        raise ConfigError(f"devices span several platforms ({_labels(found)}); "
+                          "one context takes the devices of one platform")  # fmt: skip
+    return found
+
+
+def _path(devices: Sequence[DeviceCaps], extension: str) -> str:
+    """The path shared by every device; devices that disagree get the fallback."""
+    paths = {c.path(extension) for c in devices}
+    return paths.pop() if len(paths) == 1 else "fallback"
+
+
+def _absent_path(devices: Sequence[DeviceCaps], extension: str) -> str:
+    """The path ``extension`` takes when its entry point turns out to be missing."""
+    paths = {c.status_without(extension).path for c in devices}
+    return paths.pop() if len(paths) == 1 else "fallback"
+
+
+def _explain(kind: str, level: str, path: str, devices: Sequence[DeviceCaps]) -> str:
+    extension, _, queue_kind, _ = _CONTEXT_HINTS[kind]
+    if path.startswith("khr:"):
+        key = _hints.QUEUE_KEYS[queue_kind]
+        how = f"{key}={_hints.token_name(queue_kind, level)} on queues from qcom_ext.create_queue"
+    else:
+        how = next((c.status(extension).reason for c in devices if c.path(extension) != "native"),
+                   f"{extension} entry point missing")  # fmt: skip
+    return f"{kind}={level!r} -> {path} ({how})"
+
+
+def _properties_text(items: Sequence[tuple[str, str | None]]) -> str:
+    return ", ".join(key if value is None else f"{key}={value}" for key, value in items) or "none"
+
+
+def _wrap_context(handle: int) -> Any:
+    import pyopencl
+
+    return pyopencl.Context.from_int_ptr(handle, retain=False)  # we hand our reference over
+
+
+def _wrap_queue(handle: int) -> Any:
+    import pyopencl
+
+    return pyopencl.CommandQueue.from_int_ptr(handle, retain=False)
+
+
+def _adopt(handle: int, wrap: Any, release: str, ctype: str) -> Any:
+    """Wrap a fresh handle; if wrapping fails, release it so nothing leaks."""
+    try:
+        return wrap(handle)
+    except BaseException:
+        getattr(driver, release)(ffi.cast(ctype, handle))
+        raise
+
+
+def create_context(
+    devices: DeviceLike | Sequence[DeviceLike] | None = None,
+    *,
+    perf_hint: str | int | None = None,
+    priority_hint: str | int | None = None,
+    protected: bool = False,
+) -> pyopencl.Context:
+    """A ``pyopencl.Context`` carrying Qualcomm hints (natively or mapped, see module doc).
+
+    ``devices``: None (the device ``qcom_ext.probe()`` picks), a ``pyopencl.Device``
+    or a list of them from one platform. Hints: ``"high" | "normal" | "low"`` or the
+    ``CL_PERF_HINT_*_QCOM`` / ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True``
+    never falls back: :class:`ExtensionUnavailable` where it is not native.
+
+    >>> import qcom_ext
+    >>> ctx = qcom_ext.create_context()  # the probed default device, no hints
+    >>> len(ctx.devices), qcom_ext.context_info(ctx).perf_hint
+    (1, None)
+    """
+    levels = {"perf_hint": _hints.parse("perf_hint", perf_hint),
+              "priority_hint": _hints.parse("priority_hint", priority_hint)}  # fmt: skip
+    if not isinstance(protected, bool):
+        raise ConfigError(f"protected must be True or False, got {protected!r}")
+    found = _device_caps(devices)
+    if protected:
+        refused = [c for c in found if c.path(PROTECTED) != "native"]
+        if refused:
+            raise ExtensionUnavailable(
+                PROTECTED, _labels(refused), refused[0].status(PROTECTED).reason
+            )
+    paths = {kind: _path(found, _CONTEXT_HINTS[kind][0]) if level else None
+             for kind, level in levels.items()}  # fmt: skip
+    properties: list[tuple[str, int, str]] = []  # (key name, value, value name)
+    for kind, level in levels.items():
+        if level and paths[kind] == "native":
+            name = _hints.token_name(kind, level)
+            properties.append((_CONTEXT_HINTS[kind][1], _hints.token(kind, level), name))
+    if protected:
+        properties.append(("CL_CONTEXT_PROTECTED_QCOM", 1, "CL_TRUE"))
+    platform = found[0].platform_id
+    handle = _cl_create_context(platform, found, properties)
+    context = _adopt(handle, _wrap_context, "clReleaseContext", "cl_context")
+    info = ContextInfo(levels["perf_hint"], paths["perf_hint"], levels["priority_hint"],
+                       paths["priority_hint"], protected)  # fmt: skip
+    _register(context, _State(info, platform, found))
+    notes = [_explain(kind, lv, paths[kind] or "", found)
+             for kind, lv in levels.items() if lv and paths[kind] != "native"]  # fmt: skip
+    if notes:
+        warnings.warn(f"create_context on {_labels(found)}: " + "; ".join(notes),
+                      QcomExtWarning, stacklevel=2)  # fmt: skip
+    return context
+
+
+def _cl_create_context(platform: int, found: Sequence[DeviceCaps],
+                       properties: Sequence[tuple[str, int, str]]) -> int:  # fmt: skip
+    if properties:  # vendor keys need the list; without them, pass none (as pyopencl does)
+        words = [C.CL_CONTEXT_PLATFORM, platform]
+        for key, value, _ in properties:
+            words += [getattr(C, key), value]
+        plist = ffi.new("cl_context_properties[]", [*words, 0])
+    else:
+        plist = ffi.NULL
+    ids = ffi.new("cl_device_id[]", [ffi.cast("cl_device_id", c.device_id) for c in found])
+    err = ffi.new("cl_int *")
+    handle = driver.clCreateContext(plist, len(found), ids, ffi.NULL, ffi.NULL, err)
+    shown = [("CL_CONTEXT_PLATFORM", hex(platform))] if properties else []
+    shown += [(key, name) for key, _, name in properties]
+    detail = f"properties: {_properties_text(shown)}; devices: {_labels(found)}"
+    return check_handle(handle, err, "clCreateContext", detail, driver.clReleaseContext)
+
+
+def context_info(context: pyopencl.Context) -> ContextInfo:
+    """Which hints ``context`` was given and the path each took.
+
+    >>> import pyopencl
+    >>> context_info(pyopencl.create_some_context(interactive=False)) == ContextInfo()
+    True
+    """
+    state = _lookup(_context_handle(context))
+    return state.info if state else ContextInfo()
+
+
+def _state_of(context: Any) -> tuple[_State, bool]:
+    """The registered state, or a new one for a plain pyopencl context (and whether it
+    is new: the caller registers it once it holds something)."""
+    state = _lookup(_context_handle(context))
+    if state is not None:
+        return state, False
+    found = tuple(probe(d) for d in context.devices)
+    return _State(ContextInfo(), found[0].platform_id, found), True
+
+
+def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
+    """Change the performance hint of ``context`` (``clSetPerfHintQCOM`` natively).
+
+    Elsewhere the recorded hint changes (queues created afterwards get the mapped
+    Khronos throttle hint where there is one) and a QcomExtWarning says so.
+
+    >>> import pyopencl, warnings
+    >>> ctx = pyopencl.create_some_context(interactive=False)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", QcomExtWarning)
+    ...     set_perf_hint(ctx, "normal")
+    >>> context_info(ctx).perf_hint
+    'normal'
+    """
+    level = _hints.parse("perf_hint", hint)
+    if level is None:
+        raise ConfigError("set_perf_hint needs a hint: 'high', 'normal' or 'low'")
+    state, new = _state_of(context)
+    path = _path(state.devices, PERF)
+    if path == "native":
+        function = driver.extension_function(state.platform, "clSetPerfHintQCOM")
+        if function is None:
+            path = _absent_path(state.devices, PERF)
+        else:
+            status = function(
+                ffi.cast("cl_context", context.int_ptr), _hints.token("perf_hint", level)
+            )
+            check(status, "clSetPerfHintQCOM")
+    with _lock:  # only now: a failed call leaves no state behind
+        state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=path)
+    if new:
+        _register(context, state)
+    if path != "native":
+        note = _explain("perf_hint", level, path, state.devices)
+        warnings.warn(f"set_perf_hint on {_labels(state.devices)}: {note}", QcomExtWarning,
+                      stacklevel=2)  # fmt: skip
+
+
+def _queue_device(context: Any, state: _State | None, device: Any) -> DeviceCaps:
+    members = state.devices if state else tuple(probe(d) for d in context.devices)
+    if device is None:
+        return members[0]
+    handle = _device_handle(device)
+    for caps in members:
+        if caps.device_id == handle:
+            return caps
+    raise ConfigError(f"device {device!r} is not a device of this context ({_labels(members)})")
+
+
+def create_queue(
+    context: pyopencl.Context,
+    device: DeviceLike | None = None,
+    *,
+    recordable: bool = False,
+    profiling: bool = False,
+    out_of_order: bool = False,
+    priority: str | int | None = None,
+    throttle: str | int | None = None,
+) -> pyopencl.CommandQueue:
+    """A ``pyopencl.CommandQueue`` on ``device`` (default: the context's first device).
+
+    ``priority``/``throttle`` (``"high" | "normal" | "low"``) become
+    ``CL_QUEUE_PRIORITY_KHR``/``CL_QUEUE_THROTTLE_KHR`` where the device has
+    ``cl_khr_priority_hints``/``cl_khr_throttle_hints``, else a no-op with a
+    QcomExtWarning; context hints mapped to those tiers apply unless overridden.
+    ``recordable=True`` makes a ``CL_QUEUE_RECORDABLE_QCOM`` queue where that is
+    native and an ordinary in-order queue elsewhere. A rejected property list raises
+    :class:`CLError` naming the properties.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> queue = qcom_ext.create_queue(qcom_ext.create_context(), profiling=True)
+    >>> bool(queue.properties & cl.command_queue_properties.PROFILING_ENABLE)
+    True
+    """
+    handle = _context_handle(context)
+    levels = {"priority": _hints.parse("priority", priority),
+              "throttle": _hints.parse("throttle", throttle)}  # fmt: skip
+    flags = {"recordable": recordable, "profiling": profiling, "out_of_order": out_of_order}
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{name} must be True or False, got {flag!r}")
+    if recordable and out_of_order:
+        raise ConfigError("recordable=True needs an in-order queue: recordings replay in order "
+                          "(drop out_of_order=True)")  # fmt: skip
+    state = _lookup(handle)
+    if state and state.info.protected and profiling:
+        raise ConfigError("queues of a protected context cannot profile (the driver answers "
+                          "CL_INVALID_QUEUE_PROPERTIES): drop profiling=True")  # fmt: skip
+    caps = _queue_device(context, state, device)
+    if state:  # context hints that took a Khronos path, unless given here
+        for kind, (_, _, queue_kind, tier) in _CONTEXT_HINTS.items():
+            level = getattr(state.info, kind)
+            if levels[queue_kind] is None and getattr(state.info, f"{kind}_path") == f"khr:{tier}":
+                levels[queue_kind] = level
+    flags["recordable"] = recordable and caps.path(RECORDABLE) == "native"
+    legacy = flags["recordable"] or _opencl_major(caps.platform_version) < 2
+    applied: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    for kind, level in levels.items():
+        if level is None:
+            continue
+        if legacy:
+            why = "clCreateCommandQueue (recordable queue or OpenCL 1.x) takes no hint properties"
+        elif not caps.khronos_usable(_QUEUE_HINTS[kind]):
+            why = f"the device does not advertise {_QUEUE_HINTS[kind]}"
+        else:
+            applied.append((_hints.QUEUE_KEYS[kind], _hints.token_name(kind, level)))
+            continue
+        dropped.append(f"{kind}={level!r} is a no-op: {why}")
+    bits = [token for name, token in _QUEUE_BITS if flags[name]]
+    queue = _cl_create_queue(handle, caps, bits, applied, legacy)
+    if dropped:
+        warnings.warn(f"create_queue on {caps.label}: " + "; ".join(dropped), QcomExtWarning,
+                      stacklevel=2)  # fmt: skip
+    return queue
+
+
+def _cl_create_queue(context: int, caps: DeviceCaps, bits: list[str],
+                     hints: list[tuple[str, str]], legacy: bool) -> Any:  # fmt: skip
+    mask = 0
+    for name in bits:
+        mask |= getattr(C, name)
+    ctx = ffi.cast("cl_context", context)
+    dev = ffi.cast("cl_device_id", caps.device_id)
+    err = ffi.new("cl_int *")
+    if legacy:
+        routine = "clCreateCommandQueue"
+        handle = driver.clCreateCommandQueue(ctx, dev, mask, err)
+    else:
+        routine = "clCreateCommandQueueWithProperties"
+        words = [C.CL_QUEUE_PROPERTIES, mask] if mask else []
+        for key, value in hints:
+            words += [getattr(C, key), getattr(C, value)]
+        plist = ffi.new("cl_queue_properties[]", [*words, 0])
+        handle = driver.clCreateCommandQueueWithProperties(ctx, dev, plist, err)
+    shown = _properties_text([*hints, *((b, None) for b in bits)])
+    detail = f"properties: {shown}; device {caps.label}"
+    value = check_handle(handle, err, routine, detail, driver.clReleaseCommandQueue)
+    return _adopt(value, _wrap_queue, "clReleaseCommandQueue", "cl_command_queue")

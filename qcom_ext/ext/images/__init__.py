@@ -1,0 +1,1 @@
+"""Images: formats (planar, compressed, other), extended image queries, samplers, YUV."""

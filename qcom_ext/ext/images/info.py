@@ -1,0 +1,237 @@
+"""An image's layout (pitches, size, alignments) before it exists: :func:`query_image_info`.
+
+Natively this is ``clQueryImageInfoQCOM`` (cl_qcom_extended_query_image_info,
+qcom-extensions.md §7); elsewhere the layout is computed from the core rules: a row
+is ``width x element size`` rounded up to ``CL_DEVICE_IMAGE_PITCH_ALIGNMENT`` pixels,
+a slice is ``row pitch x height``. That is the layout qcom_ext itself gives an image
+created over a buffer (:func:`qcom_ext.image_with_buffer`).
+
+>>> import qcom_ext
+>>> info = qcom_ext.query_image_info(qcom_ext.probe().device(), ("RGBA", "UNORM_INT8"),
+...                                  (640, 480))
+>>> info.element_size, info.row_pitch >= 640 * 4, info.size >= info.row_pitch * 480
+(4, True, True)
+>>> info.path in ("native", "fallback")
+True
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cache
+from typing import Any, NamedTuple
+
+from qcom_ext.binding import info as _info
+from qcom_ext.binding.lib import C, driver, ffi
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.probe import probe
+from qcom_ext.errors import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
+from qcom_ext.ext.context import _device_handle
+from qcom_ext.ext.images.formats import (
+    IMAGE_TYPES,
+    ImageExtent,
+    ImageFormat,
+    image_desc,
+    image_extent,
+    parse_image_format,
+)
+from qcom_ext.ext.images.formats import image_type_name as _image_type_name
+from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags
+
+__all__ = ["ImageInfo", "query_image_info"]
+
+EXTENSION = "cl_qcom_extended_query_image_info"
+_SLICED = ("1d_array", "2d_array", "3d")
+_QUERY_FLAGS = ACCESS | HOST_ACCESS | C.CL_MEM_KERNEL_READ_AND_WRITE
+
+
+class ImageInfo(NamedTuple):
+    """The layout of an image, in bytes.
+
+    ``slice_pitch`` and ``slice_alignment`` are 0 for images without slices (1D, 2D), as
+    ``clGetImageInfo`` reports them; ``size`` counts whole rows and slices at their
+    pitch. ``path`` is ``native`` (the driver's answer) or ``fallback`` (computed).
+    """
+
+    row_pitch: int
+    slice_pitch: int
+    size: int
+    element_size: int
+    row_alignment: int
+    slice_alignment: int
+    base_address_alignment: int
+    path: str = "fallback"
+
+
+def query_image_info(
+    device: Any,
+    image_format: Any,
+    shape: Any,
+    flags: int = C.CL_MEM_READ_ONLY,
+    image_type: str | int = "2d",
+) -> ImageInfo:
+    """The layout ``device`` gives an image of this format, shape and type.
+
+    ``image_format``: ``"ORDER/TYPE"``, a ``pyopencl.ImageFormat`` or ``(order,
+    data_type)`` (tokens or names; Qualcomm formats natively only, see
+    :mod:`qcom_ext.ext.images.formats`); ``shape`` in pyopencl order (``(width, height)`` for 2D, see
+    :func:`qcom_ext.ext.images.formats.image_extent`); ``flags``: device/host access bits;
+    ``image_type``: ``"1d"``, ``"1d_buffer"``, ``"1d_array"``, ``"2d"``, ``"2d_array"``,
+    ``"3d"`` or a ``CL_MEM_OBJECT_IMAGE*`` token. Nothing is allocated.
+
+    >>> import qcom_ext
+    >>> device = qcom_ext.probe().device()
+    >>> info = qcom_ext.query_image_info(device, "R/UNSIGNED_INT8", (100, 10))
+    >>> info.element_size, info.row_pitch >= 100, info.slice_pitch
+    (1, True, 0)
+    """
+    handle = _device_handle(device)
+    fmt = parse_image_format(image_format)
+    kind = _image_type_name(image_type)
+    extent = image_extent(kind, shape)
+    reason = "query_image_info describes an image without host memory"
+    flags = check_flags(flags, "flags", allowed=_QUERY_FLAGS, reason=reason)
+    caps = probe(handle)
+    status = caps.status(EXTENSION)
+    if status.path == "unavailable":
+        raise ExtensionUnavailable(EXTENSION, caps.label, status.reason)
+    if status.path == "native":
+        query = driver.extension_function(caps.platform_id, "clQueryImageInfoQCOM")
+        if query is not None:
+            return _native(query, handle, flags, fmt, kind, extent)
+        warnings.warn(
+            f"{caps.label}: {EXTENSION} is advertised but clQueryImageInfoQCOM is missing; "
+            "the layout is computed from the core rules",
+            QcomExtWarning,
+            stacklevel=2,
+        )
+    return computed_image_info(caps, fmt, kind, extent)
+
+
+def read_scalar(routine: str, call: Any) -> int:
+    """Run ``call(size, value, size_ret)`` into an 8-byte buffer and decode the scalar
+    by the size the driver reports (the reference leaves cl_uint vs size_t open)."""
+    value = ffi.new("unsigned char[8]")
+    size_ret = ffi.new("size_t *")
+    status = call(8, value, size_ret)
+    if status != 0:
+        raise CLError(routine, status)
+    width = size_ret[0] or 8
+    if width not in (1, 2, 4, 8):
+        raise CLError(
+            routine, C.CL_INVALID_VALUE, f"answered a {width}-byte value, expected a scalar"
+        )
+    return _info.decode_uint(ffi.buffer(value, width)[:])
+
+
+def _native(query: Any, device: int, flags: int, fmt: ImageFormat, kind: str,
+            extent: ImageExtent) -> ImageInfo:  # fmt: skip
+    cfmt, desc = fmt.cdata(), image_desc(kind, extent)
+    dev = ffi.cast("cl_device_id", device)
+
+    def ask(name: str) -> int:
+        param = getattr(C, name)
+        try:
+            return read_scalar(
+                "clQueryImageInfoQCOM",
+                lambda size, value, ret: query(dev, flags, cfmt, desc, param, size, value, ret),
+            )
+        except CLError as exc:
+            raise CLError(exc.routine, exc.code,
+                          f"{name} of a {kind} {fmt.name} image {_shape_text(kind, extent)}"
+                          + (f" ({exc.detail})" if exc.detail else "")) from None  # fmt: skip
+
+    sliced = kind in _SLICED
+    return ImageInfo(
+        row_pitch=ask("CL_IMAGE_ROW_PITCH"),
+        slice_pitch=ask("CL_IMAGE_SLICE_PITCH") if sliced else 0,
+        size=ask("CL_IMAGE_SIZE_QCOM"),
+        element_size=ask("CL_IMAGE_ELEMENT_SIZE"),
+        row_alignment=ask("CL_IMAGE_ROW_ALIGNMENT_QCOM"),
+        slice_alignment=ask("CL_IMAGE_SLICE_ALIGNMENT_QCOM") if sliced else 0,
+        base_address_alignment=ask("CL_IMAGE_BASE_ADDRESS_ALIGNMENT_QCOM"),
+        path="native",
+    )
+
+
+def _shape_text(kind: str, extent: ImageExtent) -> str:
+    axes = IMAGE_TYPES[kind][1]
+    return "(" + ", ".join(f"{axis}={getattr(extent, axis)}" for axis in axes) + ")"
+
+
+def pitch_alignment(caps: DeviceCaps) -> int:
+    """``CL_DEVICE_IMAGE_PITCH_ALIGNMENT`` in pixels, 1 where the device reports none."""
+    return max(caps.limits.image_pitch_alignment or 0, 1)
+
+
+def computed_image_info(caps: DeviceCaps, fmt: ImageFormat, kind: Any,
+                        extent: ImageExtent) -> ImageInfo:  # fmt: skip
+    """The fallback layout (module docstring), after checking the device's size limits."""
+    kind = _image_type_name(kind)
+    _check_limits(caps, kind, extent)
+    element = fmt.element_size
+    align = 1 if kind == "1d_buffer" else pitch_alignment(caps)
+    row_pitch = -(-extent.width // align) * align * element
+    sliced = kind in _SLICED
+    slice_pitch = row_pitch * extent.height if sliced else 0
+    base = caps.limits.image_base_address_alignment or 0
+    return ImageInfo(
+        row_pitch=row_pitch,
+        slice_pitch=slice_pitch,
+        size=row_pitch * extent.height * extent.slices,
+        element_size=element,
+        row_alignment=align * element,
+        slice_alignment=row_pitch if sliced else 0,
+        base_address_alignment=base * element if base else _base_addr_align(caps.device_id),
+    )
+
+
+@cache
+def _base_addr_align(device: int) -> int:
+    """``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (bits) in bytes: every buffer's alignment."""
+    return _info.device_uint(device, C.CL_DEVICE_MEM_BASE_ADDR_ALIGN) // 8
+
+
+@cache
+def _device_limits(device: int) -> dict[str, int]:
+    names = {"2d_width": "IMAGE2D_MAX_WIDTH", "2d_height": "IMAGE2D_MAX_HEIGHT",
+             "3d_width": "IMAGE3D_MAX_WIDTH", "3d_height": "IMAGE3D_MAX_HEIGHT",
+             "3d_depth": "IMAGE3D_MAX_DEPTH", "array": "IMAGE_MAX_ARRAY_SIZE",
+             "buffer": "IMAGE_MAX_BUFFER_SIZE"}  # fmt: skip
+    return {key: _info.device_uint(device, getattr(C, f"CL_DEVICE_{token}"))
+            for key, token in names.items()}  # fmt: skip
+
+
+def _check_limits(caps: DeviceCaps, kind: str, extent: ImageExtent) -> None:
+    if not caps.device_id:
+        return  # a report built from strings: no device to ask
+    extended = (caps.limits.extended_image2d_max_size, caps.limits.extended_image3d_max_size)
+    for axis, limit, token in _limit_table(caps.device_id, kind, extended):
+        value = getattr(extent, axis)
+        if value > limit:
+            raise ConfigError(
+                f"a {kind} image {axis} of {value} exceeds {token} = {limit} of {caps.label}"
+            )
+
+
+@cache
+def _limit_table(device: int, kind: str, extended: tuple[Any, Any]) -> tuple[tuple, ...]:
+    """(axis, limit, token) for each axis of ``kind``; Qualcomm's extended image sizes
+    (cl_qcom_extended_images) raise the core limits where the device has them."""
+    limits = _device_limits(device)
+    extended2d, extended3d = extended[0] or (0, 0), extended[1] or (0, 0, 0)
+    width = ("width", max(limits["2d_width"], extended2d[0]), "CL_DEVICE_IMAGE2D_MAX_WIDTH")
+    height = ("height", max(limits["2d_height"], extended2d[1]), "CL_DEVICE_IMAGE2D_MAX_HEIGHT")
+    layers = ("array_size", limits["array"], "CL_DEVICE_IMAGE_MAX_ARRAY_SIZE")
+    table = {
+        "1d": (width,),
+        "1d_buffer": (("width", limits["buffer"], "CL_DEVICE_IMAGE_MAX_BUFFER_SIZE"),),
+        "1d_array": (width, layers),
+        "2d": (width, height),
+        "2d_array": (width, height, layers),
+        "3d": (("width", max(limits["3d_width"], extended3d[0]), "CL_DEVICE_IMAGE3D_MAX_WIDTH"),
+               ("height", max(limits["3d_height"], extended3d[1]),
+                "CL_DEVICE_IMAGE3D_MAX_HEIGHT"),
+               ("depth", max(limits["3d_depth"], extended3d[2]), "CL_DEVICE_IMAGE3D_MAX_DEPTH")),
+    }  # fmt: skip
+    return table[kind]

@@ -1,0 +1,1 @@
+"""Memory objects: external host pointers, on-chip global memory, buffers from images."""

@@ -1,0 +1,1 @@
+"""Programs: building through the compat header, the binary cache, sub-groups, bfloat16."""

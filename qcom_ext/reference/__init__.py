@@ -1,0 +1,1 @@
+"""numpy references: the truths the device results are checked against."""

@@ -1,0 +1,529 @@
+"""Convolution kernels at MobileNetV2 layer shapes (qcom_ext.ops, issue 7).
+
+    qcom-ext bench conv-suite --device nvidia --batch 32 --update-doc docs/BENCHMARKS.md
+    qcom-ext bench conv-suite --small --device 0:0     # a quick run on a CPU device (pocl)
+    python -m qcom_ext.tools.bench.cases_conv --device nvidia --batch 32 --markdown conv.md --json conv.json
+
+For every layer of :func:`qcom_ext.ops.suite.suite` (conv0 3x3/2, depthwise 3x3, 1x1,
+int8 1x1) and kernel variant (1x1: register tiles 2x4 (MACE), 4x8 and 8x8; KxK: image
+layout and local-memory tiles; depthwise: 4 (MNN) and 8 outputs per work-item), the
+device time of one launch (median of ``--rounds`` profiling events) with the
+driver-chosen local size and with the tuned one (``layer.tune``, cached in the tuning
+cache), as GFLOP/s; depthwise layers also as GB/s (input + output tensors), as a
+fraction of the device's peak buffer-copy bandwidth (a 256 MiB copy), and as a fraction
+of the bandwidth roofline at the layer's own size: the time a buffer copy of the same
+bytes takes (``clEnqueueCopyBuffer``). The two differ for small layers: on the H100 a
+12 MB copy (the 7x7 layers at batch 32) reaches only about half the peak, so no kernel
+moving those bytes can. Where torch with CUDA is importable,
+``torch.nn.functional.conv2d`` on the same shapes (fp32, TF32 off, cuDNN benchmark
+mode, bias, CUDA-event timing) is timed too and each kernel's throughput is given as a
+fraction of torch's.
+
+Targets (issue 7): 1x1 conv >= 50% of torch's throughput (best tile, tuned; median over
+the 1x1 layers), depthwise >= 60% of the bandwidth roofline (best variant, tuned; median
+over the depthwise layers; the fraction of peak copy bandwidth is reported beside it),
+tuning >= 1.15x median gain over the driver's choice. The summary prints met / NOT met.
+
+``CASES`` (group ``conv``) time a few small layers end to end (enqueue + finish) for
+``qcom-ext bench conv``; the copy of the same bytes is the baseline. ``SUITES`` holds
+``conv-suite``: the measurements above as ``qcom-ext bench`` runs them (same options as
+this script's, less ``--json``/``--markdown``, which the runner has).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+import qcom_ext
+from qcom_ext import ops
+from qcom_ext.ops.suite import SuiteLayer, prepare, suite
+from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
+from qcom_ext.tools.bench._profiling import copy_bandwidth, median_ns
+
+TILES_1X1 = ((2, 4), (4, 8), (8, 8))
+DEPTHWISE_PIXELS = (4, 8)
+SMALL_LAYERS = (
+    "conv0_3x3_s2",
+    "dw32_s1_112",
+    "dw96_s2_112",
+    "pw16_96_112",
+    "pw96_24_56",
+    "qpw24_144_56",
+)
+TARGETS = {"pointwise_vs_torch": 0.5, "depthwise_roofline": 0.6, "tuning_gain": 1.15}
+
+
+def same_size_copy_ns(queue: Any, nbytes: int, rounds: int) -> float:
+    """Median device time of a buffer copy that reads and writes ``nbytes`` in all."""
+    half = max(4, nbytes // 2)
+    src, dst = (cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, half) for _ in range(2))
+    cl.enqueue_fill_buffer(queue, src, np.float32(1), 0, half - half % 4)
+    return median_ns(queue, lambda: cl.enqueue_copy(queue, dst, src), rounds)
+
+
+def torch_ns(layer: SuiteLayer, batch: int, rounds: int) -> float | None:
+    """Median time per ``F.conv2d`` call (fp32, TF32 off) on CUDA, or None without it."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    groups = layer.in_channels if layer.kind == "depthwise" else 1
+    k = layer.kernel
+    x = torch.randn(batch, layer.in_channels, layer.size, layer.size, device="cuda")
+    w = torch.randn(layer.out_channels, layer.in_channels // groups, k, k, device="cuda")
+    b = torch.randn(layer.out_channels, device="cuda")
+
+    def call() -> Any:
+        return F.conv2d(x, w, b, stride=layer.stride, padding=layer.padding, groups=groups)
+
+    for _ in range(10):
+        call()
+    torch.cuda.synchronize()
+    iterations = 20
+    times = []
+    for _ in range(rounds):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iterations):
+            call()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e6 / iterations)
+    return float(statistics.median(times))
+
+
+def _variants(layer: SuiteLayer) -> list[tuple[str, dict[str, Any]]]:
+    if layer.kind == "1x1":
+        return [(f"tile {p}x{c}", {"tile": (p, c)}) for p, c in TILES_1X1]
+    if layer.kind == "conv":
+        return [("image", {}), ("tiled", {})]
+    if layer.kind == "depthwise":
+        return [(f"{p} px", {"pixels": p}) for p in DEPTHWISE_PIXELS]
+    return [("", {})]
+
+
+def _tiled(queue: Any, layer: SuiteLayer, batch: int, dtype: Any) -> tuple[Any, Any]:
+    rng = np.random.default_rng(0)
+    ci, co, k, s = layer.in_channels, layer.out_channels, layer.kernel, layer.size
+    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
+    op = ops.TiledConv2d(
+        queue,
+        w,
+        rng.standard_normal(co).astype(np.float32) * 0.1,
+        stride=layer.stride,
+        padding=layer.padding,
+        activation=layer.activation,
+        dtype=dtype,
+    )
+    x = rng.standard_normal((batch, ci, s, s)).astype(dtype)
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
+    return op, ops.BufferTensor(buf, x.shape, x.dtype, "NCHW")
+
+
+def measure_layer(
+    queue: Any,
+    layer: SuiteLayer,
+    variant: str,
+    options: dict[str, Any],
+    batch: int,
+    dtype: Any,
+    rounds: int,
+    budget_s: float,
+    retune: bool,
+) -> dict[str, Any]:
+    """Driver-chosen and tuned device times of one layer variant."""
+    if variant == "tiled":
+        op, x = _tiled(queue, layer, batch, dtype)
+    else:
+        op, x = prepare(queue, layer, batch=batch, dtype=dtype, **options)
+    out = op.output_for(queue, x)
+    global_size, args = op.launch_args(x, out)
+    launcher = op.launcher
+    if variant == "tiled":  # a required local size: nothing to tune
+        fixed = (op.block, op.block, 1)
+        driver = tuned = median_ns(
+            queue, lambda: launcher(queue, global_size, *args, local_size=fixed), rounds
+        )
+        local: Any = fixed
+    else:
+        driver = median_ns(
+            queue, lambda: launcher(queue, global_size, *args, local_size=None), rounds
+        )
+        report = op.tune(queue, x, out, budget_s=budget_s, force=retune)
+        local = report.local_size
+        tuned = median_ns(
+            queue, lambda: launcher(queue, global_size, *args, local_size=local), rounds
+        )
+    itemsize = 1 if layer.kind == "int8" else np.dtype(dtype).itemsize
+    return {
+        "layer": layer.name,
+        "kind": layer.kind,
+        "variant": variant,
+        "batch": batch,
+        "shape": f"{layer.in_channels}x{layer.size}x{layer.size} -> "
+        f"{layer.out_channels}x{layer.out_size}x{layer.out_size}",
+        "kernel": launcher.identity.kernel,
+        "global_size": list(global_size),
+        "local_size": None if local is None else list(local),
+        "driver_ns": driver,
+        "tuned_ns": tuned,
+        "gain": driver / tuned,
+        "flops": layer.flops(batch),
+        "gflops": layer.flops(batch) / tuned,
+        "bytes": layer.bytes_moved(batch, itemsize),
+        "gbps": layer.bytes_moved(batch, itemsize) / tuned,
+    }
+
+
+def run(
+    queue: Any,
+    layers: Sequence[SuiteLayer],
+    batch: int,
+    dtype: Any,
+    rounds: int,
+    budget_s: float,
+    retune: bool,
+    use_torch: bool,
+    copy_bytes: int,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Every measurement, and the summary against the targets."""
+    bandwidth = copy_bandwidth(queue, copy_bytes, rounds)
+    log(
+        f"buffer copy {bandwidth['buffer_copy_Bps'] / 1e9:.1f} GB/s"
+        + (
+            f", image copy {bandwidth['image_copy_Bps'] / 1e9:.1f} GB/s"
+            if "image_copy_Bps" in bandwidth
+            else ""
+        )
+    )
+    rows = []
+    images = queue.device.image_support
+    for layer in layers:
+        torch_time = copy_time = None
+        if layer.kind == "depthwise" and images:
+            nbytes = int(layer.bytes_moved(batch, np.dtype(dtype).itemsize))
+            copy_time = same_size_copy_ns(queue, nbytes, rounds)
+        if use_torch and layer.kind != "int8" and np.dtype(dtype) == np.float32:
+            torch_time = torch_ns(layer, batch, rounds)
+        for variant, options in _variants(layer):
+            if not images and (layer.kind == "depthwise" or variant == "image"):
+                continue
+            row = measure_layer(
+                queue, layer, variant, options, batch, dtype, rounds, budget_s, retune
+            )
+            if layer.kind == "depthwise":
+                row["bandwidth_fraction"] = row["gbps"] * 1e9 / bandwidth["buffer_copy_Bps"]
+                row["copy_ns"] = copy_time
+                row["roofline_fraction"] = copy_time / row["tuned_ns"]
+            if torch_time is not None:
+                row["torch_ns"] = torch_time
+                row["torch_gflops"] = layer.flops(batch) / torch_time
+                row["vs_torch"] = torch_time / row["tuned_ns"]
+            rows.append(row)
+            log(_line(row))
+    return {"bandwidth": bandwidth, "rows": rows, "summary": summarise(rows)}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians against the issue's targets (None where nothing was measured)."""
+    best_1x1: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["kind"] != "1x1" or "vs_torch" not in row:
+            continue
+        best = best_1x1.get(row["layer"])
+        if best is None or row["vs_torch"] > best["vs_torch"]:
+            best_1x1[row["layer"]] = row
+    mace = [r["vs_torch"] for r in rows if r["variant"] == "tile 2x4" and "vs_torch" in r]
+    best_depthwise: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if "roofline_fraction" not in row:
+            continue
+        best = best_depthwise.get(row["layer"])
+        if best is None or row["roofline_fraction"] > best["roofline_fraction"]:
+            best_depthwise[row["layer"]] = row
+    gains = [r["gain"] for r in rows if r["variant"] != "tiled"]
+    values = {
+        "pointwise_vs_torch": _median([r["vs_torch"] for r in best_1x1.values()]),
+        "pointwise_mace_vs_torch": _median(mace),
+        "pointwise_best_tiles": {k: v["variant"] for k, v in best_1x1.items()},
+        "depthwise_roofline": _median([r["roofline_fraction"] for r in best_depthwise.values()]),
+        "depthwise_peak_bandwidth": _median(
+            [r["bandwidth_fraction"] for r in best_depthwise.values()]
+        ),
+        "depthwise_best_variants": {k: v["variant"] for k, v in best_depthwise.items()},
+        "tuning_gain": _median(gains),
+    }
+    values["targets"] = {
+        name: {
+            "limit": limit,
+            "value": values[name],
+            "met": None if values[name] is None else values[name] >= limit,
+        }
+        for name, limit in TARGETS.items()
+    }
+    return values
+
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _line(row: dict[str, Any]) -> str:
+    text = (
+        f"{row['layer']:<14} {row['variant']:<9} {row['tuned_ns'] / 1e3:9.1f} us "
+        f"{row['gflops']:8.1f} GFLOP/s  tuned {row['local_size']} x{row['gain']:.2f}"
+    )
+    if "bandwidth_fraction" in row:
+        text += (
+            f"  {row['gbps']:.1f} GB/s = {row['bandwidth_fraction']:.0%} of peak copy, "
+            f"{row['roofline_fraction']:.0%} of a same-size copy"
+        )
+    if "vs_torch" in row:
+        text += f"  torch {row['torch_gflops']:.1f} GFLOP/s ({row['vs_torch']:.2f}x)"
+    return text
+
+
+def markdown(result: dict[str, Any], header: str) -> str:
+    """The measurements as markdown tables under ``header``."""
+    bw = result["bandwidth"]
+    lines = [
+        header,
+        "",
+        f"Measured copy bandwidth: buffer {bw['buffer_copy_Bps'] / 1e9:.1f} GB/s"
+        + (
+            f", RGBA float image {bw['image_copy_Bps'] / 1e9:.1f} GB/s"
+            if "image_copy_Bps" in bw
+            else ""
+        )
+        + ".",
+        "",
+        "| layer | shape (C x H x W) | kernel | variant | driver | tuned | local size "
+        "| gain | GFLOP/s | GB/s | of peak copy | of same-size copy | torch GFLOP/s "
+        "| vs torch |",
+        "|---|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in result["rows"]:
+        cells = [
+            r["layer"],
+            r["shape"],
+            f"`{r['kernel']}`",
+            r["variant"] or "—",
+            f"{r['driver_ns'] / 1e3:.1f} µs",
+            f"{r['tuned_ns'] / 1e3:.1f} µs",
+            str(tuple(r["local_size"])) if r["local_size"] else "driver",
+            f"{r['gain']:.2f}x",
+            f"{r['gflops']:.1f}",
+            f"{r['gbps']:.1f}",
+            f"{r['bandwidth_fraction']:.0%}" if "bandwidth_fraction" in r else "",
+            f"{r['roofline_fraction']:.0%}" if "roofline_fraction" in r else "",
+            f"{r['torch_gflops']:.1f}" if "torch_gflops" in r else "",
+            f"{r['vs_torch']:.2f}" if "vs_torch" in r else "",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| target | limit | median | verdict |", "|---|--:|--:|---|"]
+    for name, t in result["summary"]["targets"].items():
+        value = "—" if t["value"] is None else f"{t['value']:.2f}"
+        verdict = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
+        lines.append(f"| {name} | {t['limit']} | {value} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---- cases for python -m qcom_ext.tools.bench.run ------------------------------------------------
+
+_CASE_LAYERS = {
+    "conv_depthwise": ("dw144_s1_56", "4 px"),
+    "conv_1x1": ("pw24_144_56", "tile 2x4"),
+    "conv_kxk_image": ("conv0_3x3_s2", "image"),
+    "conv_kxk_tiled": ("conv0_3x3_s2", "tiled"),
+    "conv_int8": ("qpw24_144_56", ""),
+}
+
+
+_WHERE = {
+    "conv_depthwise": "image layout",
+    "conv_1x1": "NHWC buffers, tile 2x4",
+    "conv_kxk_image": "image layout",
+    "conv_kxk_tiled": "NCHW buffers, local-memory tiles",
+    "conv_int8": "NHWC uint8 buffers, int8 weights",
+}
+
+
+def _case_setup(name: str) -> Callable[[qcom_ext.DeviceCaps], dict[str, Any]]:
+    def setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+        layer_name, variant = _CASE_LAYERS[name]
+        layer = next(layer for layer in suite(scale=0.5) if layer.name == layer_name)
+        queue = cl.CommandQueue(cl.Context([caps.device()]))
+        options = dict(_variants(layer)).get(variant, {})
+        if variant == "tiled":
+            op, x = _tiled(queue, layer, 1, np.float32)
+        else:
+            op, x = prepare(queue, layer, **options)
+        return {"queue": queue, "op": op, "x": x, "out": op.output_for(queue, x)}
+
+    return setup
+
+
+def _case_run(state: dict[str, Any]) -> None:
+    state["op"](state["queue"], state["x"], state["out"])
+    state["queue"].finish()
+
+
+def _copy_setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+    layer = next(layer for layer in suite(scale=0.5) if layer.name == "dw144_s1_56")
+    queue = cl.CommandQueue(cl.Context([caps.device()]))
+    size = int(layer.bytes_moved(1) // 2)
+    a, b = (cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size) for _ in range(2))
+    return {"queue": queue, "a": a, "b": b}
+
+
+def _copy_run(state: dict[str, Any]) -> None:
+    cl.enqueue_copy(state["queue"], state["b"], state["a"])
+    state["queue"].finish()
+
+
+_SPECS = [
+    {
+        "name": "conv_copy",
+        "group": "conv",
+        "setup": _copy_setup,
+        "run": _copy_run,
+        "baseline": True,
+        "note": "buffer copy of dw144_s1_56's input + output bytes (28x28)",
+    }
+]
+_SPECS += [
+    {
+        "name": name,
+        "group": "conv",
+        "setup": _case_setup(name),
+        "run": _case_run,
+        "baseline": False,
+        "note": f"{layer} at half size, batch 1, {_WHERE[name]}, enqueue + finish",
+    }
+    for name, (layer, variant) in _CASE_LAYERS.items()
+]
+CASES: list[Any] = [Case(**spec) for spec in _SPECS]
+
+
+# ---- the suite: qcom-ext bench conv-suite, or python -m qcom_ext.tools.bench.cases_conv -----------
+
+DEFAULT_ROUNDS = 20
+
+
+def add_arguments(parser: Any) -> None:
+    """The suite's options (also the script's)."""
+    parser.add_argument("--batch", type=int, default=None, help="batch N (default 32; 1 small)")
+    parser.add_argument(
+        "--small",
+        action="store_true",
+        help="a quick run: quarter-size layers, a few of each kind, batch 1",
+    )
+    parser.add_argument("--kinds", default="conv,depthwise,1x1,int8", help="layer kinds")
+    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument("--budget-s", type=float, default=3.0, help="tuning budget per layer")
+    parser.add_argument("--retune", action="store_true", help="tune even what is cached")
+    parser.add_argument("--no-torch", action="store_true", help="skip the torch comparison")
+
+
+def measure_suite(
+    caps: qcom_ext.DeviceCaps, options: Any, log: Callable[[str], None] = print
+) -> tuple[str, dict[str, Any]]:
+    """Run the suite as ``options`` (see :func:`add_arguments`, plus ``rounds``) say: the
+    line describing the workload, and :func:`run`'s result."""
+    rounds = options.rounds or DEFAULT_ROUNDS
+    device = caps.device()
+    queue = cl.CommandQueue(
+        cl.Context([device]), device, cl.command_queue_properties.PROFILING_ENABLE
+    )
+    kinds = [k for k in options.kinds.split(",") if k]
+    if options.small:
+        layers = [layer for layer in suite(kinds, scale=0.25) if layer.name in SMALL_LAYERS]
+        batch = options.batch or 1
+        copy_bytes = 8 << 20
+    else:
+        layers = suite(kinds)
+        batch = options.batch or 32
+        copy_bytes = min(256 << 20, device.max_mem_alloc_size // 2)
+    workload = (
+        f"batch {batch} · {options.dtype} · "
+        f"{'small (quarter-size) ' if options.small else ''}MobileNetV2 shapes · "
+        f"median of {rounds} launches · tuning budget {options.budget_s:g} s per layer"
+    )
+    log(workload)
+    result = run(
+        queue,
+        layers,
+        batch,
+        np.dtype(options.dtype),
+        rounds,
+        options.budget_s,
+        options.retune,
+        not options.no_torch,
+        copy_bytes,
+        log,
+    )
+    for name, t in result["summary"]["targets"].items():
+        verdict = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
+        value = "—" if t["value"] is None else f"{t['value']:.2f}"
+        log(f"{name}: median {value} (target >= {t['limit']}): {verdict}")
+    return workload, result
+
+
+def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
+    workload, result = measure_suite(caps, options, log=lambda line: print(line, file=sys.stderr))
+    return SuiteResult(markdown(result, workload), {"workload": workload, **result})
+
+
+SUITES = [
+    Suite(
+        "conv-suite",
+        "qcom_ext.ops at MobileNetV2 shapes: driver vs tuned local size, vs torch, vs copy "
+        "bandwidth (--small for a CPU device)",
+        _run_suite,
+        add_arguments,
+    )
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="timed launches")
+    add_arguments(parser)
+    parser.add_argument("--json", help="write every measurement as JSON")
+    parser.add_argument("--markdown", help="write the tables as markdown")
+    args = parser.parse_args(argv)
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    caps = qcom_ext.probe()
+    header = f"**{caps.label}** ({caps.device_name.strip()}) · driver {caps.driver_version}"
+    print(header)
+    workload, result = measure_suite(caps, args)
+    header += f" · {workload}"
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"header": header, "device": caps.label, **result}, out, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as out:
+            out.write(markdown(result, header))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""2x2-gather 2x downscale of a 4K RGBA float image, against the device's own image copy.
+
+    python -m qcom_ext.tools.bench.run gather --device nvidia        # times and ratios (the runner)
+    python -m qcom_ext.tools.bench.cases_gather --device nvidia      # GB/s, fraction of copy, target
+
+Cases (group ``gather``; every ``run`` enqueues ``REPEATS`` operations back to back,
+then waits for them, so launch latency overlaps the device work):
+
+* ``gather_image_copy`` (baseline): ``clEnqueueCopyImage`` of the W x H RGBA float image into
+  a second one; moves 2 x 16 B per pixel.
+* ``gather_downscale``: ``downscale2x_gather`` of ``kernels/downscale.cl``: four
+  ``qcom_read_imagef_2x2`` per output pixel (one per component); moves 16 B per input
+  pixel + 16 B per output pixel (1.25 x 16 B per input pixel).
+* ``read_downscale``: the same average from four ``read_imagef`` (hand-written).
+* ``torch_avg_pool2d``: ``torch.nn.functional.avg_pool2d(x, 2)`` of a (1, 4, H, W)
+  channels-last float32 CUDA tensor (the same bytes), only where torch with CUDA
+  imports.
+
+Bandwidth = bytes moved / time; the fraction of copy bandwidth is
+``(1.25 / 2) / ratio`` for the downscales. Target (issue 5): ``gather_downscale`` at
+>= 60 % of the image-copy bandwidth. ``QCOM_EXT_BENCH_GATHER_SIZE=WxH`` sets the image
+size (default 3840x2160; the tests use a small one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+import qcom_ext
+from qcom_ext._resources import kernels_dir
+from qcom_ext.tools.bench._case import Case
+
+SIZE_ENV = "QCOM_EXT_BENCH_GATHER_SIZE"
+DEFAULT_SIZE = (3840, 2160)
+REPEATS = 10
+LOCAL = (32, 8)  # 32 consecutive output pixels of a row per warp / vector
+TARGET_FRACTION = 0.60
+PIXEL_BYTES = 16  # RGBA float32
+
+
+def image_size() -> tuple[int, int]:
+    """(width, height) from ``QCOM_EXT_BENCH_GATHER_SIZE``, or 4K UHD."""
+    text = os.environ.get(SIZE_ENV)
+    if not text:
+        return DEFAULT_SIZE
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise qcom_ext.ConfigError(f"{SIZE_ENV}={text!r}: expected WIDTHxHEIGHT") from None
+    if width < 2 or height < 2:
+        raise qcom_ext.ConfigError(f"{SIZE_ENV}={text!r}: the image must be at least 2x2")
+    return width, height
+
+
+def bytes_moved(name: str, width: int, height: int) -> int:
+    """Bytes one operation of case ``name`` reads and writes."""
+    pixels = width * height
+    if name == "gather_image_copy":
+        return 2 * pixels * PIXEL_BYTES
+    return (pixels + (width // 2) * (height // 2)) * PIXEL_BYTES
+
+
+def source_image(width: int, height: int) -> np.ndarray:
+    return np.random.default_rng(11).random((height, width, 4), dtype=np.float32)
+
+
+def _images(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+    if not caps.image_support:
+        raise qcom_ext.ExtensionUnavailable("images", caps.label, "CL_DEVICE_IMAGE_SUPPORT is 0")
+    width, height = image_size()
+    context = cl.Context([caps.device()])
+    queue = cl.CommandQueue(context)
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
+    mf = cl.mem_flags
+    data = source_image(width, height)
+    src = cl.create_image(context, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt, shape=(width, height),
+                          hostbuf=data)  # fmt: skip
+    return {"context": context, "queue": queue, "src": src, "fmt": fmt, "data": data,
+            "width": width, "height": height}  # fmt: skip
+
+
+def setup_copy(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+    state = _images(caps)
+    shape = (state["width"], state["height"])
+    state["dst"] = cl.create_image(state["context"], cl.mem_flags.READ_WRITE, state["fmt"],
+                                   shape=shape)  # fmt: skip
+    state["queue"].finish()
+    return state
+
+
+def run_copy(state: dict[str, Any]) -> None:
+    queue, src, dst = state["queue"], state["src"], state["dst"]
+    region = (state["width"], state["height"])
+    for _ in range(REPEATS):
+        cl.enqueue_copy(queue, dst, src, src_origin=(0, 0), dest_origin=(0, 0), region=region)
+    queue.finish()
+
+
+def _setup_downscale(caps: qcom_ext.DeviceCaps, kernel_name: str) -> dict[str, Any]:
+    state = _images(caps)
+    source = (kernels_dir() / "downscale.cl").read_text()
+    program = qcom_ext.build_program(state["context"], source)
+    out_shape = (state["width"] // 2, state["height"] // 2)
+    state["dst"] = cl.create_image(state["context"], cl.mem_flags.WRITE_ONLY, state["fmt"],
+                                   shape=out_shape)  # fmt: skip
+    state["out_shape"] = out_shape
+    kernel = cl.Kernel(program, kernel_name)
+    kernel.set_args(state["src"], state["dst"])
+    state["kernel"] = kernel
+    state["global"] = tuple(-(-n // m) * m for n, m in zip(out_shape, LOCAL, strict=True))
+    return state
+
+
+def setup_gather(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+    return _setup_downscale(caps, "downscale2x_gather")
+
+
+def setup_read(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+    return _setup_downscale(caps, "downscale2x_read")
+
+
+def run_downscale(state: dict[str, Any]) -> None:
+    queue, kernel, global_size = state["queue"], state["kernel"], state["global"]
+    for _ in range(REPEATS):
+        cl.enqueue_nd_range_kernel(queue, kernel, global_size, LOCAL)
+    queue.finish()
+
+
+def result_of(state: dict[str, Any]) -> np.ndarray:
+    """The destination image of a downscale (or copy) state, as H x W x 4 float32."""
+    width, height = state.get("out_shape", (state["width"], state["height"]))
+    out = np.empty((height, width, 4), np.float32)
+    cl.enqueue_copy(state["queue"], out, state["dst"], origin=(0, 0), region=(width, height))
+    return out
+
+
+def torch_cuda_available() -> bool:
+    """torch imports and sees a CUDA device (torch is imported only if installed)."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def setup_torch(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+    import torch
+
+    width, height = image_size()
+    data = torch.from_numpy(source_image(width, height)).permute(2, 0, 1).unsqueeze(0)
+    x = data.to("cuda").contiguous(memory_format=torch.channels_last)
+    torch.cuda.synchronize()
+    return {"torch": torch, "x": x, "pool": torch.nn.functional.avg_pool2d}
+
+
+def run_torch(state: dict[str, Any]) -> None:
+    pool, x = state["pool"], state["x"]
+    for _ in range(REPEATS):
+        state["y"] = pool(x, 2)
+    state["torch"].cuda.synchronize()
+
+
+_SPECS = [
+    {"name": "gather_image_copy", "group": "gather", "setup": setup_copy, "run": run_copy,
+     "baseline": True, "note": f"{REPEATS} x clEnqueueCopyImage, RGBA float: 32 B/pixel"},
+    {"name": "gather_downscale", "group": "gather", "setup": setup_gather,
+     "run": run_downscale, "baseline": False,
+     "note": f"{REPEATS} x downscale2x_gather (qcom_read_imagef_2x2 x 4): 20 B per input "
+             "pixel; fraction of copy bandwidth = 0.625 / ratio; target >= 0.60"},
+    {"name": "read_downscale", "group": "gather", "setup": setup_read, "run": run_downscale,
+     "baseline": False, "note": f"{REPEATS} x downscale2x_read (read_imagef x 4): 20 B per "
+                                "input pixel"},
+]  # fmt: skip
+if torch_cuda_available():
+    _SPECS.append(
+        {"name": "torch_avg_pool2d", "group": "gather", "setup": setup_torch, "run": run_torch,
+         "baseline": False, "note": f"{REPEATS} x torch avg_pool2d(x, 2), (1, 4, H, W) "
+                                    "channels-last float32 on CUDA: 20 B per input pixel"}
+    )  # fmt: skip
+
+for _spec in _SPECS:  # bytes moved per call, for the runner's GB/s
+    _spec["work"] = lambda state, name=_spec["name"]: {
+        "bytes": bytes_moved(name, *image_size()) * REPEATS
+    }
+
+CASES = [Case(**spec) for spec in _SPECS]
+
+
+def bandwidth_report(report: Any) -> list[dict[str, Any]]:
+    """Per case of a runner report: GB/s and the fraction of the image-copy bandwidth."""
+    width, height = image_size()
+    rows = []
+    for r in report.results:
+        gbps = bytes_moved(r.name, width, height) * REPEATS / r.median_s / 1e9
+        rows.append({"name": r.name, "median_s": r.median_s / REPEATS, "gb_per_s": gbps})
+    copy = next(row["gb_per_s"] for row in rows if row["name"] == "gather_image_copy")
+    for row in rows:
+        row["fraction_of_copy"] = row["gb_per_s"] / copy
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from qcom_ext.tools.bench.run import measure, stamps
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser.add_argument("--size", help=f"WIDTHxHEIGHT (default {SIZE_ENV} or 3840x2160)")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--json", type=Path, help="write the results as JSON")
+    args = parser.parse_args(argv)
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    if args.size:
+        os.environ[SIZE_ENV] = args.size
+    caps = qcom_ext.probe()
+    width, height = image_size()
+    report = measure(CASES, caps, rounds=args.rounds)
+    rows = bandwidth_report(report)
+    print(f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}; "
+          f"{width}x{height} RGBA float -> {width // 2}x{height // 2}; "
+          f"cl_qcom_vector_image_ops: {caps.path('cl_qcom_vector_image_ops')}")  # fmt: skip
+    print(f"{'case':<20}{'per operation':>15}{'GB/s':>10}{'of copy':>10}")
+    for row in rows:
+        print(f"{row['name']:<20}{row['median_s'] * 1e6:>12.1f} µs{row['gb_per_s']:>10.1f}"
+              f"{row['fraction_of_copy']:>10.2f}")  # fmt: skip
+    gather = next(row for row in rows if row["name"] == "gather_downscale")
+    met = gather["fraction_of_copy"] >= TARGET_FRACTION
+    print(f"target: gather_downscale >= {TARGET_FRACTION:.0%} of the image-copy bandwidth: "
+          f"{gather['fraction_of_copy']:.0%}, {'met' if met else 'NOT met'}")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"header": stamps(caps), "size": [width, height],
+                                         "repeats": REPEATS, "results": rows,
+                                         "target_met": met}, indent=2) + "\n")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

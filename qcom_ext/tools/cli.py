@@ -1,0 +1,174 @@
+"""The ``qcom-ext`` command line.
+
+``qcom-ext probe`` prints, per device, the path each ``cl_qcom_*`` extension takes;
+``--json`` prints the full report, ``--all`` covers every device and ``--device``
+picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``); ``--verify`` first
+tries the risky native calls in a child process (:mod:`qcom_ext.tools.verify.runner`).
+``qcom-ext selftest`` runs every extension's computation on a device, on each path the
+device can take, against numpy and path against path (:mod:`qcom_ext.tools.selftest`);
+``--json`` prints the report to attach to a bug report; exit status 1 on failure.
+``qcom-ext tune`` tunes the local sizes of the convolution suite
+(:mod:`qcom_ext.tools.tune_cli`); ``qcom-ext bench`` runs the benchmark cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from qcom_ext._resources import data_dir
+from qcom_ext._version import __version__
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.probe import probe, probe_all
+from qcom_ext.errors import QcomExtError
+from qcom_ext.tools import tune_cli as _tune_cli
+
+_STYLE = {"native": "green", "khr": "cyan", "fallback": "yellow", "unavailable": "red"}
+
+
+def _render(caps: DeviceCaps, console: Console) -> None:
+    console.rule(f"[bold]{caps.device_name.strip()}[/] — {caps.platform_name}")
+    facts = [
+        ("label", caps.label),
+        ("device version", caps.device_version),
+        ("driver", caps.driver_version),
+        ("OpenCL C", caps.opencl_c_version),
+        ("platform", caps.platform_version),
+        ("images", "yes" if caps.image_support else "no"),
+    ]
+    if caps.is_adreno:
+        facts.append(("Adreno", f"{caps.adreno_model} (compiler {caps.adreno_compiler})"))
+    if caps.disabled:
+        facts.append(("QCOM_EXT_DISABLE", ", ".join(sorted(caps.disabled))))
+    for key, value in facts:
+        console.print(f"[dim]{key:>15}[/]  {value}")
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("extension")
+    table.add_column("path")
+    table.add_column("reason", overflow="fold")
+    for name, status in sorted(caps.statuses.items()):
+        style = _STYLE[status.tier]
+        table.add_row(name, f"[{style}]{status.path}[/]", status.reason)
+    console.print(table)
+    limits = [(k, v) for k, v in caps.limits.items() if v is not None]
+    if limits:
+        console.print("[dim]limits:[/] " + ", ".join(f"{k}={v}" for k, v in limits))
+    if caps.verdicts:
+        trials = Table(show_edge=False, pad_edge=False, title="trials in a child process")
+        for column in ("extension", "outcome", "verified", "detail"):
+            trials.add_column(column, overflow="fold")
+        for name, verdict in sorted(caps.verdicts.items()):
+            style = "green" if verdict.outcome == "ok" else "bold red"
+            trials.add_row(name, f"[{style}]{verdict.outcome}[/]", verdict.verified,
+                           verdict.detail)  # fmt: skip
+        console.print(trials)
+    for problem in caps.problems:
+        console.print(f"[red]problem:[/] {problem}")
+    console.print(f"[bold]{caps.summary()}[/]")
+
+
+def _probe_command(args: argparse.Namespace) -> int:
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    reports = probe_all(verify=args.verify) if args.all else [probe(verify=args.verify)]
+    if args.json:
+        payload = [c.to_dict() for c in reports]
+        print(json.dumps(payload if args.all else payload[0], indent=2))
+        return 0
+    console = Console()
+    for caps in reports:
+        _render(caps, console)
+    return 0
+
+
+def benchmarks_runner() -> Any:
+    """The benchmark runner module, :mod:`qcom_ext.tools.bench.run`."""
+    from qcom_ext.tools.bench import run
+
+    return run
+
+
+def _bench_command(args: argparse.Namespace) -> int:
+    return int(benchmarks_runner().main(args.args, prog="qcom-ext bench"))
+
+
+def _selftest_command(args: argparse.Namespace) -> int:
+    from qcom_ext.tools.selftest import run_selftest
+    from qcom_ext.tools.selftest._render import render
+
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    report = run_selftest(seed=args.seed, only=args.only, verify=args.verify)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        render(report, Console())
+    return 0 if report.ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="qcom-ext", description="Qualcomm Adreno OpenCL extensions, portable."
+    )
+    parser.add_argument("--version", action="version", version=f"qcom_ext {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    probe_parser = commands.add_parser(
+        "probe", help="show the path each cl_qcom_* extension takes on a device"
+    )
+    probe_parser.add_argument("--json", action="store_true", help="print the full JSON report")
+    probe_parser.add_argument("--all", action="store_true", help="every device")
+    probe_parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="first try each native call the device would make in a child process (cached "
+        "per device and driver); an extension whose trial crashes or fails is downgraded",
+    )
+    probe_parser.add_argument(
+        "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
+    )
+    probe_parser.set_defaults(run=_probe_command)
+    selftest_parser = commands.add_parser(
+        "selftest",
+        help="run every extension's computation on a device, on each path it can take",
+    )
+    selftest_parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    selftest_parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")
+    selftest_parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="first try the risky native calls in a child process (probe --verify)",
+    )
+    selftest_parser.add_argument(
+        "--only", action="append", metavar="EXT",
+        help="check only this extension (cl_qcom_bitreverse or bitreverse; repeat or "
+        "separate with commas)",
+    )  # fmt: skip
+    selftest_parser.add_argument(
+        "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
+    )
+    selftest_parser.set_defaults(run=_selftest_command)
+    _tune_cli.add_parser(commands)
+    bench_parser = commands.add_parser(
+        "bench",
+        help="time the benchmark cases on a device (qcom-ext bench --help)",
+        add_help=False,
+    )
+    bench_parser.add_argument("args", nargs=argparse.REMAINDER)
+    bench_parser.set_defaults(run=_bench_command)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # its options belong to the benchmarks runner's own parser
+        args = argparse.Namespace(args=argv[1:], run=_bench_command)
+    else:
+        args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except QcomExtError as exc:
+        print(f"qcom-ext: error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,241 @@
+"""pytest plugin: OpenCL device fixtures and qcom_ext markers, for any project.
+
+Installed with qcom_ext (entry point ``pytest11``), so a project's tests just use:
+
+``device_caps``
+    the :class:`~qcom_ext.DeviceCaps` of each OpenCL device: tests that use it, or
+    ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context``, run once per device,
+    with ids such as ``pocl-3.1-cpu``. ``QCOM_EXT_TEST_DEVICES=pocl-3.1,nvidia`` keeps the
+    devices whose label contains one of the strings.
+``kernel_context``
+    a context whose device can compile kernels (others are skipped, naming the error).
+``@pytest.mark.requires_ext("cl_qcom_...")``
+    run only on devices that advertise the extension; a clear skip elsewhere.
+``@pytest.mark.fallback_and_native("cl_qcom_...")`` with the ``qcom_path`` fixture
+    run the test once per path: ``native`` (the device's own native or Khronos path,
+    skipped where the device has neither) and ``fallback`` (forced through
+    ``QCOM_EXT_DISABLE``); ``qcom_path`` is the DeviceCaps probed under that setting.
+
+The report header lists each device's probe summary. Example test module::
+
+    import pytest
+
+    @pytest.mark.fallback_and_native("cl_qcom_bitreverse")
+    def test_reverse(qcom_path, kernel_context):
+        assert qcom_path.path("cl_qcom_bitreverse") in ("native", "fallback")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pytest
+
+DEVICES_ENV = "QCOM_EXT_TEST_DEVICES"
+_EXTENSION_NAME = re.compile(r"cl_[A-Za-z0-9]+_\w+\Z", re.ASCII)  # cl_khr_fp16, cl_ARM_printf
+_DEVICE_FIXTURES = {"device_caps", "cl_device", "cl_context", "cl_queue", "kernel_context"}
+_compile_problems: dict[int, str | None] = {}
+_devices: list[Any] | None = None
+
+
+def selected_devices() -> list[Any]:
+    """Every device's DeviceCaps, filtered by ``QCOM_EXT_TEST_DEVICES`` (probed once)."""
+    global _devices
+    if _devices is None:
+        import qcom_ext
+        from qcom_ext.errors import OpenCLUnavailable
+
+        try:
+            found = qcom_ext.probe_all()
+        except OpenCLUnavailable:
+            found = []
+        _devices = filter_devices(found, os.environ.get(DEVICES_ENV, ""))
+    return _devices
+
+
+def filter_devices(found: list[Any], spec: str) -> list[Any]:
+    """The devices whose label contains one of the comma-separated strings of ``spec``
+    (all of them for an empty ``spec``). A selector is never ignored: one that keeps no
+    device at all is a ConfigError naming the labels there are (the suite would
+    otherwise skip every device test and pass), and a string that matches no device
+    next to ones that do is reported with a QcomExtWarning.
+
+    >>> from qcom_ext import DeviceCaps
+    >>> pocl = DeviceCaps.from_info(extensions="", platform_name="pocl", device_type="cpu")
+    >>> [c.label for c in filter_devices([pocl], " pocl ,")]
+    ['pocl-cpu']
+    >>> filter_devices([pocl], "nvdia")
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ConfigError: QCOM_EXT_TEST_DEVICES='nvdia' matches no device; ...
+    """
+    import warnings
+
+    from qcom_ext.errors import ConfigError, QcomExtWarning
+
+    wanted = [w.strip() for w in spec.split(",") if w.strip()]
+    if not wanted:
+        return list(found)
+    kept = [c for c in found if any(w in c.label for w in wanted)]
+    unmatched = [w for w in wanted if not any(w in c.label for c in found)]
+    labels = ", ".join(c.label for c in found) or "none"
+    if found and not kept:
+        raise ConfigError(
+            f"{DEVICES_ENV}={spec!r} matches no device; the device labels here are: {labels}"
+        )
+    if found and unmatched:
+        warnings.warn(
+            f"{DEVICES_ENV}: {', '.join(map(repr, unmatched))} match(es) no device "
+            f"(labels here: {labels})",
+            QcomExtWarning,
+            stacklevel=2,
+        )
+    return kept
+
+
+def device_ids(devices: list[Any]) -> list[str]:
+    """Test ids from device labels, numbered when two devices share a label.
+
+    >>> from qcom_ext import DeviceCaps
+    >>> caps = DeviceCaps.from_info(extensions="", device_name="cpu", platform_name="pocl")
+    >>> device_ids([caps, caps])[1].endswith("-2")
+    True
+    """
+    ids, seen = [], {}
+    for caps in devices:
+        seen[caps.label] = seen.get(caps.label, 0) + 1
+        ids.append(caps.label if seen[caps.label] == 1 else f"{caps.label}-{seen[caps.label]}")
+    return ids
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "requires_ext(name, ...): run only on devices whose CL_DEVICE_EXTENSIONS lists them",
+    )
+    config.addinivalue_line(
+        "markers",
+        "fallback_and_native(name): run once on the device's own path and once with the "
+        "extension forced to its fallback (fixture qcom_path)",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    devices = selected_devices()
+    if not devices:
+        return ["qcom_ext: no OpenCL device found"]
+    return [f"qcom_ext device: {caps.summary()}" for caps in devices]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if _DEVICE_FIXTURES & set(metafunc.fixturenames):
+        devices = selected_devices()
+        if devices:
+            metafunc.parametrize("device_caps", devices, ids=device_ids(devices), indirect=True)
+        else:
+            skip = pytest.mark.skip(reason="no OpenCL device found")
+            metafunc.parametrize("device_caps", [pytest.param(None, marks=skip)], indirect=True)
+    for required in metafunc.definition.iter_markers("requires_ext"):
+        bad = [n for n in required.args if not (isinstance(n, str) and _EXTENSION_NAME.match(n))]
+        if not required.args or bad:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: requires_ext takes extension names "
+                f"(cl_<vendor>_<name>), got {required.args!r}"
+            )
+    marker = metafunc.definition.get_closest_marker("fallback_and_native")
+    if marker is not None:
+        from qcom_ext.device.extensions import REGISTRY
+
+        if (
+            len(marker.args) != 1
+            or not isinstance(marker.args[0], str)
+            or (marker.args[0] not in REGISTRY)
+        ):
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: fallback_and_native takes one extension "
+                f"name, a cl_qcom_* one qcom_ext knows ({', '.join(sorted(REGISTRY))}); "
+                f"got {marker.args!r}"
+            )
+        if "qcom_path" not in metafunc.fixturenames:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: fallback_and_native needs the qcom_path fixture"
+            )
+        metafunc.parametrize("qcom_path", ["native", "fallback"], indirect=True)
+
+
+@pytest.fixture
+def device_caps(request: pytest.FixtureRequest) -> Any:
+    """The DeviceCaps of the device this test instance runs on."""
+    caps = request.param
+    for marker in request.node.iter_markers("requires_ext"):
+        for name in marker.args:
+            if not caps.has(name):
+                pytest.skip(f"{caps.label} ({caps.device_name}) does not advertise {name}")
+    return caps
+
+
+@pytest.fixture
+def cl_device(device_caps: Any) -> Any:
+    """The ``pyopencl.Device`` of this test instance."""
+    return device_caps.device()
+
+
+@pytest.fixture
+def cl_context(cl_device: Any) -> Any:
+    """A ``pyopencl.Context`` on this test instance's device."""
+    import pyopencl as cl
+
+    return cl.Context([cl_device])
+
+
+@pytest.fixture
+def kernel_context(device_caps: Any, cl_context: Any) -> Any:
+    """A context whose device can build kernels; others skip, naming the build error.
+
+    (The PyPI pocl 3.0 uses LLVM 14, which cannot target some newer host CPUs:
+    "unknown target CPU 'generic'".)
+    """
+    import pyopencl as cl
+
+    if device_caps.device_id not in _compile_problems:
+        try:
+            cl.Program(cl_context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
+            _compile_problems[device_caps.device_id] = None
+        except cl.Error as exc:
+            lines = [line for line in str(exc).splitlines() if "error" in line.lower()]
+            _compile_problems[device_caps.device_id] = lines[-1] if lines else str(exc)
+    problem = _compile_problems[device_caps.device_id]
+    if problem:
+        pytest.skip(f"{device_caps.label} cannot compile kernels on this host: {problem}")
+    return cl_context
+
+
+@pytest.fixture
+def cl_queue(cl_context: Any) -> Any:
+    """A ``pyopencl.CommandQueue`` on this test instance's context."""
+    import pyopencl as cl
+
+    return cl.CommandQueue(cl_context)
+
+
+@pytest.fixture
+def qcom_path(
+    request: pytest.FixtureRequest, device_caps: Any, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """DeviceCaps under the path this instance runs (``fallback_and_native`` marker)."""
+    import qcom_ext
+    from qcom_ext.device.caps import DISABLE_ENV
+
+    (name,) = request.node.get_closest_marker("fallback_and_native").args
+    if request.param == "native":
+        if device_caps.path(name) in ("fallback", "unavailable"):
+            pytest.skip(f"{device_caps.label} has no native or Khronos path for {name}")
+        return device_caps
+    current = os.environ.get(DISABLE_ENV, "")
+    monkeypatch.setenv(DISABLE_ENV, f"{current},{name}" if current else name)
+    caps = qcom_ext.probe(device_caps.device_id)
+    if caps.path(name) != "fallback":
+        pytest.skip(f"{name} has no portable fallback on {device_caps.label}: {caps.path(name)}")
+    return caps

@@ -1,0 +1,129 @@
+"""The selftest report as rich tables (``qcom-ext selftest`` without ``--json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestReport
+
+__all__ = ["render"]
+
+_OUTCOME = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "skipped": "[yellow]skipped[/]",
+            "unavailable": "[dim]unavailable[/]", "unchecked": "[dim]unchecked[/]"}  # fmt: skip
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _run_row(item: ExtensionReport, run: PathRun) -> tuple[str, str, str, str, str]:
+    if run.error:
+        return run.path, _OUTCOME["fail"], "", "", escape(run.error)
+    if run.skipped:
+        return run.path, _OUTCOME["skipped"], "", "", escape(run.skipped)
+    failed = [c for c in run.cases if not c.ok]
+    ran = [c for c in run.cases if not c.skipped]
+    verdict = _OUTCOME["fail"] if failed else _OUTCOME["pass"]
+    notes = [f"{len(ran)} case{'s' * (len(ran) != 1)}"]
+    moved = sorted({c.ran_as for c in run.cases if c.ran_as})
+    if moved:
+        notes.append(f"the library took {', '.join(moved)}")
+    for comparison in item.comparisons:
+        if comparison.paths[1] == run.path:
+            gap = _number(comparison.max_difference)
+            if comparison.ok:
+                notes.append(f"same as {comparison.paths[0]} (max diff {gap})")
+            else:
+                notes.append(f"[bold red]differs from {comparison.paths[0]}[/] by {gap} "
+                             f"({escape(comparison.case)})")  # fmt: skip
+    return run.path, verdict, _number(run.max_error), f"{run.time_ms:.1f}", "; ".join(notes)
+
+
+def _table(report: SelftestReport) -> Table:
+    table = Table(show_edge=False, pad_edge=False)
+    for column, justify in (("extension", "left"), ("path", "left"), ("result", "left"),
+                            ("max error", "right"), ("ms", "right"),
+                            ("notes", "left")):  # fmt: skip
+        table.add_column(column, justify=justify, overflow="fold")
+    for item in report.extensions:
+        name = item.extension
+        if item.unchecked:
+            table.add_row(name, item.path, _OUTCOME["unchecked"], "", "", escape(item.unchecked))
+            continue
+        rows = []
+        for run in item.runs:
+            row = _run_row(item, run)
+            if run.path == "unavailable" and run.ok:  # the refusal was checked
+                why = f": {escape(item.reason)}" if item.path == "unavailable" else ""
+                row = (*row[:4], f"refused, as it must be where it has no path{why}")
+            rows.append(row)
+        if not item.runs:
+            rows.append(("unavailable", _OUTCOME["unavailable"], "", "", escape(item.reason)))
+        rows += [
+            (f"[dim]{path}[/]", "[dim]not run[/]", "", "", f"[dim]{escape(why)}[/]")
+            for path, why in item.skipped
+            if not (path == "fallback" and item.path == "unavailable")
+        ]  # in the reason
+        for index, row in enumerate(rows):
+            table.add_row(name if index == 0 else "", *row)
+        table.add_section()
+    return table
+
+
+def _failures(report: SelftestReport) -> list[str]:
+    lines = []
+    for item in report.extensions:
+        for run in item.runs:
+            if run.error:
+                lines.append(f"{item.extension} [{run.path}]: {run.error}")
+            for result in run.cases:
+                if result.ok:
+                    continue
+                detail = result.error or (
+                    f"max error {_number(result.max_error)} > tolerance "
+                    f"{_number(result.tolerance)}; {result.mismatch}"
+                )
+                lines.append(f"{item.extension} [{run.path}] {result.name}: {detail}")
+        for comparison in item.comparisons:
+            if not comparison.ok:
+                first, second = comparison.paths
+                gap, bound = _number(comparison.max_difference), _number(comparison.tolerance)
+                lines.append(f"{item.extension} {first} vs {second} {comparison.case}: differ "
+                             f"by {gap} > {bound}; {comparison.mismatch}")  # fmt: skip
+    return lines
+
+
+def render(report: SelftestReport, console: Any = None) -> None:
+    """Print the report: device strings, one row per extension and path, the failures."""
+    console = console or Console()
+    device = report.device
+    console.rule(f"[bold]qcom-ext selftest[/] {escape(device.label)} — {escape(device.device)}")
+    facts = [("platform", f"{device.platform} ({device.platform_version})"),
+             ("device version", device.device_version), ("driver", device.driver),
+             ("OpenCL C", device.opencl_c_version)]  # fmt: skip
+    if device.adreno_model:
+        facts.append(("Adreno", f"{device.adreno_model} (compiler {device.adreno_compiler})"))
+    facts.append(("seed", str(report.seed)))
+    if report.disabled:
+        facts.append(("QCOM_EXT_DISABLE", ", ".join(report.disabled)))
+    for key, value in facts:
+        console.print(f"[dim]{key:>16}[/]  {escape(str(value))}")
+    for problem in report.problems:
+        console.print(f"[red]probe problem:[/] {escape(problem)}")
+    for name, verdict in report.verdicts.items():
+        if verdict["outcome"] != "ok":
+            console.print(f"[red]trial {verdict['outcome']}:[/] {escape(name)}: "
+                          f"{escape(verdict['detail'])} (downgraded)")  # fmt: skip
+    console.print(_table(report))
+    failures = _failures(report)
+    if failures:
+        console.print("[bold red]failures[/]")
+        for line in failures:
+            console.print(f"  {escape(line)}")
+    counts = ", ".join(f"{n} {what}" for what, n in report.counts().items() if n)
+    verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
+    console.print(f"{verdict} ({counts})")

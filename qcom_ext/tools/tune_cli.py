@@ -1,0 +1,151 @@
+"""``qcom-ext tune``: tune the local sizes of the convolution suite on one device.
+
+Each layer of :func:`qcom_ext.ops.suite.suite` (MobileNetV2 shapes) is prepared with
+random weights and tuned with :func:`qcom_ext.ops.tuning.tune_report`; the results go to the
+tuning cache, so later runs of the ops with these shapes use them. A rich progress bar
+follows the candidates; a table of driver vs tuned times ends the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "tune", help="tune the local sizes of the convolution suite (MobileNetV2 shapes)"
+    )
+    parser.add_argument("--device", metavar="SPEC", help="device as in PYOPENCL_CTX")
+    parser.add_argument("--batch", type=int, default=1, help="batch size N (default 1)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="spatial size factor (0.25: a quick run on a CPU device)",
+    )
+    parser.add_argument(
+        "--kinds",
+        default="conv,depthwise,1x1,int8",
+        help="comma-separated layer kinds: conv, depthwise, 1x1, int8",
+    )
+    parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=5.0,
+        help="seconds of tuning per layer before no new candidate starts",
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per candidate")
+    parser.add_argument("--force", action="store_true", help="tune even what is cached")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    import numpy as np
+    import pyopencl as cl
+
+    from qcom_ext.device.probe import probe
+    from qcom_ext.errors import ConfigError
+    from qcom_ext.ops.suite import prepare, suite
+    from qcom_ext.ops.tuning import tuning_dir
+
+    if args.device:
+        os.environ["PYOPENCL_CTX"] = args.device
+    if args.batch < 1:
+        raise ConfigError(f"--batch must be at least 1, not {args.batch}")
+    caps = probe()
+    device = caps.device()
+    context = cl.Context([device])
+    queue = cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE)
+    layers = suite(kinds=[k for k in args.kinds.split(",") if k], scale=args.scale)
+    console = Console()
+    if not device.image_support:
+        skipped = [layer.name for layer in layers if layer.kind in ("conv", "depthwise")]
+        layers = [layer for layer in layers if layer.kind not in ("conv", "depthwise")]
+        if skipped:
+            console.print(f"[yellow]no image support: skipping {', '.join(skipped)}[/]")
+    console.print(
+        f"tuning {len(layers)} layers on [bold]{caps.label}[/] "
+        f"({device.name.strip()}), batch {args.batch}, {args.dtype}; "
+        f"cache {tuning_dir()}"
+    )
+    rows: list[dict[str, Any]] = []
+    columns = (
+        TextColumn("{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        overall = progress.add_task("suite", total=len(layers))
+        for layer in layers:
+            task = progress.add_task(layer.name, total=1)
+            op, x = prepare(queue, layer, batch=args.batch, dtype=np.dtype(args.dtype))
+
+            def step(done: int, total: int, task: Any = task) -> None:
+                progress.update(task, completed=done, total=total)
+
+            report = op.tune(
+                queue,
+                x,
+                budget_s=args.budget_s,
+                repeats=args.repeats,
+                force=args.force,
+                progress=step,
+            )
+            progress.update(task, completed=progress.tasks[task].total)
+            progress.advance(overall)
+            rows.append(
+                {
+                    "layer": layer.name,
+                    "kernel": op.launcher.identity.kernel,
+                    "global_size": list(op.global_size(x, op.output_for(queue, x))),
+                    "local_size": report.local_size,
+                    "driver_ns": report.driver_ns,
+                    "best_ns": report.best_ns,
+                    "gain": report.gain,
+                    "from_cache": report.from_cache,
+                }
+            )
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("layer", "kernel", "global", "local", "driver", "tuned", "gain", ""):
+        table.add_column(name, justify="right" if name in ("driver", "tuned", "gain") else "left")
+    for row in rows:
+        table.add_row(
+            row["layer"],
+            row["kernel"],
+            str(tuple(row["global_size"])),
+            str(row["local_size"] or "driver"),
+            _ms(row["driver_ns"]),
+            _ms(row["best_ns"]),
+            f"{row['gain']:.2f}x" if row["gain"] else "—",
+            "cached" if row["from_cache"] else "",
+        )
+    console.print(table)
+    gains = [row["gain"] for row in rows if row["gain"]]
+    if gains:
+        console.print(f"median gain over the driver's choice: {statistics.median(gains):.2f}x")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(
+                {"device": caps.label, "batch": args.batch, "dtype": args.dtype, "results": rows},
+                out,
+                indent=1,
+            )
+    return 0
+
+
+def _ms(ns: float | None) -> str:
+    return "—" if ns is None else f"{ns / 1e6:.3f} ms"

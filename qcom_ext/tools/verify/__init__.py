@@ -1,0 +1,1 @@
+"""Crash trials of the risky native calls, run in a child process (``probe(verify=True)``)."""

@@ -65,8 +65,10 @@ def run(sample: Sample, device: str | None, workdir: Path) -> None:
     from PIL import Image
 
     script = SAMPLES / sample.name
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-           os.environ.get("PYTHONPATH")]))}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     args = [sys.executable, str(script)] + (["--device", device] if device else [])
     helps = subprocess.run([*args, "--help"], capture_output=True, text=True, env=env).stdout
     png = workdir / (script.stem + ".png")

@@ -120,8 +120,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     b'abc'
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem[:16]}-", suffix=".tmp",
-                                         dir=path.parent)  # fmt: skip
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{path.stem[:16]}-", suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)

@@ -6,7 +6,8 @@ Rounds two random float32 vectors to bfloat16 (``qcom_ext.ext.program.bfloat16.t
 takes their dot product with ``kernels/bf16_dot.cl``: every multiply-add is
 ``qcom_mad32_bf16`` (the Adreno builtin natively, a float32 fma elsewhere), summed per
 work-item in float32, then per work-group in local memory, then the group results on the
-host. numpy replays the same summation order (``qcom_ext.ext.program.bfloat16.mad32_bf16`` per step,
+host. numpy replays the same summation order (``qcom_ext.ext.program.bfloat16.mad32_bf16``
+per step,
 the same float32 tree): the portable fma path must match it bit for bit; a native
 builtin, whose rounding is not documented, must stay within the float32 error bound of
 that order. The float64 dot product of the same bf16 values is printed for scale. Exit
@@ -77,8 +78,9 @@ def main() -> int:
     replayed = float(expected_sums.astype(np.float64).sum())
     products = from_bfloat16(a).astype(np.float64) * from_bfloat16(b)
     exact = float(products.sum())
-    print(f"n={args.n} bf16: device {device:.6f}, numpy replay {replayed:.6f}, "
-          f"float64 {exact:.6f}")  # fmt: skip
+    print(
+        f"n={args.n} bf16: device {device:.6f}, numpy replay {replayed:.6f}, float64 {exact:.6f}"
+    )
     if caps.path("cl_qcom_bfloat16_product") == "native":
         # each rounding is at most 2^-24 relative: per-item steps plus the tree depth
         steps = math.ceil(args.n / (args.groups * args.local)) + int(math.log2(args.local)) + 1

@@ -78,8 +78,13 @@ def main() -> int:
 
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
     mf = cl.mem_flags
-    src = cl.create_image(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt, shape=(width, height),
-                          hostbuf=np.ascontiguousarray(pixels))  # fmt: skip
+    src = cl.create_image(
+        ctx,
+        mf.READ_ONLY | mf.COPY_HOST_PTR,
+        fmt,
+        shape=(width, height),
+        hostbuf=np.ascontiguousarray(pixels),
+    )
     dst = cl.create_image(ctx, mf.WRITE_ONLY, fmt, shape=(2 * width, 2 * height))
     kernel = cl.Kernel(program, "upscale2x")
     kernel.set_args(src, sampler, dst)
@@ -92,8 +97,10 @@ def main() -> int:
 
     expected = upscale2x(pixels)
     error = float(np.abs(result - expected).max())
-    print(f"{width}x{height} -> {2 * width}x{2 * height} RGBA float in {elapsed * 1e3:.2f} ms; "
-          f"max |device - numpy| = {error:.3g} (tolerance {args.tolerance:g})")  # fmt: skip
+    print(
+        f"{width}x{height} -> {2 * width}x{2 * height} RGBA float in {elapsed * 1e3:.2f} ms; "
+        f"max |device - numpy| = {error:.3g} (tolerance {args.tolerance:g})"
+    )
     if args.png:
         try:
             out = Path(args.png)

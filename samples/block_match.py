@@ -89,12 +89,12 @@ def main() -> int:
     queue = cl.CommandQueue(ctx)
     first, second, mask = frames(width, height)
     start = time.perf_counter()
-    field = qcom_ext.block_match_image(queue, rgba_image(ctx, second), rgba_image(ctx, first),
-                                       region=BLOCK, radius=args.radius)  # fmt: skip
+    field = qcom_ext.block_match_image(
+        queue, rgba_image(ctx, second), rgba_image(ctx, first), region=BLOCK, radius=args.radius
+    )
     vectors, costs = field.get(queue)
     elapsed = time.perf_counter() - start
-    expected, expected_costs = hof_reference.block_match_search(second, first, BLOCK,
-                                                                args.radius)  # fmt: skip
+    expected, expected_costs = hof_reference.block_match_search(second, first, BLOCK, args.radius)
     same = np.array_equal(vectors, expected) and np.array_equal(costs, expected_costs)
     # Blocks wholly inside the object, or wholly background and away from the border,
     # must show their motion (as the displacement back to frame 1).
@@ -104,10 +104,14 @@ def main() -> int:
     outside[[0, -1], :] = outside[:, [0, -1]] = False
     on_object = (vectors[inside] == (-OBJECT[0], -OBJECT[1])).all(axis=-1).mean()
     on_background = (vectors[outside] == (-BACKGROUND[0], -BACKGROUND[1])).all(axis=-1).mean()
-    print(f"{vectors.shape[1]}x{vectors.shape[0]} blocks of 8x8, radius {args.radius}: "
-          f"{elapsed * 1e3:.1f} ms; identical to numpy: {same}")  # fmt: skip
-    print(f"object blocks moving {OBJECT}: {on_object:.0%}; background blocks moving "
-          f"{BACKGROUND}: {on_background:.0%}")  # fmt: skip
+    print(
+        f"{vectors.shape[1]}x{vectors.shape[0]} blocks of 8x8, radius {args.radius}: "
+        f"{elapsed * 1e3:.1f} ms; identical to numpy: {same}"
+    )
+    print(
+        f"object blocks moving {OBJECT}: {on_object:.0%}; background blocks moving "
+        f"{BACKGROUND}: {on_background:.0%}"
+    )
     ok = same and on_object == 1.0 and on_background >= 0.95
     if args.png:
         try:

@@ -28,8 +28,7 @@ def scene(width: int, height: int) -> np.ndarray:
     """A colour checkerboard with a thin grid: sharp edges for the blur to soften."""
     y, x = np.mgrid[0:height, 0:width]
     cells = ((x // 16 + y // 16) % 2).astype(np.float32)
-    rgb = np.stack([0.2 + 0.6 * cells, 0.3 + 0.4 * (x / max(width - 1, 1)),
-                    0.8 - 0.6 * cells], -1)  # fmt: skip
+    rgb = np.stack([0.2 + 0.6 * cells, 0.3 + 0.4 * (x / max(width - 1, 1)), 0.8 - 0.6 * cells], -1)
     rgb[(x % 40 == 0) | (y % 40 == 0)] = 1.0
     alpha = np.ones((height, width, 1))
     return np.concatenate([rgb, alpha], -1).astype(np.float32)

@@ -44,8 +44,11 @@ def check(name: str, got: np.ndarray, expected: np.ndarray) -> bool:
 def main() -> int:
     parser = _common.parser(__doc__)
     parser.add_argument("--size", default="200x120", help="WIDTHxHEIGHT")
-    parser.add_argument("--existing", action="store_true",
-                        help="make the image first, then buffer_from_image(image)")  # fmt: skip
+    parser.add_argument(
+        "--existing",
+        action="store_true",
+        help="make the image first, then buffer_from_image(image)",
+    )
     parser.add_argument("--png", help="write the final image here (needs Pillow)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -63,8 +66,10 @@ def main() -> int:
     else:
         pair = qcom_ext.image_with_buffer(ctx, (width, height), fmt)
     copies = "aliased, syncs are no-ops" if pair.zero_copy else "separate, syncs copy"
-    print(f"pair path {pair.path}: zero-copy {pair.zero_copy} ({copies}); "
-          f"row pitch {pair.row_pitch} bytes for {width * 4} bytes of pixels")  # fmt: skip
+    print(
+        f"pair path {pair.path}: zero-copy {pair.zero_copy} ({copies}); "
+        f"row pitch {pair.row_pitch} bytes for {width * 4} bytes of pixels"
+    )
 
     program.paint(queue, (width, height), None, pair.image)
     pair.sync_to_buffer(queue)

@@ -54,11 +54,15 @@ def main() -> int:
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)
     filters = {
-        "2-D": [qcom_ext.WeightImage(ctx, SOBEL_X, center=(1, 1)),
-                qcom_ext.WeightImage(ctx, SOBEL_X.T, center=(1, 1))],
-        "separable": [qcom_ext.WeightImage(ctx, SEPARABLE_X, center=(1, 1), separable=True),
-                      qcom_ext.WeightImage(ctx, SEPARABLE_Y, center=(1, 1), separable=True)],
-    }  # fmt: skip
+        "2-D": [
+            qcom_ext.WeightImage(ctx, SOBEL_X, center=(1, 1)),
+            qcom_ext.WeightImage(ctx, SOBEL_X.T, center=(1, 1)),
+        ],
+        "separable": [
+            qcom_ext.WeightImage(ctx, SEPARABLE_X, center=(1, 1), separable=True),
+            qcom_ext.WeightImage(ctx, SEPARABLE_Y, center=(1, 1), separable=True),
+        ],
+    }
     pixels = scene(width, height)
     src = rgba_image(ctx, pixels)
     dst = empty_rgba_image(ctx, width, height)
@@ -77,12 +81,15 @@ def main() -> int:
         results[kind] = magnitude(gx, gy)
         error = float(np.abs(results[kind] - expected).max())
         ok &= error < 1e-4
-        print(f"{kind:>9}: {wx!r}; 2 passes {elapsed * 1e3:.1f} ms; max error vs numpy "
-              f"{error:.2g}")  # fmt: skip
+        print(
+            f"{kind:>9}: {wx!r}; 2 passes {elapsed * 1e3:.1f} ms; max error vs numpy {error:.2g}"
+        )
     agreement = float(np.abs(results["2-D"] - results["separable"]).max())
     ok &= agreement < 1e-4
-    print(f"2-D vs separable: max difference {agreement:.2g}; edge pixels "
-          f"{int((expected > 0.5).sum())} of {width * height}")  # fmt: skip
+    print(
+        f"2-D vs separable: max difference {agreement:.2g}; edge pixels "
+        f"{int((expected > 0.5).sum())} of {width * height}"
+    )
     if args.png:
         try:
             from PIL import Image

@@ -38,8 +38,10 @@ def load_frame(args, parser) -> np.ndarray:
         return yuv.rgb_to_nv12(yuv.test_pattern(width, height), full_range=args.range == "full")
     data = np.fromfile(args.input, np.uint8)
     if data.size != width * height * 3 // 2:
-        parser.error(f"{args.input} holds {data.size} bytes; a {width}x{height} NV12 frame "
-                     f"has {width * height * 3 // 2}")  # fmt: skip
+        parser.error(
+            f"{args.input} holds {data.size} bytes; a {width}x{height} NV12 frame "
+            f"has {width * height * 3 // 2}"
+        )
     return data.reshape(height * 3 // 2, width)
 
 
@@ -60,8 +62,12 @@ def main() -> int:
     parser = _common.parser(__doc__)
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT, both even")
     parser.add_argument("--input", type=Path, help="raw NV12 frame (Y plane, then UV)")
-    parser.add_argument("--range", choices=("limited", "full"), default="limited",
-                        help="BT.601 video range (16-235) or full range (JPEG)")  # fmt: skip
+    parser.add_argument(
+        "--range",
+        choices=("limited", "full"),
+        default="limited",
+        help="BT.601 video range (16-235) or full range (JPEG)",
+    )
     parser.add_argument("--memfd", action="store_true", help="frame in a memfd, as a dma-buf")
     parser.add_argument("--png", help="write the RGBA result here (needs Pillow)")
     args = parser.parse_args()
@@ -81,14 +87,24 @@ def main() -> int:
     kernel = cl.Kernel(qcom_ext.build_program(ctx, source), "nv12_to_rgba")
     image, fd = nv12_image(ctx, queue, frame, args.memfd)
     where = ", on a memfd (dma-buf import)" if fd is not None else ""
-    print(f"Nv12Image {width}x{height}: path {image.path}, chroma plane {image.uv_layout}"
-          f"{where} ({image.reason})")  # fmt: skip
+    print(
+        f"Nv12Image {width}x{height}: path {image.path}, chroma plane {image.uv_layout}"
+        f"{where} ({image.reason})"
+    )
 
     rgba = np.empty((height, width, 4), np.uint8)
     dst = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, rgba.nbytes)
     start = time.perf_counter()
-    kernel(queue, (width, height), None, *image.kernel_args, dst, np.int32(width),
-           np.int32(height), np.int32(full_range))  # fmt: skip
+    kernel(
+        queue,
+        (width, height),
+        None,
+        *image.kernel_args,
+        dst,
+        np.int32(width),
+        np.int32(height),
+        np.int32(full_range),
+    )
     cl.enqueue_copy(queue, rgba, dst)
     elapsed = time.perf_counter() - start
     if fd is not None:
@@ -99,9 +115,11 @@ def main() -> int:
     # The kernel computes in float32, numpy in float64: a rounding tie may differ by 1.
     ok = difference.max() <= 1 and (difference > 0).mean() < 0.02 and (rgba[..., 3] == 255).all()
     differ = np.count_nonzero(difference.max(axis=-1))
-    print(f"converted in {elapsed * 1e3:.2f} ms ({args.range} range); max difference from "
-          f"the numpy BT.601 reference {difference.max()}, {differ} of {width * height} "
-          "pixels differ")  # fmt: skip
+    print(
+        f"converted in {elapsed * 1e3:.2f} ms ({args.range} range); max difference from "
+        f"the numpy BT.601 reference {difference.max()}, {differ} of {width * height} "
+        "pixels differ"
+    )
     if args.png:
         _common.write_png(args.png, rgba, "RGBA")
     print("OK" if ok else "MISMATCH")

@@ -52,16 +52,20 @@ def main() -> int:
     dst = cl.Buffer(ctx, mf.WRITE_ONLY, src_host.nbytes)
     staged = qcom_ext.onchip_buffer(ctx, src_host.nbytes)
     limit = caps.limits.onchip_global_mem_size
-    print(f"staging buffer: {staged.size} bytes, onchip={staged.onchip} (path {staged.path}"
-          + (f", on-chip size {limit} bytes)" if limit else ")"))  # fmt: skip
+    print(
+        f"staging buffer: {staged.size} bytes, onchip={staged.onchip} (path {staged.path}"
+        + (f", on-chip size {limit} bytes)" if limit else ")")
+    )
 
     with qcom_ext.Recording(queue) as rec:
         rec.enqueue(scale_bias, (n,), None, src, staged, np.int32(1), np.int32(0))
         rec.enqueue(smooth3, (n,), None, staged, dst, np.int32(n))
     print(f"recording path {rec.path}; {len(rec)} dispatches")
     if staged.onchip and rec.path != "native":
-        print("on-chip contents pass between kernels only inside a native recording "
-              f"(cl_qcom_recordable_queues); this one is {rec.path}")  # fmt: skip
+        print(
+            "on-chip contents pass between kernels only inside a native recording "
+            f"(cl_qcom_recordable_queues); this one is {rec.path}"
+        )
         return 2
 
     ok = True

@@ -91,8 +91,10 @@ def main() -> int:
         warnings.simplefilter("always", qcom_ext.QcomExtWarning)
         qcom_ext.set_perf_hint(ctx, "normal")
     changed = qcom_ext.context_info(ctx)
-    print(f"set_perf_hint(ctx, 'normal') -> perf_hint={changed.perf_hint} "
-          f"path={changed.perf_hint_path}")  # fmt: skip
+    print(
+        f"set_perf_hint(ctx, 'normal') -> perf_hint={changed.perf_hint} "
+        f"path={changed.perf_hint_path}"
+    )
     ok = ok and changed.perf_hint == "normal"
     print("OK" if ok else "CHECK FAILED")
     return 0 if ok else 1

@@ -69,8 +69,10 @@ def main() -> int:
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)
     program = cl.Program(ctx, (kernels_dir() / "image_pipeline.cl").read_text()).build()
-    k = {name: cl.Kernel(program, name)
-         for name in ("brightness_contrast", "box_blur3", "threshold", "highlight")}  # fmt: skip
+    k = {
+        name: cl.Kernel(program, name)
+        for name in ("brightness_contrast", "box_blur3", "threshold", "highlight")
+    }
 
     image = generated_image(width, height)
     mf = cl.mem_flags
@@ -80,10 +82,18 @@ def main() -> int:
     n, gain_q8 = width * height, 307  # contrast 1.2 in 8.8 fixed point
 
     with qcom_ext.Recording(queue) as rec:
-        rec.enqueue(k["brightness_contrast"], (n,), (64,), src, bright, np.int32(gain_q8),
-                    np.int32(0))  # fmt: skip
-        rec.enqueue(k["box_blur3"], (width, height), (16, 8), bright, blurred,
-                    np.int32(width), np.int32(height))  # fmt: skip
+        rec.enqueue(
+            k["brightness_contrast"], (n,), (64,), src, bright, np.int32(gain_q8), np.int32(0)
+        )
+        rec.enqueue(
+            k["box_blur3"],
+            (width, height),
+            (16, 8),
+            bright,
+            blurred,
+            np.int32(width),
+            np.int32(height),
+        )
         rec.enqueue(k["threshold"], (n,), (64,), blurred, mask, np.uint8(128))
         rec.enqueue(k["highlight"], (n,), (64,), blurred, mask, outputs[0])
     print(f"Recording path {rec.path} ({status.reason}); {len(rec)} dispatches")
@@ -92,8 +102,7 @@ def main() -> int:
     for frame in range(args.frames):
         bias, level = frame_parameters(frame, args.frames)
         start = time.perf_counter()
-        event = rec.replay(queue, args={(0, 3): bias, (2, 2): level,
-                                        (3, 2): outputs[frame % 2]})  # fmt: skip
+        event = rec.replay(queue, args={(0, 3): bias, (2, 2): level, (3, 2): outputs[frame % 2]})
         host = time.perf_counter() - start
         event.wait()
         done = time.perf_counter() - start

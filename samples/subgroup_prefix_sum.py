@@ -48,20 +48,27 @@ class PrefixSum:
         blocks = -(-n // self.local_size)
         sums = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 4 * blocks)
         global_size = (blocks * self.local_size,)
-        self.scan_blocks(self.queue, global_size, (self.local_size,), values, out, sums,
-                         np.uint32(n))  # fmt: skip
+        self.scan_blocks(
+            self.queue, global_size, (self.local_size,), values, out, sums, np.uint32(n)
+        )
         if blocks > 1:
             scanned = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 4 * blocks)
             self(sums, scanned, blocks)
-            self.add_offsets(self.queue, global_size, (self.local_size,), out, scanned,
-                             np.uint32(n))  # fmt: skip
+            self.add_offsets(
+                self.queue, global_size, (self.local_size,), out, scanned, np.uint32(n)
+            )
 
 
 def main() -> int:
     parser = _common.parser(__doc__)
     parser.add_argument("--n", type=int, default=1_000_000, help="number of values")
-    parser.add_argument("--emulated-sub-group-size", type=int, default=32, metavar="S",
-                        help="sub-group size where they are emulated (default 32)")  # fmt: skip
+    parser.add_argument(
+        "--emulated-sub-group-size",
+        type=int,
+        default=32,
+        metavar="S",
+        help="sub-group size where they are emulated (default 32)",
+    )
     args = parser.parse_args()
     if args.n < 1 or args.emulated_sub_group_size < 1:
         parser.error("--n and --emulated-sub-group-size must be positive")
@@ -87,8 +94,10 @@ def main() -> int:
 
     expected = np.cumsum(values, dtype=np.int64)
     ok = np.array_equal(result, expected)
-    print(f"{args.n} values in {elapsed * 1e3:.2f} ms; last sums {result[-3:].tolist()} "
-          f"(numpy {expected[-3:].tolist()})")  # fmt: skip
+    print(
+        f"{args.n} values in {elapsed * 1e3:.2f} ms; last sums {result[-3:].tolist()} "
+        f"(numpy {expected[-3:].tolist()})"
+    )
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1
 

@@ -48,16 +48,18 @@ def reference(image: np.ndarray) -> np.ndarray:
     return ((e0 + e1) + (e2 + e3)) * np.float32(0.25)
 
 
-def downscale(ctx: cl.Context, image: np.ndarray, kernel_name: str = "downscale2x_gather"
-              ) -> np.ndarray:  # fmt: skip
+def downscale(
+    ctx: cl.Context, image: np.ndarray, kernel_name: str = "downscale2x_gather"
+) -> np.ndarray:
     """The kernel's half-size image of ``image`` (H x W x 4 float32)."""
     queue = cl.CommandQueue(ctx)
     program = qcom_ext.build_program(ctx, (kernels_dir() / "downscale.cl").read_text())
     height, width = image.shape[:2]
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
     mf = cl.mem_flags
-    src = cl.create_image(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt, shape=(width, height),
-                          hostbuf=image)  # fmt: skip
+    src = cl.create_image(
+        ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt, shape=(width, height), hostbuf=image
+    )
     out_shape = (width // 2, height // 2)
     dst = cl.create_image(ctx, mf.WRITE_ONLY, fmt, shape=out_shape)
     cl.Kernel(program, kernel_name)(queue, out_shape, None, src, dst)
@@ -90,8 +92,10 @@ def main() -> int:
     expected = reference(image)
     ok = np.array_equal(result, expected)
     h, w = image.shape[:2]
-    print(f"{w}x{h} -> {result.shape[1]}x{result.shape[0]} RGBA float, "
-          f"max |kernel - numpy| = {np.abs(result - expected).max():.3g}")  # fmt: skip
+    print(
+        f"{w}x{h} -> {result.shape[1]}x{result.shape[0]} RGBA float, "
+        f"max |kernel - numpy| = {np.abs(result - expected).max():.3g}"
+    )
     if args.png:
         from PIL import Image
 

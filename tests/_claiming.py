@@ -38,8 +38,13 @@ def real(name: str):
 
 
 @contextlib.contextmanager
-def claiming(device: int, *, extensions: Iterable[str] = (), info: dict[int, bytes] | None = None,
-             **entry_points) -> Iterator[list]:  # fmt: skip
+def claiming(
+    device: int,
+    *,
+    extensions: Iterable[str] = (),
+    info: dict[int, bytes] | None = None,
+    **entry_points,
+) -> Iterator[list]:
     get_info = real("clGetDeviceInfo")
     own = _info.device_str(device, C.CL_DEVICE_EXTENSIONS)
     table = {C.CL_DEVICE_EXTENSIONS: (" ".join([own, *extensions])).encode() + b"\0"}

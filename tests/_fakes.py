@@ -53,8 +53,9 @@ def ml_versions_query(versions=ML_VERSIONS, status: int = 0, calls: list | None 
     return query
 
 
-def fake_driver(device_info: dict[int, bytes], platform_info: dict[int, bytes], asked: list,
-                **extra):  # fmt: skip
+def fake_driver(
+    device_info: dict[int, bytes], platform_info: dict[int, bytes], asked: list, **extra
+):
     """Substitutes for the info queries (and ``extra``); the CLML version query answers
     :data:`ML_VERSIONS` unless ``extra`` replaces it."""
     extra.setdefault("clQueryMLInterfaceVersionsQCOM", ml_versions_query())

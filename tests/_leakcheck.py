@@ -160,8 +160,18 @@ def measure(
     drain()
     settle()
     rss_end, blocks_end, live_end = rss_bytes(), sys.getallocatedblocks(), live()
-    return Measurement(kind, cycles, warmup, seconds, rss_warm, rss_end, live_warm, live_end,
-                       blocks_warm, blocks_end)  # fmt: skip
+    return Measurement(
+        kind,
+        cycles,
+        warmup,
+        seconds,
+        rss_warm,
+        rss_end,
+        live_warm,
+        live_end,
+        blocks_warm,
+        blocks_end,
+    )
 
 
 def reference_total(*parents: Any) -> int:
@@ -169,8 +179,9 @@ def reference_total(*parents: Any) -> int:
     return sum(int(p.reference_count) for p in parents)
 
 
-def wait_for_driver_release(context: Any, references: int, queue: Any,
-                            timeout: float = 30.0) -> None:  # fmt: skip
+def wait_for_driver_release(
+    context: Any, references: int, queue: Any, timeout: float = 30.0
+) -> None:
     """Wait until the driver has dropped what its finished commands held: ``queue`` back
     to one reference (ours: a command's event holds its queue) and ``context`` back to
     ``references``, so that the last release of the context happens on this thread.
@@ -211,8 +222,9 @@ class ContextCounter:
         setter = driver.library.address("clSetContextDestructorCallback")
         if setter is None:
             raise LookupError(f"{driver.library.path} lacks clSetContextDestructorCallback")
-        self._set = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, _DESTRUCTOR,
-                                     ctypes.c_void_p)(setter)  # fmt: skip
+        self._set = ctypes.CFUNCTYPE(
+            ctypes.c_int32, ctypes.c_void_p, _DESTRUCTOR, ctypes.c_void_p
+        )(setter)
         self._on_destroy = _DESTRUCTOR(self._destroyed)
         _CALLBACKS.append(self._on_destroy)
 

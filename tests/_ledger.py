@@ -23,13 +23,25 @@ from qcom_ext.binding.lib import C, driver, ffi
 
 # kind -> (retain, release, info query, reference-count token)
 _KINDS = {
-    "mem": ("clRetainMemObject", "clReleaseMemObject", "clGetMemObjectInfo",
-            "CL_MEM_REFERENCE_COUNT"),
-    "queue": ("clRetainCommandQueue", "clReleaseCommandQueue", "clGetCommandQueueInfo",
-              "CL_QUEUE_REFERENCE_COUNT"),
-    "context": ("clRetainContext", "clReleaseContext", "clGetContextInfo",
-                "CL_CONTEXT_REFERENCE_COUNT"),
-}  # fmt: skip
+    "mem": (
+        "clRetainMemObject",
+        "clReleaseMemObject",
+        "clGetMemObjectInfo",
+        "CL_MEM_REFERENCE_COUNT",
+    ),
+    "queue": (
+        "clRetainCommandQueue",
+        "clReleaseCommandQueue",
+        "clGetCommandQueueInfo",
+        "CL_QUEUE_REFERENCE_COUNT",
+    ),
+    "context": (
+        "clRetainContext",
+        "clReleaseContext",
+        "clGetContextInfo",
+        "CL_CONTEXT_REFERENCE_COUNT",
+    ),
+}
 _OWN = 2  # references the ledger holds on each real object
 
 
@@ -53,8 +65,7 @@ class Ledger:
 
     def __init__(self) -> None:
         # resolved now: a substitution in force later must not stand in for the ledger
-        self._fn = {name: driver.function(name) for names in _KINDS.values()
-                    for name in names[:3]}  # fmt: skip
+        self._fn = {name: driver.function(name) for names in _KINDS.values() for name in names[:3]}
         self.entries: list[Entry] = []
 
     def _count(self, entry: Entry) -> int:
@@ -104,8 +115,10 @@ class Ledger:
         for entry in checked:
             if entry.counted:
                 if entry.releases != 1:
-                    found.append(f"{entry.made_by} {entry.kind} {entry.handle:#x}: "
-                                 f"{entry.releases} release calls, expected 1")  # fmt: skip
+                    found.append(
+                        f"{entry.made_by} {entry.kind} {entry.handle:#x}: "
+                        f"{entry.releases} release calls, expected 1"
+                    )
                 continue
             extra = self._count(entry) - entry.expected
             if extra:

@@ -20,9 +20,13 @@ from qcom_ext.binding.lib import C, ffi
 from qcom_ext.device.probe import clear_cache
 
 CTX = 0xC0
-STRUCT_SIZES = {"cl_mem_ext_host_ptr": 8, "cl_mem_ion_host_ptr": 24,
-                "cl_mem_android_native_buffer_host_ptr": 16,
-                "cl_mem_ahardwarebuffer_host_ptr": 16, "cl_mem_dmabuf_host_ptr": 24}  # fmt: skip
+STRUCT_SIZES = {
+    "cl_mem_ext_host_ptr": 8,
+    "cl_mem_ion_host_ptr": 24,
+    "cl_mem_android_native_buffer_host_ptr": 16,
+    "cl_mem_ahardwarebuffer_host_ptr": 16,
+    "cl_mem_dmabuf_host_ptr": 24,
+}
 
 
 def addr(cdata) -> int:
@@ -53,9 +57,18 @@ class Call:
 def decode_desc(desc) -> dict:
     """The cl_image_desc fields a driver reads (LP64 offsets 0..64)."""
     words = struct.unpack("<I4x6QIIQ", raw(desc, 72))
-    names = ("image_type", "image_width", "image_height", "image_depth", "image_array_size",
-             "image_row_pitch", "image_slice_pitch", "num_mip_levels", "num_samples",
-             "mem_object")  # fmt: skip
+    names = (
+        "image_type",
+        "image_width",
+        "image_height",
+        "image_depth",
+        "image_array_size",
+        "image_row_pitch",
+        "image_slice_pitch",
+        "num_mip_levels",
+        "num_samples",
+        "mem_object",
+    )
     return dict(zip(names, words, strict=True))
 
 
@@ -67,8 +80,15 @@ class FakeMemDriver:
     ``formats`` answers clGetSupportedImageFormats per flags.
     """
 
-    def __init__(self, extensions: str | None = None, *, extra: str = "", drop: str = "",
-                 host_bytes: int = 24, device_info: dict | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        extensions: str | None = None,
+        *,
+        extra: str = "",
+        drop: str = "",
+        host_bytes: int = 24,
+        device_info: dict | None = None,
+    ) -> None:
         base = extensions if extensions is not None else adreno_strings()["adreno740-cl3.0"]
         names = [n for n in base.split() if n not in drop.split()] + extra.split()
         self.device_info = device_info or adreno740_device_info()
@@ -103,8 +123,14 @@ class FakeMemDriver:
 
     def _create_image(self, ctx, flags, fmt, desc, host_ptr, errcode):
         assert addr(ctx) == CTX
-        call = Call(flags, None, addr(host_ptr), self._bytes(host_ptr),
-                    struct.unpack("<II", raw(fmt, 8)), decode_desc(desc))  # fmt: skip
+        call = Call(
+            flags,
+            None,
+            addr(host_ptr),
+            self._bytes(host_ptr),
+            struct.unpack("<II", raw(fmt, 8)),
+            decode_desc(desc),
+        )
         self.images.append(call)
         return self._handle(errcode)
 
@@ -126,10 +152,14 @@ class FakeMemDriver:
     def __enter__(self) -> FakeMemDriver:
         clear_cache()  # the probe caches by handle: each fake device is probed afresh
         self._block = fake_driver(
-            self.device_info, platform_info(), [],
-            clCreateBuffer=self._create_buffer, clCreateImage=self._create_image,
-            clGetSupportedImageFormats=self._formats, clReleaseMemObject=self._release,
-        )  # fmt: skip
+            self.device_info,
+            platform_info(),
+            [],
+            clCreateBuffer=self._create_buffer,
+            clCreateImage=self._create_image,
+            clGetSupportedImageFormats=self._formats,
+            clReleaseMemObject=self._release,
+        )
         self._block.__enter__()
         return self
 

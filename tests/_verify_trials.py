@@ -1,4 +1,4 @@
-"""Trial functions the tests of qcom_ext.tools.verify.runner register: the child process imports this
+"""Trial functions the tests of qcom_ext.verify register: the child process imports this
 module by name (the parent's import path travels with it), so each runs there."""
 
 from __future__ import annotations

@@ -22,8 +22,10 @@ def preprocess(snippet: str, flags: Sequence[str] = (), *, header: bool = False)
     result = subprocess.run(
         [cpp, "-P", "-undef", "-nostdinc", "-I", str(kernels_dir()), *flags],
         input=f"#include <qcom_ext.h>\n__MARK__\n{snippet}\n",
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         raise AssertionError(f"cpp failed:\n{result.stderr}")
     before, after = result.stdout.split("__MARK__", 1)

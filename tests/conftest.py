@@ -45,8 +45,8 @@ def stand_ins(monkeypatch):
 
 
 def benchmark_module(name: str):
-    """``benchmarks/<name>.py`` as ``qcom_ext.tools.bench.<name>``: the package ``qcom-ext
-    bench`` runs, from the checkout or from an installed wheel."""
+    """``qcom_ext/tools/bench/<name>.py`` as ``qcom_ext.tools.bench.<name>``: the package
+    ``qcom-ext bench`` runs, from the checkout or from an installed wheel."""
     from qcom_ext.tools.cli import benchmarks_runner
 
     benchmarks_runner()

@@ -21,8 +21,7 @@ def activate(x: np.ndarray, activation: str | None, slope: float = 0.01) -> np.n
     raise ValueError(activation)
 
 
-def conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, activation=None,
-           slope=0.01):  # fmt: skip
+def conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1, activation=None, slope=0.01):
     """NCHW x, (Co, Ci/groups, KH, KW) w, in float64; groups = 1 or C (depthwise)."""
     x = np.asarray(x, np.float64)
     w = np.asarray(w, np.float64)
@@ -73,8 +72,9 @@ def assert_close(actual, expected, dtype) -> None:
     expected = np.asarray(expected, np.float64)
     scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
     tol = tolerance(dtype)
-    np.testing.assert_allclose(np.asarray(actual, np.float64), expected, rtol=tol["rtol"],
-                               atol=tol["atol"] * scale)  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(actual, np.float64), expected, rtol=tol["rtol"], atol=tol["atol"] * scale
+    )
 
 
 def rounded(array, dtype) -> np.ndarray:

@@ -24,11 +24,27 @@ def is_int(value: Any) -> bool:
 
 # ---- image formats: OpenCL 3.0 section 5.3.1.1 (and cl_khr_depth_images) ----------------
 
-UNPACKED = {"SNORM_INT8": 1, "SNORM_INT16": 2, "UNORM_INT8": 1, "UNORM_INT16": 2,
-            "SIGNED_INT8": 1, "SIGNED_INT16": 2, "SIGNED_INT32": 4, "UNSIGNED_INT8": 1,
-            "UNSIGNED_INT16": 2, "UNSIGNED_INT32": 4, "HALF_FLOAT": 2, "FLOAT": 4}  # fmt: skip
-PACKED = {"UNORM_SHORT_565": 2, "UNORM_SHORT_555": 2, "UNORM_INT_101010": 4,
-          "UNORM_INT_101010_2": 4, "UNORM_INT24": 4}  # fmt: skip
+UNPACKED = {
+    "SNORM_INT8": 1,
+    "SNORM_INT16": 2,
+    "UNORM_INT8": 1,
+    "UNORM_INT16": 2,
+    "SIGNED_INT8": 1,
+    "SIGNED_INT16": 2,
+    "SIGNED_INT32": 4,
+    "UNSIGNED_INT8": 1,
+    "UNSIGNED_INT16": 2,
+    "UNSIGNED_INT32": 4,
+    "HALF_FLOAT": 2,
+    "FLOAT": 4,
+}
+PACKED = {
+    "UNORM_SHORT_565": 2,
+    "UNORM_SHORT_555": 2,
+    "UNORM_INT_101010": 4,
+    "UNORM_INT_101010_2": 4,
+    "UNORM_INT24": 4,
+}
 _NORM_OR_FLOAT = ("UNORM_INT8", "UNORM_INT16", "SNORM_INT8", "SNORM_INT16", "HALF_FLOAT", "FLOAT")
 _BYTES = ("UNORM_INT8", "SNORM_INT8", "SIGNED_INT8", "UNSIGNED_INT8")
 _PACKED_RGB = ("UNORM_SHORT_565", "UNORM_SHORT_555", "UNORM_INT_101010")
@@ -37,13 +53,15 @@ _PACKED_RGB = ("UNORM_SHORT_565", "UNORM_SHORT_555", "UNORM_INT_101010")
 SPEC_TABLE: dict[str, tuple[int, tuple[str, ...]]] = {
     **{o: (n, tuple(UNPACKED)) for o, n in (("R", 1), ("A", 1), ("RG", 2), ("RA", 2))},
     "RGBA": (4, (*UNPACKED, "UNORM_INT_101010_2")),
-    "RGB": (1, _PACKED_RGB), "RGBx": (1, _PACKED_RGB),
-    "INTENSITY": (1, _NORM_OR_FLOAT), "LUMINANCE": (1, _NORM_OR_FLOAT),
+    "RGB": (1, _PACKED_RGB),
+    "RGBx": (1, _PACKED_RGB),
+    "INTENSITY": (1, _NORM_OR_FLOAT),
+    "LUMINANCE": (1, _NORM_OR_FLOAT),
     **{o: (4, _BYTES) for o in ("BGRA", "ARGB", "ABGR")},
     "sRGB": (3, ("UNORM_INT8",)),
     **{o: (4, ("UNORM_INT8",)) for o in ("sRGBx", "sRGBA", "sBGRA")},
     "DEPTH": (1, ("UNORM_INT16", "FLOAT", "UNORM_INT24")),
-}  # fmt: skip
+}
 ORDERS = [*SPEC_TABLE, "Rx", "RGx", "DEPTH_STENCIL"]
 TYPES = [*UNPACKED, *PACKED]
 
@@ -183,8 +201,11 @@ def round_to_float32(value: Fraction) -> float:
         return math.copysign(math.inf, value)
     with np.errstate(over="ignore"):  # FLT_MAX's neighbour is inf
         guess = np.float32(float(value))  # within one float32 ulp of the answer
-        neighbours = (np.nextafter(guess, np.float32(-np.inf)), guess,
-                      np.nextafter(guess, np.float32(np.inf)))  # fmt: skip
+        neighbours = (
+            np.nextafter(guess, np.float32(-np.inf)),
+            guess,
+            np.nextafter(guess, np.float32(np.inf)),
+        )
     best: tuple[tuple[Fraction, bool], float] | None = None
     for candidate in neighbours:
         if np.isfinite(candidate):

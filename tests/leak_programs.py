@@ -36,24 +36,30 @@ def main(cycles: int, warmup: int, baseline: int) -> None:
     context = cl.Context([qcom_ext.probe().device()])
     device = context.devices[0]
     queue = cl.CommandQueue(context)
-    data = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                     hostbuf=np.zeros(4, np.uint32))  # fmt: skip
+    data = cl.Buffer(
+        context,
+        cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+        hostbuf=np.zeros(4, np.uint32),
+    )
     live = lambda: reference_total(context)  # noqa: E731
     binary = qcom_ext.build_program(context, SOURCE).binaries[0]
     options = program_options([device])
 
     def bare(i: int) -> None:  # what pyopencl and the driver do in a cycle, without qcom_ext
-        cl.Program(context, [device], [binary]).build(options=options).bump(queue, (4,), None,
-                                                                            data)  # fmt: skip
+        cl.Program(context, [device], [binary]).build(options=options).bump(
+            queue, (4,), None, data
+        )
 
     def cycle(i: int) -> None:
         program = qcom_ext.build_program(context, SOURCE)
         program.bump(queue, (4,), None, data)
 
-    driver = measure("pyopencl alone", bare, live=live, drain=queue.finish,
-                     cycles=baseline + 100, warmup=100)  # fmt: skip
-    measurement = measure("programs", cycle, live=live, drain=queue.finish, cycles=cycles,
-                          warmup=warmup)  # fmt: skip
+    driver = measure(
+        "pyopencl alone", bare, live=live, drain=queue.finish, cycles=baseline + 100, warmup=100
+    )
+    measurement = measure(
+        "programs", cycle, live=live, drain=queue.finish, cycles=cycles, warmup=warmup
+    )
     per_build = max(0.0, driver.rss_growth / baseline)
     measurement.allowance = round(per_build * (cycles - warmup))
     measurement.allowance_note = f"allowed: the driver's {per_build:.0f} B a build"

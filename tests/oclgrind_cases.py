@@ -44,10 +44,10 @@ from conv_reference import activate, assert_close, conv2d  # noqa: E402
 import qcom_ext  # noqa: E402
 from qcom_ext import ops  # noqa: E402
 from qcom_ext._resources import kernels_dir  # noqa: E402
-from qcom_ext.ext.images import yuv
+from qcom_ext.ext.images import yuv  # noqa: E402
 from qcom_ext.ext.program.bfloat16 import mad32_bf16, to_bfloat16  # noqa: E402
 from qcom_ext.ext.program.build import PRELUDE  # noqa: E402
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as hof_reference  # noqa: E402
 from qcom_ext.reference.bicubic import bicubic, upscale2x  # noqa: E402
 from qcom_ext.reference.points import PointOps, download, empty, upload  # noqa: E402
 
@@ -911,7 +911,7 @@ def case_hof_points_block_match(t: Trial) -> None:
 
 
 class HofImages:
-    """kernels/accelerated_image_ops.cl through qcom_ext.ext.accelerated.whole_image: every method, 2-D and
+    """kernels/accelerated_image_ops.cl through qcom_ext.image_ops: every method, 2-D and
     separable weights, blocks that overhang the image edge, both searches."""
 
     def __init__(self, t: Trial) -> None:

@@ -66,8 +66,13 @@ class FakeRecordingDriver:
 
     def __init__(self, persistent: bool = False) -> None:
         self.persistent = persistent
-        names = ("clSetKernelArg", "clSetKernelArgSVMPointer", "clEnqueueNDRangeKernel",
-                 "clCreateCommandQueue", "clReleaseCommandQueue")  # fmt: skip
+        names = (
+            "clSetKernelArg",
+            "clSetKernelArgSVMPointer",
+            "clEnqueueNDRangeKernel",
+            "clCreateCommandQueue",
+            "clReleaseCommandQueue",
+        )
         self.real = {name: driver.function(name) for name in names}
         self.kernel_args: dict[int, dict[int, tuple]] = {}
         self.recordable_queues: set[int] = set()
@@ -128,12 +133,14 @@ class FakeRecordingDriver:
             return C.CL_INVALID_KERNEL_ARGS
         open_[0].dispatches.append(
             FakeDispatch(
-                addr(kernel), args, dims,
+                addr(kernel),
+                args,
+                dims,
                 None if offset == ffi.NULL else tuple(offset[i] for i in range(dims)),
                 tuple(gws[i] for i in range(dims)),
                 None if lws == ffi.NULL else tuple(lws[i] for i in range(dims)),
             )
-        )  # fmt: skip
+        )
         return 0
 
     def current_args(self, kernel) -> dict[int, tuple] | None:
@@ -179,18 +186,69 @@ class FakeRecordingDriver:
             del self.recordings[addr(recording)]
         return 0
 
-    def enqueue_recording(self, queue, recording, n_args, args, n_off, offs, n_gwg, gwg,
-                          n_lwg, lwg, n_events, events, event):  # fmt: skip
-        return self._replay(queue, recording, (n_args, args), (0, ffi.NULL), (n_off, offs),
-                            (n_gwg, gwg), (n_lwg, lwg), n_events, events, event)  # fmt: skip
+    def enqueue_recording(
+        self,
+        queue,
+        recording,
+        n_args,
+        args,
+        n_off,
+        offs,
+        n_gwg,
+        gwg,
+        n_lwg,
+        lwg,
+        n_events,
+        events,
+        event,
+    ):
+        return self._replay(
+            queue,
+            recording,
+            (n_args, args),
+            (0, ffi.NULL),
+            (n_off, offs),
+            (n_gwg, gwg),
+            (n_lwg, lwg),
+            n_events,
+            events,
+            event,
+        )
 
-    def enqueue_recording_svm(self, queue, recording, n_args, args, n_svm, svm, n_off, offs,
-                              n_gwg, gwg, n_lwg, lwg, n_exec, exec_info, n_events, events,
-                              event):  # fmt: skip
+    def enqueue_recording_svm(
+        self,
+        queue,
+        recording,
+        n_args,
+        args,
+        n_svm,
+        svm,
+        n_off,
+        offs,
+        n_gwg,
+        gwg,
+        n_lwg,
+        lwg,
+        n_exec,
+        exec_info,
+        n_events,
+        events,
+        event,
+    ):
         if n_exec:
             return C.CL_INVALID_VALUE
-        return self._replay(queue, recording, (n_args, args), (n_svm, svm), (n_off, offs),
-                            (n_gwg, gwg), (n_lwg, lwg), n_events, events, event)  # fmt: skip
+        return self._replay(
+            queue,
+            recording,
+            (n_args, args),
+            (n_svm, svm),
+            (n_off, offs),
+            (n_gwg, gwg),
+            (n_lwg, lwg),
+            n_events,
+            events,
+            event,
+        )
 
     def _replay(self, queue, recording, args, svm, offs, gwg, lwg, n_events, events, event):
         rec = self.recordings.get(addr(recording))
@@ -199,19 +257,29 @@ class FakeRecordingDriver:
         if addr(queue) in self.recordable_queues:  # must be a different, live queue
             return C.CL_INVALID_COMMAND_QUEUE
         decoded = {
-            "args": [struct.unpack("<IIQQ", raw(args[1], args[0] * 24)[i * 24:i * 24 + 24])
-                     for i in range(args[0])],
-            "svm": [struct.unpack("<IIQQ", raw(svm[1], svm[0] * 24)[i * 24:i * 24 + 24])
-                    for i in range(svm[0])],
-            "offsets": [struct.unpack("<I4xQQQ", raw(offs[1], offs[0] * 32)[i * 32:i * 32 + 32])
-                        for i in range(offs[0])],
-            "global": [struct.unpack("<I4xQ", raw(gwg[1], gwg[0] * 16)[i * 16:i * 16 + 16])
-                       for i in range(gwg[0])],
-            "local": [struct.unpack("<I4xQ", raw(lwg[1], lwg[0] * 16)[i * 16:i * 16 + 16])
-                      for i in range(lwg[0])],
+            "args": [
+                struct.unpack("<IIQQ", raw(args[1], args[0] * 24)[i * 24 : i * 24 + 24])
+                for i in range(args[0])
+            ],
+            "svm": [
+                struct.unpack("<IIQQ", raw(svm[1], svm[0] * 24)[i * 24 : i * 24 + 24])
+                for i in range(svm[0])
+            ],
+            "offsets": [
+                struct.unpack("<I4xQQQ", raw(offs[1], offs[0] * 32)[i * 32 : i * 32 + 32])
+                for i in range(offs[0])
+            ],
+            "global": [
+                struct.unpack("<I4xQ", raw(gwg[1], gwg[0] * 16)[i * 16 : i * 16 + 16])
+                for i in range(gwg[0])
+            ],
+            "local": [
+                struct.unpack("<I4xQ", raw(lwg[1], lwg[0] * 16)[i * 16 : i * 16 + 16])
+                for i in range(lwg[0])
+            ],
             "events": n_events,
             "values": {},
-        }  # fmt: skip
+        }
         base = rec.dispatches
         work = [dataclasses.replace(d, args=dict(d.args)) for d in base]
         for d, a, size, pointer in decoded["args"]:
@@ -253,10 +321,16 @@ class FakeRecordingDriver:
             lws = ffi.NULL if d.local_size is None else ffi.new("size_t[]", d.local_size)
             first, last = i == 0, i == len(work) - 1
             status = self.real["clEnqueueNDRangeKernel"](
-                queue, kernel, d.dims, off, ffi.new("size_t[]", d.global_size), lws,
-                n_events if first else 0, events if first else ffi.NULL,
+                queue,
+                kernel,
+                d.dims,
+                off,
+                ffi.new("size_t[]", d.global_size),
+                lws,
+                n_events if first else 0,
+                events if first else ffi.NULL,
                 event if last else ffi.NULL,
-            )  # fmt: skip
+            )
             if status:
                 return status
         return 0
@@ -297,13 +371,21 @@ class Pipeline:
         mf = cl.mem_flags
         self.context = context
         program = cl.Program(context, PIPELINE_SOURCE).build()
-        self.kernels = {name: cl.Kernel(program, name) for name in
-                        ("scale_add", "rotate_xor", "fill_index", "grid")}  # fmt: skip
+        self.kernels = {
+            name: cl.Kernel(program, name)
+            for name in ("scale_add", "rotate_xor", "fill_index", "grid")
+        }
         rng = np.random.default_rng(7)
-        self.src = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                             hostbuf=rng.integers(-999, 999, N, dtype=np.int32))  # fmt: skip
-        self.other = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                               hostbuf=rng.integers(-999, 999, N, dtype=np.int32))  # fmt: skip
+        self.src = cl.Buffer(
+            context,
+            mf.READ_ONLY | mf.COPY_HOST_PTR,
+            hostbuf=rng.integers(-999, 999, N, dtype=np.int32),
+        )
+        self.other = cl.Buffer(
+            context,
+            mf.READ_ONLY | mf.COPY_HOST_PTR,
+            hostbuf=rng.integers(-999, 999, N, dtype=np.int32),
+        )
         self.outputs = [cl.Buffer(context, mf.READ_WRITE, N * 4) for _ in range(4)]
         self.grid_out = cl.Buffer(context, mf.READ_WRITE, 16 * 8 * 4)
 
@@ -322,14 +404,19 @@ class Pipeline:
         """Replay updates in order; each step's updates last that replay only."""
         return [
             {},
-            {"args": {(0, 3): 7, (1, 1): self.other, (3, 2): np.int32(5)},
-             "global_offset": {2: (16,)}},
+            {
+                "args": {(0, 3): 7, (1, 1): self.other, (3, 2): np.int32(5)},
+                "global_offset": {2: (16,)},
+            },
             {},
-            {"global_size": {0: (32,), 4: (8, 8)}, "local_size": {1: (8,), 4: (2, 4)},
-             "args": {(1, 3): cl.LocalMemory(32), (4, 2): np.float32(1.75)}},
+            {
+                "global_size": {0: (32,), 4: (8, 8)},
+                "local_size": {1: (8,), 4: (2, 4)},
+                "args": {(1, 3): cl.LocalMemory(32), (4, 2): np.float32(1.75)},
+            },
             {"args": {(2, 0): self.outputs[3], (0, 2): -1}, "global_offset": {2: (0,)}},
             {},
-        ]  # fmt: skip
+        ]
 
     def reset(self, queue: cl.CommandQueue) -> None:
         for buf in (*self.outputs, self.grid_out):
@@ -353,9 +440,12 @@ class Pipeline:
                     values[a] = value if not isinstance(value, int) else type(args[a])(value)
             kernel.set_args(*values)
             cl.enqueue_nd_range_kernel(
-                queue, kernel, step.get("global_size", {}).get(d, gws),
-                step.get("local_size", {}).get(d, lws), step.get("global_offset", {}).get(d, off),
-            )  # fmt: skip
+                queue,
+                kernel,
+                step.get("global_size", {}).get(d, gws),
+                step.get("local_size", {}).get(d, lws),
+                step.get("global_offset", {}).get(d, off),
+            )
 
     def record(self, rec: Any) -> None:
         with rec:

@@ -18,8 +18,9 @@ from qcom_ext.reference import accelerated as hof_reference
 from qcom_ext.reference.points import PointOps, download, empty, supports, upload
 
 EXT = "cl_qcom_accelerated_image_ops"
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 DTYPES = [np.float32, np.float16]
 ADDRESSING = ["clamp", "clamp_to_edge", "none"]
 
@@ -98,8 +99,7 @@ def test_spec_separable_example_equals_its_2d_filter(ops, queue, kernel_context)
 def test_spec_sobel_2d_and_separable_agree(ops, queue, kernel_context):
     """The spec's sample: the 3x3 Sobel filter and its separable form give one result."""
     sobel = WeightImage(kernel_context, [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], center=(1, 1))
-    separable = WeightImage(kernel_context, [[-1, 0, 1], [1, 2, 1]], center=(1, 1),
-                            separable=True)  # fmt: skip
+    separable = WeightImage(kernel_context, [[-1, 0, 1], [1, 2, 1]], center=(1, 1), separable=True)
     pixels = np.random.default_rng(5).random((8, 8, 4)).astype(np.float32)
     image = upload(kernel_context, pixels)
     coords = [(x, y) for y in range(8) for x in range(8)]
@@ -107,8 +107,10 @@ def test_spec_sobel_2d_and_separable_agree(ops, queue, kernel_context):
     b = ops.convolve(queue, image, separable, coords, sampler="clamp")
     np.testing.assert_allclose(a, b, atol=1e-5)
     np.testing.assert_allclose(
-        a, hof_reference.convolve(pixels, coords, sobel.weights, center=(1, 1),
-                                  addressing="clamp"), atol=1e-5)  # fmt: skip
+        a,
+        hof_reference.convolve(pixels, coords, sobel.weights, center=(1, 1), addressing="clamp"),
+        atol=1e-5,
+    )
 
 
 def test_spec_box_2x2_at_1_1(ops, queue, kernel_context):
@@ -142,18 +144,28 @@ def test_spec_block_match_region_3x3(ops, queue, kernel_context):
     target = rng.random((4, 5, 4)).astype(np.float32)
     reference = rng.random((4, 8, 4)).astype(np.float32)
     diff = target[0:3, 1:4].astype(np.float64) - reference[1:4, 4:7]
-    sad, ssd = ops.block_match(queue, upload(kernel_context, target),
-                               upload(kernel_context, reference), (3, 3), [(1.0, 0.0)],
-                               [(4, 1)])  # fmt: skip
+    sad, ssd = ops.block_match(
+        queue,
+        upload(kernel_context, target),
+        upload(kernel_context, reference),
+        (3, 3),
+        [(1.0, 0.0)],
+        [(4, 1)],
+    )
     np.testing.assert_allclose(sad[0], np.abs(diff).sum(axis=(0, 1)), rtol=1e-6)
     np.testing.assert_allclose(ssd[0], (diff * diff).sum(axis=(0, 1)), rtol=1e-6)
     # Pixels outside the two blocks do not count; every pixel inside does.
     for y, x, inside in ((3, 1, False), (0, 4, False), (2, 3, True), (0, 1, True)):
         changed = target.copy()
         changed[y, x] += 10.0
-        sad2, _ = ops.block_match(queue, upload(kernel_context, changed),
-                                  upload(kernel_context, reference), (3, 3), [(1.0, 0.0)],
-                                  [(4, 1)])  # fmt: skip
+        sad2, _ = ops.block_match(
+            queue,
+            upload(kernel_context, changed),
+            upload(kernel_context, reference),
+            (3, 3),
+            [(1.0, 0.0)],
+            [(4, 1)],
+        )
         assert (not np.allclose(sad2, sad)) == inside, (x, y)
 
 
@@ -205,12 +217,12 @@ def random_image(draw, max_size: int = 24, min_size: tuple[int, int] = (1, 1)) -
     return rng.uniform(-1, 1, (height, width, 4)).astype(np.float32)
 
 
-def random_coords(draw, width: int, height: int, margin: tuple[float, float, float, float],
-                  count: int = 24) -> np.ndarray:  # fmt: skip
+def random_coords(
+    draw, width: int, height: int, margin: tuple[float, float, float, float], count: int = 24
+) -> np.ndarray:
     """Coordinates in [-left, width + right) x [-top, height + bottom), some integral."""
     left, right, top, bottom = margin
-    unit = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=count,
-                    max_size=count)  # fmt: skip
+    unit = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=count, max_size=count)
     u = np.array(draw(unit))
     low, high = np.array([-left, -top]), np.array([width - 1 + right, height - 1 + bottom])
     coords = (low + u * (high - low)).astype(np.float32)
@@ -220,10 +232,12 @@ def random_coords(draw, width: int, height: int, margin: tuple[float, float, flo
 
 def inside_coords(draw, xs: tuple[int, int], ys: tuple[int, int], count: int = 24) -> np.ndarray:
     """Coordinates whose base pixel floor(c) lies in xs x ys (inclusive), any fraction."""
-    base = draw(st.lists(st.tuples(st.integers(*xs), st.integers(*ys)), min_size=count,
-                         max_size=count))  # fmt: skip
-    fraction = draw(st.lists(st.tuples(st.floats(0, 0.99), st.floats(0, 0.99)),
-                             min_size=count, max_size=count))  # fmt: skip
+    base = draw(
+        st.lists(st.tuples(st.integers(*xs), st.integers(*ys)), min_size=count, max_size=count)
+    )
+    fraction = draw(
+        st.lists(st.tuples(st.floats(0, 0.99), st.floats(0, 0.99)), min_size=count, max_size=count)
+    )
     return (np.array(base, np.float32) + np.array(fraction, np.float32)).astype(np.float32)
 
 
@@ -232,8 +246,7 @@ def inside_coords(draw, xs: tuple[int, int], ys: tuple[int, int], count: int = 2
 @pytest.mark.parametrize("addressing", ADDRESSING)
 @SETTINGS
 @given(data=st.data())
-def test_convolution_matches_numpy(ops, queue, kernel_context, separable, dtype, addressing,
-                                   data):  # fmt: skip
+def test_convolution_matches_numpy(ops, queue, kernel_context, separable, dtype, addressing, data):
     need(kernel_context, dtype)
     weights, (fx, fy), (cx, cy) = data.draw(filters(separable))
     smallest = (fx, fy) if addressing == "none" else (1, 1)  # "none": taps stay inside
@@ -243,12 +256,23 @@ def test_convolution_matches_numpy(ops, queue, kernel_context, separable, dtype,
         coords = inside_coords(data.draw, (cx, width - fx + cx), (cy, height - fy + cy))
     else:
         coords = random_coords(data.draw, width, height, (fx + 1, fx + 1, fy + 1, fy + 1))
-    w = WeightImage(kernel_context, weights, center=(cx, cy), separable=separable,
-                    filter_size=(fx, fy) if separable else None)  # fmt: skip
+    w = WeightImage(
+        kernel_context,
+        weights,
+        center=(cx, cy),
+        separable=separable,
+        filter_size=(fx, fy) if separable else None,
+    )
     out = ops.convolve(queue, upload(kernel_context, pixels, dtype), w, coords, addressing)
-    expected = hof_reference.convolve(pixels, coords, w.weights, center=(cx, cy),
-                                      separable=separable, filter_size=(fx, fy),
-                                      addressing=addressing)  # fmt: skip
+    expected = hof_reference.convolve(
+        pixels,
+        coords,
+        w.weights,
+        center=(cx, cy),
+        separable=separable,
+        filter_size=(fx, fy),
+        addressing=addressing,
+    )
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=tolerance(w.weights[0]))
 
 
@@ -259,15 +283,16 @@ def test_convolution_matches_numpy(ops, queue, kernel_context, separable, dtype,
 def test_box_filter_matches_numpy(ops, queue, kernel_context, dtype, addressing, data):
     need(kernel_context, dtype)
     max_x, max_y = FALLBACK_LIMITS.max_filter_size
-    size = (data.draw(st.floats(0.0625, max_x, width=32)),
-            data.draw(st.floats(0.0625, max_y, width=32)))  # fmt: skip
+    size = (
+        data.draw(st.floats(0.0625, max_x, width=32)),
+        data.draw(st.floats(0.0625, max_y, width=32)),
+    )
     reach_x, reach_y = size[0] / 2 + 1, size[1] / 2 + 1
     smallest = (int(2 * reach_x) + 2, int(2 * reach_y) + 2) if addressing == "none" else (1, 1)
     pixels = random_image(data.draw, min_size=smallest).astype(dtype)
     height, width = pixels.shape[:2]
     if addressing == "none":  # the covered pixels must lie inside the image
-        coords = random_coords(data.draw, width, height, (-reach_x, -reach_x, -reach_y,
-                                                          -reach_y))  # fmt: skip
+        coords = random_coords(data.draw, width, height, (-reach_x, -reach_x, -reach_y, -reach_y))
     else:
         coords = random_coords(data.draw, width, height, (size[0], size[0], size[1], size[1]))
     out = ops.box_filter(queue, upload(kernel_context, pixels, dtype), size, coords, addressing)
@@ -288,26 +313,47 @@ def test_block_match_matches_numpy(ops, queue, kernel_context, dtype, addressing
     reference = random_image(data.draw, 40, smallest).astype(dtype)
     count = 12
     if addressing == "none":
-        tcoords = inside_coords(data.draw, (0, target.shape[1] - region[0]),
-                                (0, target.shape[0] - region[1]), count)  # fmt: skip
-        rx = data.draw(st.lists(st.integers(0, reference.shape[1] - region[0]), min_size=count,
-                                max_size=count))  # fmt: skip
-        ry = data.draw(st.lists(st.integers(0, reference.shape[0] - region[1]), min_size=count,
-                                max_size=count))  # fmt: skip
+        tcoords = inside_coords(
+            data.draw, (0, target.shape[1] - region[0]), (0, target.shape[0] - region[1]), count
+        )
+        rx = data.draw(
+            st.lists(
+                st.integers(0, reference.shape[1] - region[0]), min_size=count, max_size=count
+            )
+        )
+        ry = data.draw(
+            st.lists(
+                st.integers(0, reference.shape[0] - region[1]), min_size=count, max_size=count
+            )
+        )
     else:
-        tcoords = random_coords(data.draw, target.shape[1], target.shape[0],
-                                (region[0] + 2, 3, region[1] + 2, 3), count)  # fmt: skip
-        rx = data.draw(st.lists(st.integers(0, reference.shape[1] + 2), min_size=count,
-                                max_size=count))  # fmt: skip
-        ry = data.draw(st.lists(st.integers(0, reference.shape[0] + 2), min_size=count,
-                                max_size=count))  # fmt: skip
+        tcoords = random_coords(
+            data.draw,
+            target.shape[1],
+            target.shape[0],
+            (region[0] + 2, 3, region[1] + 2, 3),
+            count,
+        )
+        rx = data.draw(
+            st.lists(st.integers(0, reference.shape[1] + 2), min_size=count, max_size=count)
+        )
+        ry = data.draw(
+            st.lists(st.integers(0, reference.shape[0] + 2), min_size=count, max_size=count)
+        )
     rcoords = np.array([rx, ry], np.uint32).T
-    sad, ssd = ops.block_match(queue, upload(kernel_context, target, dtype),
-                               upload(kernel_context, reference, dtype), region, tcoords,
-                               rcoords, addressing)  # fmt: skip
+    sad, ssd = ops.block_match(
+        queue,
+        upload(kernel_context, target, dtype),
+        upload(kernel_context, reference, dtype),
+        region,
+        tcoords,
+        rcoords,
+        addressing,
+    )
     for squared, out in ((False, sad), (True, ssd)):
-        expected = hof_reference.block_match(target, reference, tcoords, region, rcoords,
-                                             squared=squared, addressing=addressing)  # fmt: skip
+        expected = hof_reference.block_match(
+            target, reference, tcoords, region, rcoords, squared=squared, addressing=addressing
+        )
         # Up to 32 * 32 non-negative float32 terms: relative error <= n * 2**-24 = 6.1e-5.
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
 
@@ -315,24 +361,44 @@ def test_block_match_matches_numpy(ops, queue, kernel_context, dtype, addressing
 # ---- whole-image ops ------------------------------------------------------------------
 
 
-METHODS = [("blocked", None, None), ("tiled", None, None), ("tiled", (8, 4), (2, 2)),
-           ("per_pixel", None, None)]  # fmt: skip
+METHODS = [
+    ("blocked", None, None),
+    ("tiled", None, None),
+    ("tiled", (8, 4), (2, 2)),
+    ("per_pixel", None, None),
+]
 
 
-@pytest.mark.parametrize(("method", "local", "method_block"), METHODS,
-                         ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "local", "method_block"),
+    METHODS,
+    ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"],
+)
 @pytest.mark.parametrize(
     ("shape", "separable", "center", "size", "block"),
-    [((5, 5), False, (2, 2), (37, 29), (4, 4)),
-     ((3, 7), False, (0, 6), (9, 40), (2, 3)),
-     ((2, 7), True, (1, 3), (33, 17), (4, 4)),
-     ((1, 1), False, (0, 0), (5, 3), (1, 1))],
+    [
+        ((5, 5), False, (2, 2), (37, 29), (4, 4)),
+        ((3, 7), False, (0, 6), (9, 40), (2, 3)),
+        ((2, 7), True, (1, 3), (33, 17), (4, 4)),
+        ((1, 1), False, (0, 0), (5, 3), (1, 1)),
+    ],
     ids=["5x5", "3x7-corner-centre", "separable-2x7", "1x1"],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("addressing", ["clamp", "clamp_to_edge"])
-def test_convolve_image_matches_numpy(device_caps, kernel_context, queue, method, local,
-                                      method_block, shape, separable, center, size, block,
-                                      addressing):  # fmt: skip
+def test_convolve_image_matches_numpy(
+    device_caps,
+    kernel_context,
+    queue,
+    method,
+    local,
+    method_block,
+    shape,
+    separable,
+    center,
+    size,
+    block,
+    addressing,
+):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     rng = np.random.default_rng(21)
@@ -341,34 +407,60 @@ def test_convolve_image_matches_numpy(device_caps, kernel_context, queue, method
     if separable:
         weights[0, fx:] = 0
         weights[1, fy:] = 0
-    w = WeightImage(kernel_context, weights, center=center, separable=separable,
-                    filter_size=shape if separable else None)  # fmt: skip
+    w = WeightImage(
+        kernel_context,
+        weights,
+        center=center,
+        separable=separable,
+        filter_size=shape if separable else None,
+    )
     width, height = size
     pixels = rng.random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
-    qcom_ext.convolve_image(queue, upload(kernel_context, pixels), w, dst, sampler=addressing,
-                            method=method, block=method_block or block,
-                            local_size=local)  # fmt: skip
+    qcom_ext.convolve_image(
+        queue,
+        upload(kernel_context, pixels),
+        w,
+        dst,
+        sampler=addressing,
+        method=method,
+        block=method_block or block,
+        local_size=local,
+    )
     grid = np.stack(np.meshgrid(np.arange(width), np.arange(height)), -1).reshape(-1, 2)
-    expected = hof_reference.convolve(pixels, grid, w.weights, center=center,
-                                      separable=separable, filter_size=shape,
-                                      addressing=addressing).reshape(height, width, 4)  # fmt: skip
+    expected = hof_reference.convolve(
+        pixels,
+        grid,
+        w.weights,
+        center=center,
+        separable=separable,
+        filter_size=shape,
+        addressing=addressing,
+    ).reshape(height, width, 4)
     np.testing.assert_allclose(download(queue, dst), expected, atol=tolerance(w.weights))
 
 
-@pytest.mark.parametrize(("method", "local", "block"), METHODS,
-                         ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("method", "local", "block"), METHODS, ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"]
+)
 @pytest.mark.parametrize("size", [(7.0, 7.0), (2.0, 2.0), (2.5, 3.25), (0.5, 1.0), (16.0, 15.9)])
-def test_box_filter_image_matches_numpy(device_caps, kernel_context, queue, method, local, block,
-                                        size):  # fmt: skip
+def test_box_filter_image_matches_numpy(
+    device_caps, kernel_context, queue, method, local, block, size
+):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     width, height = 35, 22
     pixels = np.random.default_rng(4).random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
-    qcom_ext.box_filter_image(queue, upload(kernel_context, pixels), box_size(*size,
-                              device=kernel_context), dst, method=method, block=block,
-                              local_size=local)  # fmt: skip
+    qcom_ext.box_filter_image(
+        queue,
+        upload(kernel_context, pixels),
+        box_size(*size, device=kernel_context),
+        dst,
+        method=method,
+        block=block,
+        local_size=local,
+    )
     grid = np.stack(np.meshgrid(np.arange(width), np.arange(height)), -1).reshape(-1, 2)
     expected = hof_reference.box_filter(pixels, grid, size).reshape(height, width, 4)
     np.testing.assert_allclose(download(queue, dst), expected, atol=2e-6)
@@ -383,8 +475,9 @@ def test_box_window_matches_reference_weights():
 
 @pytest.mark.parametrize("metric", ["sad", "ssd"])
 @pytest.mark.parametrize(("region", "radius"), [((8, 8), 4), ((3, 5), 2), ((16, 4), 0)])
-def test_block_match_image_finds_the_motion(device_caps, kernel_context, queue, metric,
-                                            region, radius):  # fmt: skip
+def test_block_match_image_finds_the_motion(
+    device_caps, kernel_context, queue, metric, region, radius
+):
     """Pixel values k/256 sum exactly in float32, so vectors and costs are exact."""
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
@@ -393,9 +486,14 @@ def test_block_match_image_finds_the_motion(device_caps, kernel_context, queue, 
     target = (rng.integers(0, 256, (height, width, 4)) / 256).astype(np.float32)
     reference = np.roll(target, (2, -3), axis=(0, 1))
     reference[::7] = 0.5  # some rows that match nothing
-    field = qcom_ext.block_match_image(queue, upload(kernel_context, target),
-                                       upload(kernel_context, reference), region=region,
-                                       radius=radius, metric=metric)  # fmt: skip
+    field = qcom_ext.block_match_image(
+        queue,
+        upload(kernel_context, target),
+        upload(kernel_context, reference),
+        region=region,
+        radius=radius,
+        metric=metric,
+    )
     vectors, costs = field.get(queue)
     expected_vectors, expected_costs = hof_reference.block_match_search(
         target, reference, region, radius, squared=metric == "ssd"
@@ -422,31 +520,51 @@ def any_context():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"weights": np.ones((3, 3)), "center": (1, 3)}, r"center \(1, 3\) is outside the 3x3"),
-     ({"weights": np.ones((3, 3)), "center": (1,)}, "center must be a pair"),
-     ({"weights": np.ones((3, 3)), "center": (1.0, 1)}, "center must be a pair of integers"),
-     ({"weights": np.ones((3, 3)), "center": (-1, 0)}, "center must be a pair of integers >= 0"),
-     ({"weights": np.ones(3), "center": (0, 0)}, r"2-D weights must have shape .* got \(3,\)"),
-     ({"weights": np.ones((2, 3, 3)), "center": (0, 0)}, "2 phases; expected P\\*P slices"),
-     ({"weights": np.ones((8, 3, 3)), "center": (0, 0)}, "8 phases"),
-     ({"weights": np.ones((3, 3)), "center": (0, 0), "dtype": np.float64}, "dtype must be"),
-     ({"weights": np.ones((3, 3)), "center": (0, 0), "dtype": np.int8}, "dtype must be"),
-     ({"weights": [["a"]], "center": (0, 0)}, "real numbers"),
-     ({"weights": np.full((2, 2), np.nan), "center": (0, 0)}, "finite"),
-     ({"weights": np.full((2, 2), 1e6), "center": (0, 0)}, "does not fit in float16"),
-     ({"weights": np.ones((17, 3)), "center": (0, 0)}, "3x17 is larger than 16x16"),
-     ({"weights": np.ones((256, 1, 1)), "center": (0, 0)}, "256 phases is more than 64"),
-     ({"weights": np.ones((3, 3)), "center": (0, 0), "separable": True}, r"shape \(2, n\)"),
-     ({"weights": np.ones((3, 2, 3)), "center": (0, 0), "separable": True},
-      "3 phases; expected a power of two"),
-     ({"weights": np.ones((2, 3)), "center": (0, 0), "separable": True,
-       "filter_size": (2, 3)}, "must be 0"),
-     ({"weights": np.ones((2, 3)), "center": (0, 0), "separable": True,
-       "filter_size": (2, 2)}, "needs rows of max"),
-     ({"weights": np.ones((2, 3)), "center": (0, 0), "separable": 1}, "True or False"),
-     ({"weights": np.ones((3, 3)), "center": (0, 0), "filter_size": (3, 2)},
-      "does not match")],
-)  # fmt: skip
+    [
+        ({"weights": np.ones((3, 3)), "center": (1, 3)}, r"center \(1, 3\) is outside the 3x3"),
+        ({"weights": np.ones((3, 3)), "center": (1,)}, "center must be a pair"),
+        ({"weights": np.ones((3, 3)), "center": (1.0, 1)}, "center must be a pair of integers"),
+        (
+            {"weights": np.ones((3, 3)), "center": (-1, 0)},
+            "center must be a pair of integers >= 0",
+        ),
+        ({"weights": np.ones(3), "center": (0, 0)}, r"2-D weights must have shape .* got \(3,\)"),
+        ({"weights": np.ones((2, 3, 3)), "center": (0, 0)}, "2 phases; expected P\\*P slices"),
+        ({"weights": np.ones((8, 3, 3)), "center": (0, 0)}, "8 phases"),
+        ({"weights": np.ones((3, 3)), "center": (0, 0), "dtype": np.float64}, "dtype must be"),
+        ({"weights": np.ones((3, 3)), "center": (0, 0), "dtype": np.int8}, "dtype must be"),
+        ({"weights": [["a"]], "center": (0, 0)}, "real numbers"),
+        ({"weights": np.full((2, 2), np.nan), "center": (0, 0)}, "finite"),
+        ({"weights": np.full((2, 2), 1e6), "center": (0, 0)}, "does not fit in float16"),
+        ({"weights": np.ones((17, 3)), "center": (0, 0)}, "3x17 is larger than 16x16"),
+        ({"weights": np.ones((256, 1, 1)), "center": (0, 0)}, "256 phases is more than 64"),
+        ({"weights": np.ones((3, 3)), "center": (0, 0), "separable": True}, r"shape \(2, n\)"),
+        (
+            {"weights": np.ones((3, 2, 3)), "center": (0, 0), "separable": True},
+            "3 phases; expected a power of two",
+        ),
+        (
+            {
+                "weights": np.ones((2, 3)),
+                "center": (0, 0),
+                "separable": True,
+                "filter_size": (2, 3),
+            },
+            "must be 0",
+        ),
+        (
+            {
+                "weights": np.ones((2, 3)),
+                "center": (0, 0),
+                "separable": True,
+                "filter_size": (2, 2),
+            },
+            "needs rows of max",
+        ),
+        ({"weights": np.ones((2, 3)), "center": (0, 0), "separable": 1}, "True or False"),
+        ({"weights": np.ones((3, 3)), "center": (0, 0), "filter_size": (3, 2)}, "does not match"),
+    ],
+)
 def test_weight_image_rejects_bad_input(any_context, kwargs, message):
     with pytest.raises(ConfigError, match=message):
         WeightImage(any_context, **kwargs)
@@ -521,8 +639,9 @@ def test_whole_image_references_agree_with_the_point_references(addressing):
         np.testing.assert_allclose(whole, points, rtol=1e-12, atol=1e-12)
     kernel = rng.uniform(-1, 1, (3, 5))
     whole = hof_reference.convolve_image(pixels, kernel, (4, 1), addressing)
-    points = hof_reference.convolve(pixels, grid, kernel[None], center=(4, 1),
-                                    addressing=addressing).reshape(9, 13, 4)  # fmt: skip
+    points = hof_reference.convolve(
+        pixels, grid, kernel[None], center=(4, 1), addressing=addressing
+    ).reshape(9, 13, 4)
     np.testing.assert_allclose(whole, points, rtol=1e-12, atol=1e-12)
 
 
@@ -574,8 +693,15 @@ def test_native_branches_compile_against_the_builtins_declarations(kernel_contex
 
     text = (kernels_dir() / source).read_text() if source.endswith(".cl") else SOURCE
     program = cl.Program(kernel_context, NATIVE_STUBS + "#include <qcom_ext.h>\n" + text)
-    options = ["-I", str(kernels_dir()), "-DQCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops",
-               "-DQE_FX=5", "-DQE_FY=5", "-DQE_OX=-2", "-DQE_OY=-2"]  # fmt: skip
+    options = [
+        "-I",
+        str(kernels_dir()),
+        "-DQCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops",
+        "-DQE_FX=5",
+        "-DQE_FY=5",
+        "-DQE_OX=-2",
+        "-DQE_OY=-2",
+    ]
     built = program.build(options=options)
     names = {k.function_name for k in built.all_kernels()}
     if source.endswith(".cl"):  # the portable-only tiled search is left out natively

@@ -1,4 +1,4 @@
-"""benchmarks/cases_bicubic.py: its cases run on a small image and compute the upscale."""
+"""The benchmark cases of cases_bicubic: its cases run on a small image and compute the upscale."""
 
 from __future__ import annotations
 

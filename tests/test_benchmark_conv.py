@@ -1,4 +1,4 @@
-"""benchmarks/cases_conv.py: the runner's cases run, the script's measurements and
+"""qcom_ext/tools/bench/cases_conv.py: the runner's cases run, the script's measurements and
 summary are well-formed (no timing checks: this VM's numbers mean nothing)."""
 
 from __future__ import annotations
@@ -16,8 +16,14 @@ def conv_module():
 
 def test_cases_are_declared_for_the_runner(conv_module):
     names = [s["name"] for s in conv_module._SPECS]
-    assert names == ["conv_copy", "conv_depthwise", "conv_1x1", "conv_kxk_image",
-                     "conv_kxk_tiled", "conv_int8"]  # fmt: skip
+    assert names == [
+        "conv_copy",
+        "conv_depthwise",
+        "conv_1x1",
+        "conv_kxk_image",
+        "conv_kxk_tiled",
+        "conv_int8",
+    ]
     assert {s["group"] for s in conv_module._SPECS} == {"conv"}
     assert [s["name"] for s in conv_module._SPECS if s["baseline"]] == ["conv_copy"]
 
@@ -35,12 +41,24 @@ def test_summary_medians_and_verdicts(conv_module):
         {"layer": "a", "kind": "1x1", "variant": "tile 2x4", "gain": 1.0, "vs_torch": 0.3},
         {"layer": "a", "kind": "1x1", "variant": "tile 4x8", "gain": 1.2, "vs_torch": 0.7},
         {"layer": "b", "kind": "1x1", "variant": "tile 2x4", "gain": 1.4, "vs_torch": 0.5},
-        {"layer": "c", "kind": "depthwise", "variant": "4 px", "gain": 1.3,
-         "bandwidth_fraction": 0.45, "roofline_fraction": 0.65},
-        {"layer": "c", "kind": "depthwise", "variant": "8 px", "gain": 1.3,
-         "bandwidth_fraction": 0.4, "roofline_fraction": 0.55},
+        {
+            "layer": "c",
+            "kind": "depthwise",
+            "variant": "4 px",
+            "gain": 1.3,
+            "bandwidth_fraction": 0.45,
+            "roofline_fraction": 0.65,
+        },
+        {
+            "layer": "c",
+            "kind": "depthwise",
+            "variant": "8 px",
+            "gain": 1.3,
+            "bandwidth_fraction": 0.4,
+            "roofline_fraction": 0.55,
+        },
         {"layer": "d", "kind": "conv", "variant": "tiled", "gain": 1.0},
-    ]  # fmt: skip
+    ]
     summary = conv_module.summarise(rows)
     assert summary["pointwise_vs_torch"] == pytest.approx(0.6)  # best tiles: 0.7 and 0.5
     assert summary["pointwise_mace_vs_torch"] == pytest.approx(0.4)
@@ -56,24 +74,46 @@ def test_summary_medians_and_verdicts(conv_module):
 
 
 @pytest.mark.slow
-def test_small_run_writes_json_and_markdown(conv_module, device_caps, kernel_context,
-                                            tmp_path, monkeypatch):  # fmt: skip
+def test_small_run_writes_json_and_markdown(
+    conv_module, device_caps, kernel_context, tmp_path, monkeypatch
+):
     from test_samples import device_spec
 
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label}: the depthwise layers need images")
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
     out_json, out_md = tmp_path / "conv.json", tmp_path / "conv.md"
-    code = conv_module.main(["--device", device_spec(device_caps), "--small", "--rounds", "2",
-                             "--budget-s", "0.2", "--kinds", "depthwise,1x1,conv", "--no-torch",
-                             "--json", str(out_json), "--markdown", str(out_md)])  # fmt: skip
+    code = conv_module.main(
+        [
+            "--device",
+            device_spec(device_caps),
+            "--small",
+            "--rounds",
+            "2",
+            "--budget-s",
+            "0.2",
+            "--kinds",
+            "depthwise,1x1,conv",
+            "--no-torch",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        ]
+    )
     assert code == 0
     data = json.loads(out_json.read_text())
     assert data["bandwidth"]["buffer_copy_Bps"] > 0
     variants = {(r["kind"], r["variant"]) for r in data["rows"]}
-    assert {("1x1", "tile 2x4"), ("1x1", "tile 4x8"), ("1x1", "tile 8x8"),
-            ("depthwise", "4 px"), ("depthwise", "8 px"), ("conv", "image"),
-            ("conv", "tiled")} <= variants  # fmt: skip
+    assert {
+        ("1x1", "tile 2x4"),
+        ("1x1", "tile 4x8"),
+        ("1x1", "tile 8x8"),
+        ("depthwise", "4 px"),
+        ("depthwise", "8 px"),
+        ("conv", "image"),
+        ("conv", "tiled"),
+    } <= variants
     for row in data["rows"]:
         assert row["tuned_ns"] > 0 and row["gflops"] > 0
         assert row["gflops"] == pytest.approx(row["flops"] / row["tuned_ns"])

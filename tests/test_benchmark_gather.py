@@ -1,4 +1,4 @@
-"""benchmarks/cases_gather.py: its cases compute what they claim (no timing checks)."""
+"""qcom_ext/tools/bench/cases_gather.py: its cases compute what they claim (no timing checks)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,11 @@ def test_cases_are_declared_for_the_runner(cases_module):
 
 
 def test_copy_and_downscales_compute_their_results(small, device_caps):
-    cases = [("gather_image_copy", small.setup_copy, small.run_copy),
-             ("gather_downscale", small.setup_gather, small.run_downscale),
-             ("read_downscale", small.setup_read, small.run_downscale)]  # fmt: skip
+    cases = [
+        ("gather_image_copy", small.setup_copy, small.run_copy),
+        ("gather_downscale", small.setup_gather, small.run_downscale),
+        ("read_downscale", small.setup_read, small.run_downscale),
+    ]
     for name, setup, run in cases:
         state = setup(device_caps)
         run(state)

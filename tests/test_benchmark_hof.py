@@ -1,4 +1,4 @@
-"""benchmarks/cases_hof.py: its cases run on a small image, the throughput table adds up,
+"""qcom_ext/tools/bench/cases_hof.py: its cases run on a small image, the throughput table adds up,
 and the torch / OpenCV comparisons compute what they claim (where those libraries exist)."""
 
 from __future__ import annotations
@@ -22,30 +22,45 @@ def names(cases):
 
 
 def test_cases_are_declared_for_the_runner(hof):
-    assert names(hof.CASES)[:8] == ["image_copy", "convolve_5x5", "convolve_5x5_blocked",
-                                    "convolve_5x5_per_pixel", "box_7x7", "box_7x7_blocked",
-                                    "box_7x7_per_pixel", "block_match_8x8"]  # fmt: skip
-    baselines = [n for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
-                 if (c.get("baseline") if isinstance(c, dict) else c.baseline)]  # fmt: skip
+    assert names(hof.CASES)[:8] == [
+        "image_copy",
+        "convolve_5x5",
+        "convolve_5x5_blocked",
+        "convolve_5x5_per_pixel",
+        "box_7x7",
+        "box_7x7_blocked",
+        "box_7x7_per_pixel",
+        "block_match_8x8",
+    ]
+    baselines = [
+        n
+        for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
+        if (c.get("baseline") if isinstance(c, dict) else c.baseline)
+    ]
     assert baselines == ["image_copy"]
     assert hof.parse_size(None) == (3840, 2160) and hof.parse_size("640x360") == (640, 360)
     with pytest.raises(ValueError, match="too small"):
         hof.parse_size("8x8")
 
 
-def test_opencl_cases_run_and_compute_the_operations(hof, device_caps, kernel_context,
-                                                     monkeypatch):  # fmt: skip
+def test_opencl_cases_run_and_compute_the_operations(
+    hof, device_caps, kernel_context, monkeypatch
+):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     monkeypatch.setenv(hof.SIZE_ENV, "x".join(map(str, SMALL)))
     monkeypatch.setattr(hof, "LAUNCHES", 1)
-    cases = {n: c for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
-             if not n.startswith(("torch", "opencv"))}  # fmt: skip
+    cases = {
+        n: c
+        for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
+        if not n.startswith(("torch", "opencv"))
+    }
     from qcom_ext.ext.accelerated.whole_image import read_rgba_image
 
     for name, case in cases.items():
-        setup, run = (case["setup"], case["run"]) if isinstance(case, dict) else (
-            case.setup, case.run)  # fmt: skip
+        setup, run = (
+            (case["setup"], case["run"]) if isinstance(case, dict) else (case.setup, case.run)
+        )
         state = setup(device_caps)
         run(state)
         pixels = state["pixels"]
@@ -53,17 +68,20 @@ def test_opencl_cases_run_and_compute_the_operations(hof, device_caps, kernel_co
             assert np.array_equal(read_rgba_image(state["queue"], state["dst"]), pixels)
         elif name.startswith("box"):
             want = hof_reference.box_filter_image(pixels, (7, 7))
-            np.testing.assert_allclose(read_rgba_image(state["queue"], state["dst"]), want,
-                                       atol=1e-5)  # fmt: skip
+            np.testing.assert_allclose(
+                read_rgba_image(state["queue"], state["dst"]), want, atol=1e-5
+            )
         elif name.startswith("convolve"):
             weights = state["weights"]
             want = hof_reference.convolve_image(pixels, weights.kernel_2d(), weights.center)
-            np.testing.assert_allclose(read_rgba_image(state["queue"], state["dst"]), want,
-                                       atol=1e-4)  # fmt: skip
+            np.testing.assert_allclose(
+                read_rgba_image(state["queue"], state["dst"]), want, atol=1e-4
+            )
         else:
             vectors, _ = state["field"].get(state["queue"])
-            want, _ = hof_reference.block_match_search(pixels, state["reference_pixels"],
-                                                       hof.BLOCK, hof.RADIUS)  # fmt: skip
+            want, _ = hof_reference.block_match_search(
+                pixels, state["reference_pixels"], hof.BLOCK, hof.RADIUS
+            )
             assert np.array_equal(vectors, want)
 
 
@@ -87,7 +105,10 @@ def test_throughput_table(hof, device_caps, kernel_context):
     summary = hof.summary(rows, buffer_Bps).splitlines()
     assert summary[0].startswith("| operation | qcom_ext (default method) | of image copy |")
     assert [line.split(" | ")[0] for line in summary[2:]] == [
-        "| 5x5 convolution", "| 7x7 box filter", "| 8x8 block match, r=4"]  # fmt: skip
+        "| 5x5 convolution",
+        "| 7x7 box filter",
+        "| 8x8 block match, r=4",
+    ]
     conv = next(r for r in rows if r["operation"] == "5x5 convolution")
     cells = summary[2].split(" | ")
     assert cells[1].startswith(conv["implementation"])  # the default method comes first
@@ -95,12 +116,14 @@ def test_throughput_table(hof, device_caps, kernel_context):
     assert float(cells[3]) == pytest.approx(conv["of_copy"] / 2, abs=0.006)
 
 
-def test_sweep_times_every_block_and_local_size(hof, device_caps, kernel_context,
-                                                monkeypatch):  # fmt: skip
+def test_sweep_times_every_block_and_local_size(hof, device_caps, kernel_context, monkeypatch):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    monkeypatch.setattr(hof, "SWEEP", {"blocked": (((1, 1), (4, 2)), ((8, 8),)),
-                                       "tiled": (((1, 4),), ((8, 4), (4096, 4096)))})  # fmt: skip
+    monkeypatch.setattr(
+        hof,
+        "SWEEP",
+        {"blocked": (((1, 1), (4, 2)), ((8, 8),)), "tiled": (((1, 4),), ((8, 4), (4096, 4096)))},
+    )
     monkeypatch.setattr(hof, "torch_cuda", lambda: None)
     monkeypatch.setattr(hof, "opencv", lambda: None)
     rows = hof.measure(device_caps, SMALL, rounds=1, sweep=True)
@@ -117,11 +140,12 @@ def test_opencv_comparisons(hof):
     pixels = (rng.integers(0, 256, (40, 48, 4)) / 256).astype(np.float32)
     reference = np.roll(pixels, (1, -2), axis=(0, 1))
     c = hof.cv_state(cv2, pixels, reference)
-    np.testing.assert_allclose(hof.cv_box(c), hof_reference.box_filter_image(pixels, (7, 7)),
-                               atol=1e-5)  # fmt: skip
-    np.testing.assert_allclose(hof.cv_conv(c),
-                               hof_reference.convolve_image(pixels, c["kernel"], (2, 2)),
-                               atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        hof.cv_box(c), hof_reference.box_filter_image(pixels, (7, 7)), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        hof.cv_conv(c), hof_reference.convolve_image(pixels, c["kernel"], (2, 2)), atol=1e-4
+    )
     best = hof.cv_sad(c) * 64  # INTER_AREA averages the 8x8 block
     _, costs = hof_reference.block_match_search(pixels, reference, hof.BLOCK, hof.RADIUS)
     inner = np.isfinite(costs)
@@ -136,12 +160,14 @@ def test_torch_comparisons(hof):
     reference = np.roll(pixels, (1, -2), axis=(0, 1))
     t = hof.torch_state(torch, pixels, reference, device="cpu")
     box = hof.torch_box(t)[0].numpy().transpose(1, 2, 0)
-    np.testing.assert_allclose(box, hof_reference.box_filter_image(pixels, (7, 7), "clamp"),
-                               atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        box, hof_reference.box_filter_image(pixels, (7, 7), "clamp"), atol=1e-5
+    )
     kernel = t["weight"][0, 0].numpy()
     conv = hof.torch_conv(t)[0].numpy().transpose(1, 2, 0)
-    np.testing.assert_allclose(conv, hof_reference.convolve_image(pixels, kernel, (2, 2),
-                                                                  "clamp"), atol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        conv, hof_reference.convolve_image(pixels, kernel, (2, 2), "clamp"), atol=1e-4
+    )
     index = hof.torch_sad(t)[0].numpy().reshape(5, 6)
     vectors, _ = hof_reference.block_match_search(pixels, reference, hof.BLOCK, hof.RADIUS)
     side = 2 * hof.RADIUS + 1

@@ -1,4 +1,4 @@
-"""benchmarks/cases_host_ptr.py: its cases run and compute the same thing (no timing)."""
+"""qcom_ext/tools/bench/cases_host_ptr.py: its cases run and compute the same thing (no timing)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/cases_memory.py: every case runs and computes what it claims (no timing)."""
+"""The benchmark cases of cases_memory: every case runs and computes what it claims (no timing)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,11 @@ def test_groups_and_baselines(cases):
 def test_handoffs_keep_the_pixels(small, device_caps, cl_context):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    for setup, run in ((small.setup_raw, small.run_raw_copy),
-                       (small.setup_pair, small.run_pair_sync),
-                       (small.setup_pair, small.run_host_staged)):  # fmt: skip
+    for setup, run in (
+        (small.setup_raw, small.run_raw_copy),
+        (small.setup_pair, small.run_pair_sync),
+        (small.setup_pair, small.run_host_staged),
+    ):
         state = setup(device_caps)
         run(state)
         run(state)

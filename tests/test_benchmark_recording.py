@@ -1,4 +1,4 @@
-"""benchmarks/cases_recording.py: its cases run and compute the same thing (no timing)."""
+"""The benchmark cases of cases_recording: its cases run and compute the same thing (no timing)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ def test_cases_are_declared_for_the_runner(cases_module):
         assert name == spec["name"] and callable(spec["setup"]) and callable(spec["run"])
 
 
-def test_every_case_runs_the_same_pipeline(cases_module, device_caps, kernel_context,
-                                           monkeypatch):  # fmt: skip
+def test_every_case_runs_the_same_pipeline(cases_module, device_caps, kernel_context, monkeypatch):
     monkeypatch.setattr(cases_module, "REPLAYS", 3)
     results = {}
     for spec in cases_module._SPECS:

@@ -34,9 +34,15 @@ CAPS = DeviceCaps.from_info(
 
 CASES = [
     Case("sleep0", "synthetic", lambda caps: None, lambda _: time.sleep(0), baseline=True),
-    Case("busy", "synthetic", lambda caps: 200, lambda n: sum(range(n)), note="busy loop",
-         target=Target(10.0)),
-]  # fmt: skip
+    Case(
+        "busy",
+        "synthetic",
+        lambda caps: 200,
+        lambda n: sum(range(n)),
+        note="busy loop",
+        target=Target(10.0),
+    ),
+]
 
 
 def test_runner_outputs_stamps_and_ratios(tmp_path: Path) -> None:
@@ -75,11 +81,16 @@ def test_selection_keeps_baseline_and_names_unknown_cases(capsys) -> None:
 
 def test_work_becomes_rates_and_compare_gives_speedups(tmp_path: Path) -> None:
     cases = [
-        Case("copy", "rates", lambda caps: 1e6, lambda n: time.sleep(0.001), baseline=True,
-             work=lambda n: {"bytes": n, "pixels": n / 4}),
-        Case("math", "rates", lambda caps: None, lambda _: time.sleep(0.001),
-             work={"flops": 2e6}),
-    ]  # fmt: skip
+        Case(
+            "copy",
+            "rates",
+            lambda caps: 1e6,
+            lambda n: time.sleep(0.001),
+            baseline=True,
+            work=lambda n: {"bytes": n, "pixels": n / 4},
+        ),
+        Case("math", "rates", lambda caps: None, lambda _: time.sleep(0.001), work={"flops": 2e6}),
+    ]
     report = measure(cases, CAPS, rounds=2, batch_s=0.001)
     rates = {r.name: r.throughput for r in report.results}
     copy = next(r for r in report.results if r.name == "copy")

@@ -169,8 +169,18 @@ def test_update_doc_replaces_a_block_in_place_and_idempotently(tmp_path, monkeyp
     spec = device_spec(device_caps)
     monkeypatch.setenv("PYOPENCL_CTX", spec)  # main() sets it; restored after the test
     begin = "<!-- bench pocl-3.1-cpu probe,startup -->"
-    args = ["probe", "startup", "--device", spec, "--rounds", "1", "--batch-ms", "1",
-            "--doc-key", "pocl-3.1-cpu"]  # fmt: skip
+    args = [
+        "probe",
+        "startup",
+        "--device",
+        spec,
+        "--rounds",
+        "1",
+        "--batch-ms",
+        "1",
+        "--doc-key",
+        "pocl-3.1-cpu",
+    ]
     before, once, twice = _replace_twice(tmp_path, args)
     first = _check_replaced_in_place(before, once, begin, device_caps.label)
     second = _check_replaced_in_place(before, twice, begin, device_caps.label)

@@ -24,11 +24,45 @@ __kernel void mad_bf16(__global const ushort *a, __global const ushort *b,
     out[i] = qcom_mad32_bf16(a[i], b[i], acc[i]);
 }
 """
-SPECIAL_BF16 = [0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x3F80, 0xBF80, 0x4000, 0x7F7F,
-                0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x3F81, 0x0040]  # fmt: skip
-SPECIAL_F32 = np.array([0.0, -0.0, 1.0, -1.0, 3.0, np.inf, -np.inf, np.nan, 1e-45, -1e-40,
-                        1.17549435e-38, 3.4028235e38, -3.4028235e38, 2.0**-133, 65504.0],
-                       np.float32)  # fmt: skip
+SPECIAL_BF16 = [
+    0x0000,
+    0x8000,
+    0x0001,
+    0x807F,
+    0x0080,
+    0x3F80,
+    0xBF80,
+    0x4000,
+    0x7F7F,
+    0xFF7F,
+    0x7F80,
+    0xFF80,
+    0x7FC0,
+    0xFFC1,
+    0x7F81,
+    0x3F81,
+    0x0040,
+]
+SPECIAL_F32 = np.array(
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        3.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1e-45,
+        -1e-40,
+        1.17549435e-38,
+        3.4028235e38,
+        -3.4028235e38,
+        2.0**-133,
+        65504.0,
+    ],
+    np.float32,
+)
 
 
 def test_host_conversions():
@@ -96,8 +130,10 @@ class Mad:
         mf = cl.mem_flags
         a, b = np.asarray(a, np.uint16), np.asarray(b, np.uint16)
         acc = np.asarray(acc, np.float32)
-        bufs = [cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
-                for x in (a, b, acc)]  # fmt: skip
+        bufs = [
+            cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+            for x in (a, b, acc)
+        ]
         out = cl.Buffer(self.context, mf.WRITE_ONLY, 4 * len(a))
         self.kernel.set_args(*bufs, out)
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, (len(a),), None)
@@ -112,10 +148,15 @@ class Mad:
             ok |= same(np.abs(got), np.abs(flushed_reference(a, b, np.float32(acc))))
         bad = np.flatnonzero(~ok)
         assert not len(bad), [
-            (hex(int(a[i])), hex(int(b[i])), float(acc[i]), float(got[i]),
-             float(mad32_bf16(a[i], b[i], acc[i])))
+            (
+                hex(int(a[i])),
+                hex(int(b[i])),
+                float(acc[i]),
+                float(got[i]),
+                float(mad32_bf16(a[i], b[i], acc[i])),
+            )
             for i in bad[:5]
-        ]  # fmt: skip
+        ]
 
 
 def has_denormals(caps) -> bool:
@@ -136,10 +177,14 @@ def test_matches_numpy_on_random_bits(device_caps, kernel_context):
     denormals = has_denormals(device_caps)
     f32 = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
 
-    @settings(max_examples=60, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
-    @given(st.lists(st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), f32),
-                    min_size=1, max_size=64))  # fmt: skip
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        st.lists(
+            st.tuples(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), f32), min_size=1, max_size=64
+        )
+    )
     def check(triples):
         a, b, acc = (np.array(column) for column in zip(*triples, strict=True))
         mad.check(a.astype(np.uint16), b.astype(np.uint16), acc.astype(np.float32), denormals)

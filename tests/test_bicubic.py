@@ -56,8 +56,9 @@ def test_reference_weights_and_values():
     """The numpy reference itself, on values computed by hand from the guide."""
     np.testing.assert_array_equal(catmull_rom_weights(0.0), [0, 1, 0, 0])
     np.testing.assert_array_equal(catmull_rom_weights(0.5), [-0.0625, 0.5625, 0.5625, -0.0625])
-    np.testing.assert_allclose(catmull_rom_weights(0.25),
-                               [-0.0703125, 0.8671875, 0.2265625, -0.0234375])  # fmt: skip
+    np.testing.assert_allclose(
+        catmull_rom_weights(0.25), [-0.0703125, 0.8671875, 0.2265625, -0.0234375]
+    )
     a = np.linspace(0, 1, 11)
     np.testing.assert_allclose(catmull_rom_weights(a).sum(-1), 1.0)  # a partition of unity
     image = np.arange(20.0).reshape(4, 5, 1)
@@ -87,16 +88,20 @@ class Bicubic:
     def image(self, pixels: np.ndarray, fmt=RGBA_FLOAT) -> cl.Image:
         h, w = pixels.shape[:2]
         flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-        return cl.create_image(self.context, flags, fmt, shape=(w, h),
-                               hostbuf=np.ascontiguousarray(pixels))  # fmt: skip
+        return cl.create_image(
+            self.context, flags, fmt, shape=(w, h), hostbuf=np.ascontiguousarray(pixels)
+        )
 
     def run(self, image: cl.Image, sampler, coords: np.ndarray) -> np.ndarray:
         coords = np.ascontiguousarray(coords, np.float32)
         mf = cl.mem_flags
         coord_buf = cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=coords)
         out_buf = cl.Buffer(self.context, mf.WRITE_ONLY, 16 * len(coords))
-        args = (image, coord_buf, out_buf) if sampler is None else (image, sampler, coord_buf,
-                                                                     out_buf)  # fmt: skip
+        args = (
+            (image, coord_buf, out_buf)
+            if sampler is None
+            else (image, sampler, coord_buf, out_buf)
+        )
         self.kernel.set_args(*args)
         cl.enqueue_nd_range_kernel(self.queue, self.kernel, (len(coords),), None)
         out = np.empty((len(coords), 4), np.float32)
@@ -120,13 +125,28 @@ def test_golden_points(device_caps, kernel_context, normalized):
     run = Bicubic(kernel_context, defines={"QCOM_EXT_BICUBIC_NORMALIZED": int(normalized)})
     pixels = np.random.default_rng(5).uniform(-1, 1, (6, 7, 4)).astype(np.float32)
     image = run.image(pixels)
-    points = np.array([(2.5, 3.5), (3.0, 3.5), (2.5, 2.0), (0.5, 0.5), (1.0, 1.5), (6.9, 5.9),
-                       (-3.0, 2.5), (2.25, 4.75)], np.float64)  # fmt: skip
+    points = np.array(
+        [
+            (2.5, 3.5),
+            (3.0, 3.5),
+            (2.5, 2.0),
+            (0.5, 0.5),
+            (1.0, 1.5),
+            (6.9, 5.9),
+            (-3.0, 2.5),
+            (2.25, 4.75),
+        ],
+        np.float64,
+    )
     scale = np.array([7.0, 6.0]) if normalized else np.ones(2)
     out = run.run(image, make_sampler(kernel_context, normalized, "clamp"), points / scale)
     assert np.allclose(out[0], pixels[3, 2], atol=1e-6)  # a texel centre: that texel
-    halfway = -0.0625 * pixels[3, 1] + 0.5625 * pixels[3, 2] + 0.5625 * pixels[3, 3] \
-        - 0.0625 * pixels[3, 4]  # fmt: skip
+    halfway = (
+        -0.0625 * pixels[3, 1]
+        + 0.5625 * pixels[3, 2]
+        + 0.5625 * pixels[3, 3]
+        - 0.0625 * pixels[3, 4]
+    )
     assert np.allclose(out[1], halfway, atol=1e-6)
     assert np.allclose(out[6], 0.0)  # far outside: only border texels
     np.testing.assert_allclose(out, bicubic(pixels, points), atol=tolerance(pixels))
@@ -170,13 +190,18 @@ def test_unorm8_images(device_caps, kernel_context):
     texels = np.random.default_rng(3).integers(0, 256, (9, 8, 4), dtype=np.uint8)
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
     points = np.random.default_rng(4).uniform(-1, 10, (100, 2))
-    out = run.run(run.image(texels, fmt), make_sampler(kernel_context, True, "clamp"),
-                  points / np.array([8.0, 9.0]))  # fmt: skip
+    out = run.run(
+        run.image(texels, fmt),
+        make_sampler(kernel_context, True, "clamp"),
+        points / np.array([8.0, 9.0]),
+    )
     np.testing.assert_allclose(out, bicubic(texels / 255.0, points), atol=1e-5)
 
 
-ADDRESSING = {False: ["clamp", "clamp_to_edge", "none"],
-              True: ["clamp", "clamp_to_edge", "repeat", "mirrored_repeat"]}  # fmt: skip
+ADDRESSING = {
+    False: ["clamp", "clamp_to_edge", "none"],
+    True: ["clamp", "clamp_to_edge", "repeat", "mirrored_repeat"],
+}
 
 
 @pytest.mark.parametrize("normalized", [False, True], ids=["texel", "normalized"])
@@ -185,8 +210,9 @@ def test_matches_numpy_on_random_images(device_caps, kernel_context, normalized)
     run = Bicubic(kernel_context, defines={"QCOM_EXT_BICUBIC_NORMALIZED": int(normalized)})
     samplers = {a: make_sampler(kernel_context, normalized, a) for a in ADDRESSING[normalized]}
 
-    @settings(max_examples=40, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
     @given(
         shape=st.tuples(st.integers(1, 9), st.integers(1, 9)),
         addressing=st.sampled_from(ADDRESSING[normalized]),
@@ -195,12 +221,14 @@ def test_matches_numpy_on_random_images(device_caps, kernel_context, normalized)
     def check(shape, addressing, data):
         h, w = shape
         values = st.floats(-1000, 1000, allow_nan=False, width=32)
-        pixels = np.array(data.draw(st.lists(values, min_size=h * w * 4, max_size=h * w * 4)),
-                          np.float32).reshape(h, w, 4)  # fmt: skip
+        pixels = np.array(
+            data.draw(st.lists(values, min_size=h * w * 4, max_size=h * w * 4)), np.float32
+        ).reshape(h, w, 4)
         xs = st.floats(-3.0, w + 3.0, width=32)
         ys = st.floats(-3.0, h + 3.0, width=32)
-        points = np.array(data.draw(st.lists(st.tuples(xs, ys), min_size=1, max_size=24)),
-                          np.float32)  # fmt: skip
+        points = np.array(
+            data.draw(st.lists(st.tuples(xs, ys), min_size=1, max_size=24)), np.float32
+        )
         if normalized:
             coords = points / np.array([w, h], np.float32)
             texel_space = coords.astype(np.float64) * np.float32([w, h])  # as the kernel does
@@ -208,15 +236,18 @@ def test_matches_numpy_on_random_images(device_caps, kernel_context, normalized)
             coords, texel_space = points, points.astype(np.float64)
         if addressing == "none":  # outside texels are undefined with CLK_ADDRESS_NONE
             texel_space = texel_space[
-                (texel_space[:, 0] >= 1.5) & (texel_space[:, 0] <= w - 1.5)
-                & (texel_space[:, 1] >= 1.5) & (texel_space[:, 1] <= h - 1.5)
-            ]  # fmt: skip
+                (texel_space[:, 0] >= 1.5)
+                & (texel_space[:, 0] <= w - 1.5)
+                & (texel_space[:, 1] >= 1.5)
+                & (texel_space[:, 1] <= h - 1.5)
+            ]
             if not len(texel_space):
                 return
             coords = texel_space / np.array([w, h]) if normalized else texel_space
         out = run.run(run.image(pixels), samplers[addressing], coords)
-        expected = bicubic(pixels, texel_space,
-                           addressing="clamp" if addressing == "none" else addressing)  # fmt: skip
+        expected = bicubic(
+            pixels, texel_space, addressing="clamp" if addressing == "none" else addressing
+        )
         np.testing.assert_allclose(out, expected, atol=tolerance(pixels), rtol=0)
 
     check()
@@ -262,8 +293,10 @@ def test_native_path_is_the_sampler_read():
 def test_fallback_redirect_picks_three_argument_reads_only():
     flags = ["-DQCOM_EXT_BICUBIC_NORMALIZED=0", "-DQCOM_EXT_BICUBIC_READ_IMAGEF"]
     text = preprocess("read_imagef(i, s, c); read_imagef(i, c); read_imagef(i, s, c, l);", flags)
-    assert text == whole("qcom_ext_read_imagef_bicubic((i), (s), (c), (0)); "
-                         "read_imagef(i, c); read_imagef(i, s, c, l);")  # fmt: skip
+    assert text == whole(
+        "qcom_ext_read_imagef_bicubic((i), (s), (c), (0)); "
+        "read_imagef(i, c); read_imagef(i, s, c, l);"
+    )
     assert preprocess("QCOM_CLK_FILTER_BICUBIC", flags) == "CLK_FILTER_NEAREST"
     assert preprocess("read_imagef(i, s, c)", flags[:1]) == "read_imagef(i, s, c)"  # opt-in
 
@@ -273,8 +306,10 @@ def test_fallback_redirect_picks_three_argument_reads_only():
 
 def test_fallback_sampler_warns_once_and_is_nearest(device_caps, cl_context):
     if device_caps.path("cl_qcom_filter_bicubic") != "fallback":
-        pytest.skip(f"{device_caps.label}: cl_qcom_filter_bicubic is "
-                    f"{device_caps.path('cl_qcom_filter_bicubic')}")  # fmt: skip
+        pytest.skip(
+            f"{device_caps.label}: cl_qcom_filter_bicubic is "
+            f"{device_caps.path('cl_qcom_filter_bicubic')}"
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         made = qcom_ext.create_sampler(cl_context, normalized=True, addressing="mirrored_repeat")
@@ -291,8 +326,9 @@ def test_fallback_sampler_warns_once_and_is_nearest(device_caps, cl_context):
 def test_plain_filters_need_no_extension(device_caps, cl_context, filter_mode):
     with warnings.catch_warnings():
         warnings.simplefilter("error", QcomExtWarning)
-        made = qcom_ext.create_sampler(cl_context, normalized=False, addressing="CL_ADDRESS_NONE",
-                                       filter=filter_mode)  # fmt: skip
+        made = qcom_ext.create_sampler(
+            cl_context, normalized=False, addressing="CL_ADDRESS_NONE", filter=filter_mode
+        )
     expected = (
         cl.filter_mode.NEAREST if filter_mode in ("nearest", 0x1140) else cl.filter_mode.LINEAR
     )
@@ -302,12 +338,14 @@ def test_plain_filters_need_no_extension(device_caps, cl_context, filter_mode):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"normalized": 1, "addressing": "clamp"}, "normalized must be True or False"),
-     ({"normalized": True, "addressing": "wrap"}, "addressing 'wrap' is not one of"),
-     ({"normalized": True, "addressing": "clamp", "filter": "cubic"}, "filter 'cubic'"),
-     ({"normalized": True, "addressing": 0x9999}, "addressing 39321"),
-     ({"normalized": False, "addressing": "repeat"}, "needs normalized=True")],
-)  # fmt: skip
+    [
+        ({"normalized": 1, "addressing": "clamp"}, "normalized must be True or False"),
+        ({"normalized": True, "addressing": "wrap"}, "addressing 'wrap' is not one of"),
+        ({"normalized": True, "addressing": "clamp", "filter": "cubic"}, "filter 'cubic'"),
+        ({"normalized": True, "addressing": 0x9999}, "addressing 39321"),
+        ({"normalized": False, "addressing": "repeat"}, "needs normalized=True"),
+    ],
+)
 def test_bad_arguments(device_caps, cl_context, kwargs, match):
     with pytest.raises(ConfigError, match=match):
         qcom_ext.create_sampler(cl_context, **kwargs)
@@ -349,23 +387,32 @@ def fake_block(calls: list, status: int = 0, info=None, **extra):
         calls.append(("clReleaseSampler", addr(sampler)))
         return 0
 
-    return fake_driver(info or adreno740_device_info(), platform_info(), [],
-                       clGetContextInfo=context_info, clCreateSampler=create,
-                       clReleaseSampler=release, **extra)  # fmt: skip
+    return fake_driver(
+        info or adreno740_device_info(),
+        platform_info(),
+        [],
+        clGetContextInfo=context_info,
+        clCreateSampler=create,
+        clReleaseSampler=release,
+        **extra,
+    )
 
 
 @pytest.mark.skipif(ffi.sizeof("void *") != 8, reason="LP64 layouts")
-@pytest.mark.parametrize(("normalized", "addressing", "token"),
-                         [(True, "clamp", 0x1132), (False, "clamp_to_edge", 0x1131),
-                          (True, "mirrored_repeat", 0x1134)])  # fmt: skip
-def test_native_sampler_is_created_with_the_bicubic_token(fake_adreno, normalized, addressing,
-                                                          token):  # fmt: skip
+@pytest.mark.parametrize(
+    ("normalized", "addressing", "token"),
+    [(True, "clamp", 0x1132), (False, "clamp_to_edge", 0x1131), (True, "mirrored_repeat", 0x1134)],
+)
+def test_native_sampler_is_created_with_the_bicubic_token(
+    fake_adreno, normalized, addressing, token
+):
     calls: list = []
     with warnings.catch_warnings():
         warnings.simplefilter("error", QcomExtWarning)  # native: no warning
         with fake_block(calls):
-            made = qcom_ext.create_sampler(Stand(CTX), normalized=normalized,
-                                           addressing=addressing)  # fmt: skip
+            made = qcom_ext.create_sampler(
+                Stand(CTX), normalized=normalized, addressing=addressing
+            )
     assert made.int_ptr == SAMPLER
     assert calls == [("clCreateSampler", CTX, int(normalized), token, 0x411C)]
 

@@ -15,8 +15,9 @@ import pytest
 
 from qcom_ext._resources import kernels_dir
 
-CLANG = next((c for c in ("clang", *(f"clang-{v}" for v in range(20, 13, -1)))
-              if shutil.which(c)), None)  # fmt: skip
+CLANG = next(
+    (c for c in ("clang", *(f"clang-{v}" for v in range(20, 13, -1))) if shutil.which(c)), None
+)
 
 HALF_SOURCE = """
 #include <qcom_ext.h>
@@ -62,9 +63,21 @@ CONFIGS = {
 def syntax_check(source: str, options: list[str], tmp_path) -> subprocess.CompletedProcess:
     path = tmp_path / "k.cl"
     path.write_text(source)
-    command = [CLANG, "-x", "cl", "-target", "spir64", "-Xclang", "-finclude-default-header",
-               "-fsyntax-only", "-Werror", "-I", str(kernels_dir()), *options,
-               str(path)]  # fmt: skip
+    command = [
+        CLANG,
+        "-x",
+        "cl",
+        "-target",
+        "spir64",
+        "-Xclang",
+        "-finclude-default-header",
+        "-fsyntax-only",
+        "-Werror",
+        "-I",
+        str(kernels_dir()),
+        *options,
+        str(path),
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 

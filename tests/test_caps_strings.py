@@ -58,8 +58,12 @@ def test_every_advertised_qcom_extension_is_native(stem):
 
 def test_adreno740_specifics():
     caps = adreno_caps("adreno740-cl3.0")
-    for name in ("cl_qcom_onchip_global_memory", "cl_qcom_large_buffer",
-                 "cl_qcom_bfloat16_product", "cl_qcom_protected_context"):  # fmt: skip
+    for name in (
+        "cl_qcom_onchip_global_memory",
+        "cl_qcom_large_buffer",
+        "cl_qcom_bfloat16_product",
+        "cl_qcom_protected_context",
+    ):
         assert caps.path(name) == "native"
     # a Linux board: no Android buffer import, and nothing can stand in for it
     assert caps.path("cl_qcom_android_ahardwarebuffer_host_ptr") == "unavailable"
@@ -197,16 +201,22 @@ def test_adreno_model(texts, model):
 @pytest.mark.parametrize(
     ("driver", "compiler"),
     [
-        ("OpenCL 3.0 QUALCOMM build: commit #16c1863 changeid #I6928db2619 Date: 01/19/23 Thu "
-         "Local Branch:  Remote Branch:  Compiler E031.38.11.12", "E031.38.11.12"),
-        ("OpenCL 2.0 QUALCOMM build: commit #191610ae03 changeid #I1c9d8 Date: 09/17/20 Thu "
-         "Local Branch: Remote Branch: refs/tags/AU_LINUX_ANDROID_LA.UM.9.12.10.00.00.582.274 "
-         "Compiler E031.37.12.01", "E031.37.12.01"),
+        (
+            "OpenCL 3.0 QUALCOMM build: commit #16c1863 changeid #I6928db2619 Date: 01/19/23 Thu "
+            "Local Branch:  Remote Branch:  Compiler E031.38.11.12",
+            "E031.38.11.12",
+        ),
+        (
+            "OpenCL 2.0 QUALCOMM build: commit #191610ae03 changeid #I1c9d8 Date: 09/17/20 Thu "
+            "Local Branch: Remote Branch: refs/tags/AU_LINUX_ANDROID_LA.UM.9.12.10.00.00.582.274 "
+            "Compiler E031.37.12.01",
+            "E031.37.12.01",
+        ),
         ("OpenCL 3.0 QUALCOMM build: 827.0 Compiler DX.18.05.00", "DX.18.05.00"),
         ("OpenCL 2.0 QUALCOMM build: commit #xx Compiler E17.01.00", "E17.01.00"),
         ("3.1+debian", None),
     ],
-)  # fmt: skip
+)
 def test_adreno_compiler(driver, compiler):
     assert parse_adreno_compiler(driver) == compiler
 
@@ -306,8 +316,9 @@ def test_status_without_is_the_path_when_entry_points_are_missing():
 
 
 def test_oclgrind_gets_its_quirk_flag_and_others_do_not():
-    grind = DeviceCaps.from_info(extensions="", platform_name="Oclgrind",
-                                 device_name="Oclgrind Simulator")  # fmt: skip
+    grind = DeviceCaps.from_info(
+        extensions="", platform_name="Oclgrind", device_name="Oclgrind Simulator"
+    )
     assert "-DQCOM_EXT_QUIRK_OCLGRIND" in grind.compiler_options()
     pocl = DeviceCaps.from_info(extensions="", platform_name="Portable Computing Language")
     assert "-DQCOM_EXT_QUIRK_OCLGRIND" not in pocl.compiler_options()
@@ -316,10 +327,12 @@ def test_oclgrind_gets_its_quirk_flag_and_others_do_not():
 def test_known_broken_khronos_tiers_are_not_used():
     exts = "cl_khr_subgroups cl_khr_subgroup_shuffle cl_intel_required_subgroup_size"
     common = dict(extensions=exts, limits=Limits(sub_group_sizes=(8, 16)), disabled=())
-    broken = DeviceCaps.from_info(platform_name="Portable Computing Language",
-                                  driver_version="5.0+debian", **common)  # fmt: skip
-    fine = DeviceCaps.from_info(platform_name="Portable Computing Language",
-                                driver_version="6.0", **common)  # fmt: skip
+    broken = DeviceCaps.from_info(
+        platform_name="Portable Computing Language", driver_version="5.0+debian", **common
+    )
+    fine = DeviceCaps.from_info(
+        platform_name="Portable Computing Language", driver_version="6.0", **common
+    )
     assert fine.path("cl_qcom_subgroup_shuffle") == "khr:cl_khr_subgroup_shuffle"
     assert broken.path("cl_qcom_subgroup_shuffle") == "fallback"
     assert "pocl 5.0" in broken.status("cl_qcom_subgroup_shuffle").reason

@@ -19,8 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "qcom_ext", *args],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")

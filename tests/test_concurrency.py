@@ -123,8 +123,9 @@ def test_probe(device_caps):
     """Every thread gets the serial reports, and one report object per device."""
     serial = (qcom_ext.probe(), qcom_ext.probe_all(), qcom_ext.probe(device_caps.device_id))
     clear_cache()
-    results = together(lambda i: (qcom_ext.probe(), qcom_ext.probe_all(),
-                                  qcom_ext.probe(device_caps.device_id)))  # fmt: skip
+    results = together(
+        lambda i: (qcom_ext.probe(), qcom_ext.probe_all(), qcom_ext.probe(device_caps.device_id))
+    )
     for found in results:
         assert found == serial
     reports = [[default, *every, one] for default, every, one in results]
@@ -186,14 +187,21 @@ def test_tune(kernel_context, cache_root):
             kernel_context, properties=cl.command_queue_properties.PROFILING_ENABLE
         )
         buf = cl.Buffer(kernel_context, mf.READ_WRITE, 4096 * 4)
-        return qcom_ext.tune(kernel, sizes[i % 2], [buf, np.float32(1)], candidates=candidates,
-                             repeats=2, queue=queue)  # fmt: skip
+        return qcom_ext.tune(
+            kernel,
+            sizes[i % 2],
+            [buf, np.float32(1)],
+            candidates=candidates,
+            repeats=2,
+            queue=queue,
+        )
 
     cold = together(tune)
     assert set(cold) <= {None, *candidates}
     identity = kernel_identity(cl.Kernel(built, "scale"), kernel_context.devices[0])
-    stored = whole_tuning_entries(cache_root / "tuning",
-                                  [(identity, size, False) for size in sizes])  # fmt: skip
+    stored = whole_tuning_entries(
+        cache_root / "tuning", [(identity, size, False) for size in sizes]
+    )
     tuning.forget()
     serial = [tune(i) for i in range(2)]  # served by the cache, as stored
     assert serial == [stored[(identity, size, False)].local_size for size in sizes]
@@ -228,8 +236,9 @@ def test_recordings(kernel_context, recording_path):
 
     def record_and_replay(i: int) -> tuple[str, list[int]]:
         queue = cl.CommandQueue(kernel_context)
-        buf = cl.Buffer(kernel_context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                        hostbuf=np.zeros(n, np.int32))  # fmt: skip
+        buf = cl.Buffer(
+            kernel_context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(n, np.int32)
+        )
         rec = qcom_ext.Recording(queue)
         with rec:
             rec.enqueue(kernel, (n,), None, buf, np.int32(i + 1))
@@ -349,13 +358,22 @@ def test_processes_share_the_caches(kernel_context, device_caps, cache_root):
     from test_samples import device_spec
 
     paths = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": paths, "PYOPENCL_CTX": device_spec(device_caps),
-           "OPENBLAS_NUM_THREADS": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": paths,
+        "PYOPENCL_CTX": device_spec(device_caps),
+        "OPENBLAS_NUM_THREADS": "1",
+    }
     workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, BITREVERSE, SCALE], env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, BITREVERSE, SCALE],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(THREADS)
-    ]  # fmt: skip
+    ]
     reports = []
     for worker in workers:
         out, err = worker.communicate(timeout=300)

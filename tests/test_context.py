@@ -38,8 +38,10 @@ def test_pyopencl_code_runs_unchanged(device_caps, kernel_context):
     assert isinstance(ctx, cl.Context) and isinstance(queue, cl.CommandQueue)
     assert [d.int_ptr for d in ctx.devices] == [device_caps.device_id]
     assert ctx.properties == []  # readable: no property pyopencl cannot parse was passed
-    src = "__kernel void axpy(__global float *y, __global const float *x, float a) {" \
-          " int i = get_global_id(0); y[i] += a * x[i]; }"  # fmt: skip
+    src = (
+        "__kernel void axpy(__global float *y, __global const float *x, float a) {"
+        " int i = get_global_id(0); y[i] += a * x[i]; }"
+    )
     axpy = cl.Program(ctx, src).build().axpy
     x = np.arange(1024, dtype=np.float32)
     y = np.ones_like(x)

@@ -48,8 +48,13 @@ def words(pointer, word: str) -> tuple[int, ...] | None:
 class FakeCL:
     """The fake driver: ``with FakeCL(...) as cl:`` substitutes every entry point used."""
 
-    def __init__(self, extensions: str | None = None, platform_version: str = "OpenCL 3.0",
-                 platform_extensions: str = "cl_khr_icd", set_perf_hint: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        extensions: str | None = None,
+        platform_version: str = "OpenCL 3.0",
+        platform_extensions: str = "cl_khr_icd",
+        set_perf_hint: bool = True,
+    ):
         self.device_info = adreno740_device_info()
         if extensions is not None:
             self.device_info[0x1030] = cstr(extensions)
@@ -92,10 +97,10 @@ class FakeCL:
             "clCreateCommandQueueWithProperties": self._create_queue_props,
             "clCreateCommandQueue": self._create_queue,
             "clReleaseCommandQueue": lambda q: self._log("clReleaseCommandQueue", addr(q)) or 0,
-            "clGetExtensionFunctionAddressForPlatform": lambda p, name: self._log(
-                "lookup", addr(p), ffi.string(name)
-            ) or ffi.NULL,
-        }  # fmt: skip
+            "clGetExtensionFunctionAddressForPlatform": lambda p, name: (
+                self._log("lookup", addr(p), ffi.string(name)) or ffi.NULL
+            ),
+        }
         if self.set_perf_hint:
             extra["clSetPerfHintQCOM"] = lambda c, hint: (
                 self._log("clSetPerfHintQCOM", addr(c), hint) or self.status["hint"]
@@ -218,7 +223,7 @@ def test_context_is_released_when_wrapping_fails(monkeypatch):
         ({"devices": []}, r"devices is empty"),
         ({"devices": [DEVICE, DEVICE]}, r"same device more than once"),
     ],
-)  # fmt: skip
+)
 def test_bad_context_arguments_create_nothing(kwargs, message):
     kwargs = {"devices": DEVICE, **kwargs}
     with FakeCL() as cl, pytest.raises(ConfigError, match=message):
@@ -258,7 +263,9 @@ def test_hints_map_to_khronos_queue_properties(where):
     assert cl.calls["clCreateContext"] == [(None, [DEVICE])]  # no vendor property sent
     info = qcom_ext.context_info(ctx)
     assert (info.perf_hint_path, info.priority_hint_path) == (
-        "khr:cl_khr_throttle_hints", "khr:cl_khr_priority_hints")  # fmt: skip
+        "khr:cl_khr_throttle_hints",
+        "khr:cl_khr_priority_hints",
+    )
     assert len(messages) == 1
     assert "perf_hint='low' -> khr:cl_khr_throttle_hints" in messages[0]
     assert "CL_QUEUE_PRIORITY_KHR=CL_QUEUE_PRIORITY_HIGH_KHR" in messages[0]
@@ -285,8 +292,9 @@ def test_explicit_queue_hints(level):
         ctx, _ = quiet_create()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            qcom_ext.create_queue(ctx, DEVICE, priority=level, throttle=level.upper(),
-                                  out_of_order=True)  # fmt: skip
+            qcom_ext.create_queue(
+                ctx, DEVICE, priority=level, throttle=level.upper(), out_of_order=True
+            )
     assert cl.calls["clCreateCommandQueueWithProperties"] == [
         (CTX, DEVICE, (0x1093, 0x1, 0x1096, KHR[level], 0x1097, KHR[level], 0))
     ]
@@ -361,7 +369,7 @@ def test_opencl_1x_platforms_use_clCreateCommandQueue():
         ({"device": 0x9999}, r"is not a device of this context"),
         ({"device": 2.5}, r"expected a pyopencl.Device"),
     ],
-)  # fmt: skip
+)
 def test_bad_queue_arguments_create_nothing(kwargs, message):
     with FakeCL() as cl:
         ctx, _ = quiet_create()

@@ -145,8 +145,10 @@ def test_the_quote_checks_cover_the_pages():
     seen: list[str] = []
     for page in QUOTING_PAGES:
         check_page(page.read_text(), seen)
-    kinds = {kind: {s.split(":", 1)[1] for s in seen if s.startswith(kind + ":")}
-             for kind in ("python", "c", "prototype", "kernel")}  # fmt: skip
+    kinds = {
+        kind: {s.split(":", 1)[1] for s in seen if s.startswith(kind + ":")}
+        for kind in ("python", "c", "prototype", "kernel")
+    }
     assert len(kinds["python"]) > 100, kinds["python"]
     assert {"qcom_ext.create_context", "rec.replay", "frame.write"} <= kinds["python"]
     assert {"qcom_convolve_imagef", "qcom_udot8_acc", "qcom_sub_group_shuffle_up"} <= kinds[

@@ -59,8 +59,10 @@ class Dot8:
         p0, p1 = np.asarray(p0, np.uint32), np.asarray(p1, np.uint32)
         acc = np.asarray(acc, np.int32)
         mf = cl.mem_flags
-        bufs = [cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
-                for a in (p0, p1, acc)]  # fmt: skip
+        bufs = [
+            cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+            for a in (p0, p1, acc)
+        ]
         udot, sdot = np.empty_like(acc), np.empty_like(acc)
         outs = [cl.Buffer(self.context, mf.WRITE_ONLY, acc.nbytes) for _ in range(2)]
         self.kernel(self.queue, (acc.size,), None, *bufs, *outs)
@@ -84,17 +86,21 @@ def test_saturation_is_applied_once_at_the_end(kernel_context):
     plus_minus = pack(1, -1, 0, 0)  # signed lanes +1, -1 against 255, 255: sum 0
     cases = [
         # (p0, p1, acc, udot, sdot)
-        (pack(127, 127, 127, 127), pack(255, 255, 255, 255), INT32_MAX - 10, INT32_MAX,
-         INT32_MAX),
+        (pack(127, 127, 127, 127), pack(255, 255, 255, 255), INT32_MAX - 10, INT32_MAX, INT32_MAX),
         # signed lanes -128 (unsigned view 128) against 255: -130560 / +130560
-        (pack(-128, -128, -128, -128), pack(255, 255, 255, 255), INT32_MIN + 5,
-         INT32_MIN + 5 + 130560, INT32_MIN),
+        (
+            pack(-128, -128, -128, -128),
+            pack(255, 255, 255, 255),
+            INT32_MIN + 5,
+            INT32_MIN + 5 + 130560,
+            INT32_MIN,
+        ),
         # per-lane saturation would give INT32_MAX - 255 here; once at the end: INT32_MAX
         (plus_minus, pack(255, 255, 0, 0), INT32_MAX, INT32_MAX, INT32_MAX),
         # unsigned view of the lanes is 1, 255: 255 + 255 * 255 added to INT32_MIN
         (plus_minus, pack(255, 255, 0, 0), INT32_MIN, INT32_MIN + 255 + 255 * 255, INT32_MIN),
         (0, 0, INT32_MIN, INT32_MIN, INT32_MIN),
-    ]  # fmt: skip
+    ]
     udot, sdot = run([c[0] for c in cases], [c[1] for c in cases], [c[2] for c in cases])
     for i, (_, _, _, want_u, want_s) in enumerate(cases):
         assert (udot[i], sdot[i]) == (want_u, want_s), i
@@ -162,10 +168,12 @@ int __attribute__((overloadable)) dot_acc_sat(char4 a, uchar4 b, int acc)
 
 @pytest.mark.parametrize(
     "feature",
-    ["__opencl_c_integer_dot_product_input_4x8bit_packed",
-     "__opencl_c_integer_dot_product_input_4x8bit"],
+    [
+        "__opencl_c_integer_dot_product_input_4x8bit_packed",
+        "__opencl_c_integer_dot_product_input_4x8bit",
+    ],
     ids=["packed", "vector"],
-)  # fmt: skip
+)
 def test_khronos_tier_calls_the_right_builtins(kernel_context, feature):
     """The QCOM_EXT_KHR_ branch maps onto cl_khr_integer_dot_product with the right
     signedness and argument order (devices here lack the extension: the Khronos builtins

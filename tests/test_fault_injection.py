@@ -73,80 +73,161 @@ pytestmark = [
 
 SPEC = "OpenCL 3.0 API specification"
 OOR, OOHM = "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY"
-_QUEUE = ("CL_INVALID_CONTEXT", "CL_INVALID_DEVICE", "CL_INVALID_VALUE",
-          "CL_INVALID_QUEUE_PROPERTIES", OOR, OOHM)  # fmt: skip
-_BUFFER = ("CL_INVALID_CONTEXT", "CL_INVALID_VALUE", "CL_INVALID_BUFFER_SIZE",
-           "CL_INVALID_HOST_PTR", "CL_MEM_OBJECT_ALLOCATION_FAILURE", OOR, OOHM)  # fmt: skip
-_REPLAY = ("CL_INVALID_COMMAND_QUEUE", "CL_INVALID_CONTEXT", "CL_INVALID_VALUE",
-           "CL_INVALID_OPERATION", "CL_INVALID_KERNEL_ARGS", "CL_INVALID_ARG_INDEX",
-           "CL_INVALID_ARG_VALUE", "CL_INVALID_ARG_SIZE", "CL_INVALID_GLOBAL_WORK_SIZE",
-           "CL_INVALID_GLOBAL_OFFSET", "CL_INVALID_WORK_GROUP_SIZE",
-           "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_EVENT_WAIT_LIST",
-           "CL_MEM_OBJECT_ALLOCATION_FAILURE", OOR, OOHM)  # fmt: skip
+_QUEUE = (
+    "CL_INVALID_CONTEXT",
+    "CL_INVALID_DEVICE",
+    "CL_INVALID_VALUE",
+    "CL_INVALID_QUEUE_PROPERTIES",
+    OOR,
+    OOHM,
+)
+_BUFFER = (
+    "CL_INVALID_CONTEXT",
+    "CL_INVALID_VALUE",
+    "CL_INVALID_BUFFER_SIZE",
+    "CL_INVALID_HOST_PTR",
+    "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+    OOR,
+    OOHM,
+)
+_REPLAY = (
+    "CL_INVALID_COMMAND_QUEUE",
+    "CL_INVALID_CONTEXT",
+    "CL_INVALID_VALUE",
+    "CL_INVALID_OPERATION",
+    "CL_INVALID_KERNEL_ARGS",
+    "CL_INVALID_ARG_INDEX",
+    "CL_INVALID_ARG_VALUE",
+    "CL_INVALID_ARG_SIZE",
+    "CL_INVALID_GLOBAL_WORK_SIZE",
+    "CL_INVALID_GLOBAL_OFFSET",
+    "CL_INVALID_WORK_GROUP_SIZE",
+    "CL_INVALID_WORK_ITEM_SIZE",
+    "CL_INVALID_EVENT_WAIT_LIST",
+    "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+    OOR,
+    OOHM,
+)
 _NO_SPEC = "no specification text (qcom-extensions.md §21): the codes of"
 
 #: entry point -> (where its error codes come from, the codes)
 ENTRY_POINTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "clCreateContext": (SPEC, ("CL_INVALID_PLATFORM", "CL_INVALID_PROPERTY",
-                               "CL_INVALID_VALUE", "CL_INVALID_DEVICE",
-                               "CL_DEVICE_NOT_AVAILABLE", OOR, OOHM)),
-    "clSetPerfHintQCOM": ("qcom-extensions.md §1 (cl_qcom_perf_hint)",
-                          ("CL_INVALID_CONTEXT", "CL_INVALID_PROPERTY", "CL_INVALID_VALUE",
-                           OOR, OOHM)),
+    "clCreateContext": (
+        SPEC,
+        (
+            "CL_INVALID_PLATFORM",
+            "CL_INVALID_PROPERTY",
+            "CL_INVALID_VALUE",
+            "CL_INVALID_DEVICE",
+            "CL_DEVICE_NOT_AVAILABLE",
+            OOR,
+            OOHM,
+        ),
+    ),
+    "clSetPerfHintQCOM": (
+        "qcom-extensions.md §1 (cl_qcom_perf_hint)",
+        ("CL_INVALID_CONTEXT", "CL_INVALID_PROPERTY", "CL_INVALID_VALUE", OOR, OOHM),
+    ),
     "clCreateCommandQueueWithProperties": (SPEC, _QUEUE),
     "clCreateCommandQueue": (SPEC, _QUEUE),
-    "clNewRecordingQCOM": (f"{_NO_SPEC} clCreateCommandBufferKHR that apply; "
-                           "CL_INVALID_COMMAND_QUEUE is seen on devices (§20)",
-                           ("CL_INVALID_COMMAND_QUEUE", "CL_INVALID_CONTEXT",
-                            "CL_INVALID_VALUE", OOR, OOHM)),
-    "clEnqueueNDRangeKernel": (SPEC, ("CL_INVALID_PROGRAM_EXECUTABLE",
-                                      "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_KERNEL",
-                                      "CL_INVALID_CONTEXT", "CL_INVALID_KERNEL_ARGS",
-                                      "CL_INVALID_WORK_DIMENSION",
-                                      "CL_INVALID_GLOBAL_WORK_SIZE",
-                                      "CL_INVALID_GLOBAL_OFFSET", "CL_INVALID_WORK_GROUP_SIZE",
-                                      "CL_INVALID_WORK_ITEM_SIZE",
-                                      "CL_MISALIGNED_SUB_BUFFER_OFFSET",
-                                      "CL_INVALID_IMAGE_SIZE", "CL_IMAGE_FORMAT_NOT_SUPPORTED",
-                                      "CL_MEM_OBJECT_ALLOCATION_FAILURE",
-                                      "CL_INVALID_EVENT_WAIT_LIST", "CL_INVALID_OPERATION",
-                                      OOR, OOHM)),
-    "clEndRecordingQCOM": (f"{_NO_SPEC} clFinalizeCommandBufferKHR (CL_INVALID_VALUE "
-                           "for its CL_INVALID_COMMAND_BUFFER_KHR)",
-                           ("CL_INVALID_VALUE", "CL_INVALID_OPERATION", OOR, OOHM)),
-    "clEnqueueRecordingQCOM": (f"{_NO_SPEC} clEnqueueCommandBufferKHR and of the "
-                               "clSetKernelArg / clEnqueueNDRangeKernel checks its "
-                               "updates repeat", _REPLAY),
+    "clNewRecordingQCOM": (
+        f"{_NO_SPEC} clCreateCommandBufferKHR that apply; "
+        "CL_INVALID_COMMAND_QUEUE is seen on devices (§20)",
+        ("CL_INVALID_COMMAND_QUEUE", "CL_INVALID_CONTEXT", "CL_INVALID_VALUE", OOR, OOHM),
+    ),
+    "clEnqueueNDRangeKernel": (
+        SPEC,
+        (
+            "CL_INVALID_PROGRAM_EXECUTABLE",
+            "CL_INVALID_COMMAND_QUEUE",
+            "CL_INVALID_KERNEL",
+            "CL_INVALID_CONTEXT",
+            "CL_INVALID_KERNEL_ARGS",
+            "CL_INVALID_WORK_DIMENSION",
+            "CL_INVALID_GLOBAL_WORK_SIZE",
+            "CL_INVALID_GLOBAL_OFFSET",
+            "CL_INVALID_WORK_GROUP_SIZE",
+            "CL_INVALID_WORK_ITEM_SIZE",
+            "CL_MISALIGNED_SUB_BUFFER_OFFSET",
+            "CL_INVALID_IMAGE_SIZE",
+            "CL_IMAGE_FORMAT_NOT_SUPPORTED",
+            "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+            "CL_INVALID_EVENT_WAIT_LIST",
+            "CL_INVALID_OPERATION",
+            OOR,
+            OOHM,
+        ),
+    ),
+    "clEndRecordingQCOM": (
+        f"{_NO_SPEC} clFinalizeCommandBufferKHR (CL_INVALID_VALUE "
+        "for its CL_INVALID_COMMAND_BUFFER_KHR)",
+        ("CL_INVALID_VALUE", "CL_INVALID_OPERATION", OOR, OOHM),
+    ),
+    "clEnqueueRecordingQCOM": (
+        f"{_NO_SPEC} clEnqueueCommandBufferKHR and of the "
+        "clSetKernelArg / clEnqueueNDRangeKernel checks its "
+        "updates repeat",
+        _REPLAY,
+    ),
     "clEnqueueRecordingSVMQCOM": ("as clEnqueueRecordingQCOM", _REPLAY),
-    "clReleaseRecordingQCOM": (f"{_NO_SPEC} clReleaseCommandBufferKHR (CL_INVALID_VALUE "
-                               "for its CL_INVALID_COMMAND_BUFFER_KHR)",
-                               ("CL_INVALID_VALUE", OOR, OOHM)),
-    "clGetSupportedImageFormats": (SPEC, ("CL_INVALID_CONTEXT", "CL_INVALID_VALUE",
-                                          OOR, OOHM)),
-    "clCreateImage": (SPEC + "; cl_qcom_ext_host_ptr adds only CL_INVALID_VALUE cases",
-                      ("CL_INVALID_CONTEXT", "CL_INVALID_VALUE",
-                       "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_DESCRIPTOR",
-                       "CL_INVALID_IMAGE_SIZE", "CL_INVALID_HOST_PTR",
-                       "CL_IMAGE_FORMAT_NOT_SUPPORTED", "CL_MEM_OBJECT_ALLOCATION_FAILURE",
-                       "CL_INVALID_OPERATION", OOR, OOHM)),
-    "clCreateBuffer": (SPEC + "; cl_qcom_ext_host_ptr adds only CL_INVALID_VALUE cases",
-                       _BUFFER),
+    "clReleaseRecordingQCOM": (
+        f"{_NO_SPEC} clReleaseCommandBufferKHR (CL_INVALID_VALUE "
+        "for its CL_INVALID_COMMAND_BUFFER_KHR)",
+        ("CL_INVALID_VALUE", OOR, OOHM),
+    ),
+    "clGetSupportedImageFormats": (SPEC, ("CL_INVALID_CONTEXT", "CL_INVALID_VALUE", OOR, OOHM)),
+    "clCreateImage": (
+        SPEC + "; cl_qcom_ext_host_ptr adds only CL_INVALID_VALUE cases",
+        (
+            "CL_INVALID_CONTEXT",
+            "CL_INVALID_VALUE",
+            "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR",
+            "CL_INVALID_IMAGE_DESCRIPTOR",
+            "CL_INVALID_IMAGE_SIZE",
+            "CL_INVALID_HOST_PTR",
+            "CL_IMAGE_FORMAT_NOT_SUPPORTED",
+            "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+            "CL_INVALID_OPERATION",
+            OOR,
+            OOHM,
+        ),
+    ),
+    "clCreateBuffer": (SPEC + "; cl_qcom_ext_host_ptr adds only CL_INVALID_VALUE cases", _BUFFER),
     "clCreateBufferWithProperties": (SPEC, ("CL_INVALID_PROPERTY", *_BUFFER)),
-    "clCreateBufferFromImageQCOM": ("cl_qcom_create_buffer_from_image spec, version 7",
-                                    ("CL_INVALID_MEM_OBJECT", "CL_INVALID_VALUE",
-                                     "CL_MEM_OBJECT_ALLOCATION_FAILURE", OOR, OOHM)),
-    "clGetDeviceImageInfoQCOM": ("cl_qcom_ext_host_ptr spec, version 5",
-                                 ("CL_INVALID_VALUE", "CL_INVALID_MEM_OBJECT", OOR, OOHM)),
-    "clQueryImageInfoQCOM": (f"{_NO_SPEC} clGetDeviceImageInfoQCOM and the image "
-                             "descriptor checks of clCreateImage",
-                             ("CL_INVALID_DEVICE", "CL_INVALID_VALUE",
-                              "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR",
-                              "CL_INVALID_IMAGE_DESCRIPTOR", OOR, OOHM)),
-    "clQueryMLInterfaceVersionsQCOM": (f"{_NO_SPEC} any query (cl_qcom_ml_ops.h only)",
-                                       ("CL_INVALID_VALUE", OOR, OOHM)),
-    "clCreateSampler": (SPEC, ("CL_INVALID_CONTEXT", "CL_INVALID_VALUE",
-                               "CL_INVALID_OPERATION", OOR, OOHM)),
-}  # fmt: skip
+    "clCreateBufferFromImageQCOM": (
+        "cl_qcom_create_buffer_from_image spec, version 7",
+        (
+            "CL_INVALID_MEM_OBJECT",
+            "CL_INVALID_VALUE",
+            "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+            OOR,
+            OOHM,
+        ),
+    ),
+    "clGetDeviceImageInfoQCOM": (
+        "cl_qcom_ext_host_ptr spec, version 5",
+        ("CL_INVALID_VALUE", "CL_INVALID_MEM_OBJECT", OOR, OOHM),
+    ),
+    "clQueryImageInfoQCOM": (
+        f"{_NO_SPEC} clGetDeviceImageInfoQCOM and the image descriptor checks of clCreateImage",
+        (
+            "CL_INVALID_DEVICE",
+            "CL_INVALID_VALUE",
+            "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR",
+            "CL_INVALID_IMAGE_DESCRIPTOR",
+            OOR,
+            OOHM,
+        ),
+    ),
+    "clQueryMLInterfaceVersionsQCOM": (
+        f"{_NO_SPEC} any query (cl_qcom_ml_ops.h only)",
+        ("CL_INVALID_VALUE", OOR, OOHM),
+    ),
+    "clCreateSampler": (
+        SPEC,
+        ("CL_INVALID_CONTEXT", "CL_INVALID_VALUE", "CL_INVALID_OPERATION", OOR, OOHM),
+    ),
+}
 
 
 def returns_handle(entry: str) -> bool:
@@ -164,9 +245,12 @@ INFO = {
     0x40A1: u64(4096),  # CL_DEVICE_PAGE_SIZE_QCOM
     0x40A0: u64(0),  # CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM
     0x41A4: u64(1 << 20),  # CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM
-    0x4111: u32(16), 0x4112: u32(16), 0x4113: u32(16),  # HOF phases, filter x, y
-    0x4114: u32(32), 0x4115: u32(32),  # block-matching region x, y
-}  # fmt: skip
+    0x4111: u32(16),
+    0x4112: u32(16),
+    0x4113: u32(16),  # HOF phases, filter x, y
+    0x4114: u32(32),
+    0x4115: u32(32),  # block-matching region x, y
+}
 
 
 class StandIns:
@@ -176,10 +260,18 @@ class StandIns:
     def __init__(self, ledger: Ledger, context: cl.Context) -> None:
         self.ledger, self.context = ledger, context
         self.recordings = FakeRecordingDriver()
-        self._real = {name: driver.function(name) for name in (
-            "clCreateContext", "clCreateCommandQueueWithProperties", "clCreateBuffer",
-            "clCreateImage", "clGetSupportedImageFormats", "clCreateSampler",
-            "clReleaseSampler")}  # fmt: skip
+        self._real = {
+            name: driver.function(name)
+            for name in (
+                "clCreateContext",
+                "clCreateCommandQueueWithProperties",
+                "clCreateBuffer",
+                "clCreateImage",
+                "clGetSupportedImageFormats",
+                "clCreateSampler",
+                "clReleaseSampler",
+            )
+        }
 
     def entry_points(self) -> dict[str, Callable[..., Any]]:
         r = self.recordings
@@ -210,13 +302,15 @@ class StandIns:
         }
 
     def create_context(self, properties, num_devices, devices, notify, user_data, errcode):
-        handle = self._real["clCreateContext"](ffi.NULL, num_devices, devices, ffi.NULL,
-                                               ffi.NULL, errcode)  # fmt: skip
+        handle = self._real["clCreateContext"](
+            ffi.NULL, num_devices, devices, ffi.NULL, ffi.NULL, errcode
+        )
         return self.ledger.real("context", handle, "clCreateContext")
 
     def create_queue_with_properties(self, context, device, properties, errcode):
-        handle = self._real["clCreateCommandQueueWithProperties"](context, device, ffi.NULL,
-                                                                  errcode)  # fmt: skip
+        handle = self._real["clCreateCommandQueueWithProperties"](
+            context, device, ffi.NULL, errcode
+        )
         return self.ledger.real("queue", handle, "clCreateCommandQueueWithProperties")
 
     def create_queue(self, context, device, properties, errcode):
@@ -236,14 +330,16 @@ class StandIns:
         assert self.ledger.released(handle), "released a handle no stand-in made"
 
     def create_sampler(self, context, normalized, addressing, filter_mode, errcode):
-        handle = self._real["clCreateSampler"](context, normalized, addressing,
-                                               C.CL_FILTER_NEAREST, errcode)  # fmt: skip
+        handle = self._real["clCreateSampler"](
+            context, normalized, addressing, C.CL_FILTER_NEAREST, errcode
+        )
         return self.ledger.counted("sampler", handle, "clCreateSampler")
 
     def formats(self, context, flags, image_type, num_entries, formats, num_formats):
         if image_type != C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM:
             return self._real["clGetSupportedImageFormats"](
-                context, flags, image_type, num_entries, formats, num_formats)  # fmt: skip
+                context, flags, image_type, num_entries, formats, num_formats
+            )
         if num_formats != ffi.NULL:
             num_formats[0] = 1
         if num_entries:
@@ -255,13 +351,15 @@ class StandIns:
         fmt = ffi.new("cl_image_format *", (C.CL_RGBA, C.CL_UNORM_INT8))
         desc = ffi.new("cl_image_desc *")
         desc.image_type, desc.image_width, desc.image_height = C.CL_MEM_OBJECT_IMAGE2D, 16, 16
-        handle = self._real["clCreateImage"](context, C.CL_MEM_READ_WRITE, fmt, desc, ffi.NULL,
-                                             errcode)  # fmt: skip
+        handle = self._real["clCreateImage"](
+            context, C.CL_MEM_READ_WRITE, fmt, desc, ffi.NULL, errcode
+        )
         return self.ledger.real("mem", handle, made_by)
 
     def _buffer(self, context, errcode, made_by: str):
-        handle = self._real["clCreateBuffer"](context, C.CL_MEM_READ_WRITE, 1 << 14, ffi.NULL,
-                                              errcode)  # fmt: skip
+        handle = self._real["clCreateBuffer"](
+            context, C.CL_MEM_READ_WRITE, 1 << 14, ffi.NULL, errcode
+        )
         return self.ledger.real("mem", handle, made_by)
 
     def create_image(self, context, flags, fmt, desc, host_ptr, errcode):
@@ -270,8 +368,7 @@ class StandIns:
     def create_buffer(self, context, flags, size, host_ptr, errcode):
         return self._buffer(context, errcode, "clCreateBuffer")
 
-    def create_buffer_with_properties(self, context, properties, flags, size, host_ptr,
-                                      errcode):  # fmt: skip
+    def create_buffer_with_properties(self, context, properties, flags, size, host_ptr, errcode):
         return self._buffer(context, errcode, "clCreateBufferWithProperties")
 
     def buffer_from_image(self, image, flags, errcode):
@@ -280,8 +377,11 @@ class StandIns:
 
     def device_image_info(self, device, width, height, fmt, param, size, value, size_ret):
         row = -(-width * 4 // 64) * 64  # every image here is RGBA/UNORM_INT8
-        data = u32(row) if param == C.CL_BUFFER_FROM_IMAGE_ROW_PITCH_QCOM else struct.pack(
-            "<i", row * height)  # fmt: skip
+        data = (
+            u32(row)
+            if param == C.CL_BUFFER_FROM_IMAGE_ROW_PITCH_QCOM
+            else struct.pack("<i", row * height)
+        )
         ffi.memmove(value, data, 4)
         size_ret[0] = 4
         return 0
@@ -303,8 +403,9 @@ class Faults:
         """Fail the call of ``entry`` after ``skip`` more pass: ``mode`` error/null/handle."""
         self.armed[entry] = [mode, code, skip]
 
-    def wrap(self, name: str, impl: Callable[..., Any],
-             observe: Callable[..., Any] | None = None) -> Callable[..., Any]:  # fmt: skip
+    def wrap(
+        self, name: str, impl: Callable[..., Any], observe: Callable[..., Any] | None = None
+    ) -> Callable[..., Any]:
         handle = returns_handle(name)
 
         def call(*args):
@@ -348,8 +449,10 @@ class Env:
     @contextlib.contextmanager
     def native(self, claims: tuple[str, ...]) -> Iterator[None]:
         observers = self.stand_ins.observers()
-        wrapped = {name: self.faults.wrap(name, impl, observers.get(name))
-                   for name, impl in self.stand_ins.entry_points().items()}  # fmt: skip
+        wrapped = {
+            name: self.faults.wrap(name, impl, observers.get(name))
+            for name, impl in self.stand_ins.entry_points().items()
+        }
         with claiming(self.caps.device_id, extensions=claims, info=INFO, **wrapped):
             yield
 
@@ -366,8 +469,9 @@ def env(shared, monkeypatch):
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
     context, queue, kernel = shared
     ledger = Ledger()
-    yield Env(DEVICE, context, queue, kernel, ledger, Faults(), StandIns(ledger, context),
-              monkeypatch)  # fmt: skip
+    yield Env(
+        DEVICE, context, queue, kernel, ledger, Faults(), StandIns(ledger, context), monkeypatch
+    )
     queue.finish()
     ledger.close()
 
@@ -402,8 +506,9 @@ class Site:
 SITES: list[Site] = []
 
 
-def site(call: str, entry: str, *claims: str, routine: str | None = None,
-         skip: int = 0) -> Callable[[Scenario], Scenario]:  # fmt: skip
+def site(
+    call: str, entry: str, *claims: str, routine: str | None = None, skip: int = 0
+) -> Callable[[Scenario], Scenario]:
     def register(scenario: Scenario) -> Scenario:
         SITES.append(Site(call, entry, claims, scenario, routine, skip))
         return scenario
@@ -445,8 +550,12 @@ def _set_perf_hint(env: Env):
     yield
 
 
-@site("create_queue(priority, throttle)", "clCreateCommandQueueWithProperties",
-      "cl_khr_priority_hints", "cl_khr_throttle_hints")  # fmt: skip
+@site(
+    "create_queue(priority, throttle)",
+    "clCreateCommandQueueWithProperties",
+    "cl_khr_priority_hints",
+    "cl_khr_throttle_hints",
+)
 def _queue_with_hints(env: Env):
     yield lambda: qcom_ext.create_queue(env.context, priority="high", throttle="low")
     yield
@@ -485,13 +594,21 @@ def _failed_begin(env: Env):
     yield
 
 
-site("Recording: with rec (recordable queue)", "clCreateCommandQueue", RECORDABLE,
-     routine="clCreateCommandQueue(CL_QUEUE_RECORDABLE_QCOM)")(_failed_begin)  # fmt: skip
+site(
+    "Recording: with rec (recordable queue)",
+    "clCreateCommandQueue",
+    RECORDABLE,
+    routine="clCreateCommandQueue(CL_QUEUE_RECORDABLE_QCOM)",
+)(_failed_begin)
 site("Recording: with rec (new recording)", "clNewRecordingQCOM", RECORDABLE)(_failed_begin)
 
 
-@site("Recording.enqueue", "clEnqueueNDRangeKernel", RECORDABLE,
-      routine="clEnqueueNDRangeKernel (recording)")  # fmt: skip
+@site(
+    "Recording.enqueue",
+    "clEnqueueNDRangeKernel",
+    RECORDABLE,
+    routine="clEnqueueNDRangeKernel (recording)",
+)
 def _failed_enqueue(env: Env):
     rec = Recording(env.context)
     yield lambda: _record(env, rec)
@@ -551,8 +668,7 @@ def _weight_image(env: Env):
 
 ACCELERATED = "cl_qcom_accelerated_image_ops"
 site("WeightImage (format count)", "clGetSupportedImageFormats", ACCELERATED)(_weight_image)
-site("WeightImage (format list)", "clGetSupportedImageFormats", ACCELERATED,
-     skip=1)(_weight_image)  # fmt: skip
+site("WeightImage (format list)", "clGetSupportedImageFormats", ACCELERATED, skip=1)(_weight_image)
 site("WeightImage", "clCreateImage", ACCELERATED)(_weight_image)
 
 
@@ -570,8 +686,7 @@ def _buffer_from_image(env: Env):
 
 
 site("buffer_from_image", "clCreateBufferFromImageQCOM", FROM_IMAGE)(_buffer_from_image)
-site("buffer_from_image (pitch query)", "clGetDeviceImageInfoQCOM",
-     FROM_IMAGE)(_buffer_from_image)  # fmt: skip
+site("buffer_from_image (pitch query)", "clGetDeviceImageInfoQCOM", FROM_IMAGE)(_buffer_from_image)
 
 
 def _native_image_with_buffer(env: Env):
@@ -588,8 +703,9 @@ def _native_image_with_buffer(env: Env):
 
 
 site("image_with_buffer", "clCreateBufferFromImageQCOM", FROM_IMAGE)(_native_image_with_buffer)
-site("image_with_buffer (pitch query)", "clGetDeviceImageInfoQCOM",
-     FROM_IMAGE)(_native_image_with_buffer)  # fmt: skip
+site("image_with_buffer (pitch query)", "clGetDeviceImageInfoQCOM", FROM_IMAGE)(
+    _native_image_with_buffer
+)
 
 
 def _khr_image_with_buffer(env: Env):
@@ -599,22 +715,35 @@ def _khr_image_with_buffer(env: Env):
 
 KHR_FROM_BUFFER = "cl_khr_image2d_from_buffer"
 site("image_with_buffer (khr: buffer)", "clCreateBuffer", KHR_FROM_BUFFER)(_khr_image_with_buffer)
-site("image_with_buffer (khr: image over it)", "clCreateImage",
-     KHR_FROM_BUFFER)(_khr_image_with_buffer)  # fmt: skip
+site("image_with_buffer (khr: image over it)", "clCreateImage", KHR_FROM_BUFFER)(
+    _khr_image_with_buffer
+)
 
 
 FD = object()  # stands for the memfd a scenario makes
 # external memory: the public call -> (claimed extension, function, arguments after the context)
 IMPORTS: dict[str, tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = {
     "import_dmabuf": ("cl_qcom_dmabuf_host_ptr", qcom_ext.import_dmabuf, (FD,), {}),
-    "import_dmabuf(protected=True)": ("cl_qcom_dmabuf_host_ptr", qcom_ext.import_dmabuf, (FD,),
-                                      {"protected": True}),
+    "import_dmabuf(protected=True)": (
+        "cl_qcom_dmabuf_host_ptr",
+        qcom_ext.import_dmabuf,
+        (FD,),
+        {"protected": True},
+    ),
     "import_ion": ("cl_qcom_ion_host_ptr", qcom_ext.import_ion, (FD, 0x10000), {}),
-    "import_ahardwarebuffer": ("cl_qcom_android_ahardwarebuffer_host_ptr",
-                               qcom_ext.import_ahardwarebuffer, (0x7000,), {}),
-    "import_android_native_buffer": ("cl_qcom_android_native_buffer_host_ptr",
-                                     qcom_ext.import_android_native_buffer, (0x7000, 4096), {}),
-}  # fmt: skip
+    "import_ahardwarebuffer": (
+        "cl_qcom_android_ahardwarebuffer_host_ptr",
+        qcom_ext.import_ahardwarebuffer,
+        (0x7000,),
+        {},
+    ),
+    "import_android_native_buffer": (
+        "cl_qcom_android_native_buffer_host_ptr",
+        qcom_ext.import_android_native_buffer,
+        (0x7000, 4096),
+        {},
+    ),
+}
 
 
 def _import(name: str, image: bool) -> Scenario:
@@ -675,10 +804,12 @@ def _ml_versions(query: int):
     return scenario
 
 
-site("probe: CLML versions (count)", "clQueryMLInterfaceVersionsQCOM",
-     "cl_qcom_ml_ops")(_ml_versions(0))  # fmt: skip
-site("probe: CLML versions (list)", "clQueryMLInterfaceVersionsQCOM", "cl_qcom_ml_ops",
-     skip=1)(_ml_versions(1))  # fmt: skip
+site("probe: CLML versions (count)", "clQueryMLInterfaceVersionsQCOM", "cl_qcom_ml_ops")(
+    _ml_versions(0)
+)
+site("probe: CLML versions (list)", "clQueryMLInterfaceVersionsQCOM", "cl_qcom_ml_ops", skip=1)(
+    _ml_versions(1)
+)
 
 
 @site("create_sampler(filter='bicubic')", "clCreateSampler", "cl_qcom_filter_bicubic")
@@ -779,13 +910,16 @@ def test_summary_counts_every_site() -> None:
     handle_sites = [s for s in SITES if s.returns_handle]
     assert SUMMARY["NULL cases"] == len(handle_sites)
     assert SUMMARY["cases"] == sum(len(s.codes) for s in SITES) + sum(
-        len(s.codes) + 1 for s in handle_sites)  # fmt: skip
+        len(s.codes) + 1 for s in handle_sites
+    )
 
 
 def table() -> str:
     """The markdown table of entry points x codes (``python tests/...py`` prints it)."""
-    lines = ["| entry point | public calls | codes | cases | source of the codes |",
-             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "| entry point | public calls | codes | cases | source of the codes |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for entry, (source, codes) in ENTRY_POINTS.items():
         calls = [s.call for s in SITES if s.entry == entry]
         cases = sum(c.site.entry == entry for c in CASES)

@@ -178,8 +178,9 @@ def _decoded(raw: bytes) -> str:
         st.binary(min_size=1, max_size=64), st.integers(0, 2**32 - 1), max_size=3
     ),
 )
-def test_probe_of_any_driver_strings(tokens, seps, raw_tail, model, junk, long, driver,
-                                     vendor_width, hof_width, versions):  # fmt: skip
+def test_probe_of_any_driver_strings(
+    tokens, seps, raw_tail, model, junk, long, driver, vendor_width, hof_width, versions
+):
     counted("probe: extension and driver strings")
     assume("adreno" not in junk.lower())
     text = "".join(t + seps[i % len(seps)] for i, t in enumerate(tokens))
@@ -229,15 +230,19 @@ def test_probe_of_any_driver_strings(tokens, seps, raw_tail, model, junk, long, 
 
 _DISABLE_ITEM = either(
     st.sampled_from([*_NAMES, "all"]),
-    st.one_of(st.sampled_from(_NAMES).map(str.upper),  # names are case-sensitive
-              st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=12)),
-)  # fmt: skip
+    st.one_of(
+        st.sampled_from(_NAMES).map(str.upper),  # names are case-sensitive
+        st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=12),
+    ),
+)
 
 
 @FUZZ
-@given(items=st.lists(_DISABLE_ITEM, max_size=4),
-       sep=st.sampled_from([",", ", ", " ", "\t", ",,", " , "]),
-       edges=st.sampled_from(["", ",", " "]))  # fmt: skip
+@given(
+    items=st.lists(_DISABLE_ITEM, max_size=4),
+    sep=st.sampled_from([",", ", ", " ", "\t", ",,", " , "]),
+    edges=st.sampled_from(["", ",", " "]),
+)
 def test_kill_switch_values(items, sep, edges):
     counted("env: QCOM_EXT_DISABLE")
     value = edges + sep.join(items) + edges
@@ -247,8 +252,12 @@ def test_kill_switch_values(items, sep, edges):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("QCOM_EXT_DISABLE", value)
         if unknown:
-            typed_error(lambda: DeviceCaps.from_info(extensions=every), "QCOM_EXT_DISABLE",
-                        *unknown, kinds=(ConfigError,))  # fmt: skip
+            typed_error(
+                lambda: DeviceCaps.from_info(extensions=every),
+                "QCOM_EXT_DISABLE",
+                *unknown,
+                kinds=(ConfigError,),
+            )
             return
         caps = DeviceCaps.from_info(extensions=every)
     expected = set(tokens) - {"all"} | (set(REGISTRY) if "all" in tokens else set())
@@ -266,12 +275,27 @@ def _platforms():
 
 
 @FUZZ
-@given(spec=st.one_of(
-    st.from_regex(r"\A[0-9]{1,2}(:[0-9]{1,2}(,[0-9])?)?\Z"),
-    st.text(alphabet="0123456789:,²١ abcdefghijklmnopqrstuvwxyzPC-", max_size=12),
-    st.sampled_from(["Portable", "pocl", "Portable Computing Language:pthread", ":", "::",
-                     ":0", "0:", "0:0:0", "²", "١:0", "0:٠"]),
-))  # fmt: skip
+@given(
+    spec=st.one_of(
+        st.from_regex(r"\A[0-9]{1,2}(:[0-9]{1,2}(,[0-9])?)?\Z"),
+        st.text(alphabet="0123456789:,²١ abcdefghijklmnopqrstuvwxyzPC-", max_size=12),
+        st.sampled_from(
+            [
+                "Portable",
+                "pocl",
+                "Portable Computing Language:pthread",
+                ":",
+                "::",
+                ":0",
+                "0:",
+                "0:0:0",
+                "²",
+                "١:0",
+                "0:٠",
+            ]
+        ),
+    )
+)
 def test_pyopencl_ctx_selector(spec):
     counted("env: PYOPENCL_CTX")
     from qcom_ext.device.probe import _default, default_device
@@ -308,8 +332,10 @@ _SELECTOR = either(
 
 
 @FUZZ
-@given(labels=st.lists(st.sampled_from(_LABELS), max_size=4, unique=True),
-       entries=st.lists(_SELECTOR, max_size=4))  # fmt: skip
+@given(
+    labels=st.lists(st.sampled_from(_LABELS), max_size=4, unique=True),
+    entries=st.lists(_SELECTOR, max_size=4),
+)
 def test_device_selector(labels, entries):
     counted("env: QCOM_EXT_TEST_DEVICES")
     from qcom_ext.tools.pytest_plugin import filter_devices
@@ -319,8 +345,12 @@ def test_device_selector(labels, entries):
     wanted = [e.strip() for e in entries if e.strip()]
     kept = [c for c in found if any(w in c.label for w in wanted)] if wanted else found
     if found and wanted and not kept:
-        typed_error(lambda: filter_devices(found, spec), "QCOM_EXT_TEST_DEVICES", repr(spec),
-                    kinds=(ConfigError,))  # fmt: skip
+        typed_error(
+            lambda: filter_devices(found, spec),
+            "QCOM_EXT_TEST_DEVICES",
+            repr(spec),
+            kinds=(ConfigError,),
+        )
         return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -331,9 +361,12 @@ def test_device_selector(labels, entries):
 
 
 @FUZZ
-@given(no_cache=st.text(alphabet=" 0123yesnoTRUE\t", max_size=5),
-       cache_dir=st.one_of(st.just(""), st.text(alphabet=string.ascii_letters + "/~._-",
-                                                 min_size=1, max_size=20)))  # fmt: skip
+@given(
+    no_cache=st.text(alphabet=" 0123yesnoTRUE\t", max_size=5),
+    cache_dir=st.one_of(
+        st.just(""), st.text(alphabet=string.ascii_letters + "/~._-", min_size=1, max_size=20)
+    ),
+)
 def test_cache_switches(no_cache, cache_dir, tmp_path_factory):
     counted("env: QCOM_EXT_NO_CACHE, QCOM_EXT_CACHE_DIR")
     from qcom_ext import _cache_dir
@@ -348,8 +381,12 @@ def test_cache_switches(no_cache, cache_dir, tmp_path_factory):
             try:
                 expected = Path(cache_dir).expanduser()
             except RuntimeError:  # ~user of no such user
-                typed_error(_cache_dir.cache_root, "QCOM_EXT_CACHE_DIR", repr(cache_dir),
-                            kinds=(ConfigError,))  # fmt: skip
+                typed_error(
+                    _cache_dir.cache_root,
+                    "QCOM_EXT_CACHE_DIR",
+                    repr(cache_dir),
+                    kinds=(ConfigError,),
+                )
                 return
             assert _cache_dir.cache_root() == expected
         assert (program_cache.default_cache() is None) is not enabled
@@ -397,10 +434,15 @@ def _tokens() -> set[int]:
     order=either(st.sampled_from(oracle.ORDERS), st.text(alphabet="RGBAx_", min_size=1)),
     data_type=either(st.sampled_from(oracle.TYPES), st.text(alphabet="UNORMINT_8", max_size=6)),
     form=st.sampled_from(["string", "names", "tokens", "pyopencl", "junk"]),
-    junk=st.one_of(st.none(), st.floats(), st.text(max_size=6), st.integers(-5, 2**70),
-                   st.lists(st.integers(), max_size=3)),
+    junk=st.one_of(
+        st.none(),
+        st.floats(),
+        st.text(max_size=6),
+        st.integers(-5, 2**70),
+        st.lists(st.integers(), max_size=3),
+    ),
     data=st.data(),
-)  # fmt: skip
+)
 def test_image_format_parsing(order, data_type, form, junk, data):
     counted("image formats")
     from qcom_ext import parse_image_format
@@ -431,8 +473,9 @@ def test_image_format_parsing(order, data_type, form, junk, data):
         value = cl.ImageFormat(getattr(C, f"CL_{o_name}"), getattr(C, f"CL_{t_name}"))
     layout = oracle.format_layout(o_name, t_name)
     if layout is None:
-        typed_error(lambda: parse_image_format(value), f"CL_{o_name}/CL_{t_name}",
-                    kinds=(ConfigError,))  # fmt: skip
+        typed_error(
+            lambda: parse_image_format(value), f"CL_{o_name}/CL_{t_name}", kinds=(ConfigError,)
+        )
         return
     fmt = parse_image_format(value)
     tokens = (getattr(C, f"CL_{o_name}"), getattr(C, f"CL_{t_name}"))
@@ -440,21 +483,34 @@ def test_image_format_parsing(order, data_type, form, junk, data):
     assert (fmt.channels, fmt.element_size, fmt.vendor) == (*layout, False)
 
 
-_SIZE = st.one_of(st.integers(-2, 0), st.sampled_from([8193, 2**40, 2**64, 2**70]),
-                  st.floats(1, 4), st.booleans(), st.just("8"), st.none())  # fmt: skip
+_SIZE = st.one_of(
+    st.integers(-2, 0),
+    st.sampled_from([8193, 2**40, 2**64, 2**70]),
+    st.floats(1, 4),
+    st.booleans(),
+    st.just("8"),
+    st.none(),
+)
 _GOOD = st.one_of(st.integers(1, 24), st.integers(1, 8).map(np.int32))
 _SHAPE = either(
     st.one_of(st.tuples(_GOOD, _GOOD), st.lists(_GOOD, min_size=2, max_size=2)),
     st.one_of(st.tuples(_GOOD | _SIZE, _SIZE), st.lists(_GOOD, max_size=3), _SIZE),
 )
-_FLAGS = either(st.sampled_from(["read_write", "READ-ONLY", " write_only"]),
-                st.sampled_from(["rw", "", 7, -1, 2**70, None]))  # fmt: skip
+_FLAGS = either(
+    st.sampled_from(["read_write", "READ-ONLY", " write_only"]),
+    st.sampled_from(["rw", "", 7, -1, 2**70, None]),
+)
 
 
 @FUZZ
-@given(shape=_SHAPE, flags=_FLAGS, seed=st.integers(0, 2**32 - 1),
-       fmt=st.sampled_from(["RGBA/UNORM_INT8", "R/FLOAT", "RG/UNSIGNED_INT16", "RGBA/HALF_FLOAT",
-                            "BGRA/SIGNED_INT8"]))  # fmt: skip
+@given(
+    shape=_SHAPE,
+    flags=_FLAGS,
+    seed=st.integers(0, 2**32 - 1),
+    fmt=st.sampled_from(
+        ["RGBA/UNORM_INT8", "R/FLOAT", "RG/UNSIGNED_INT16", "RGBA/HALF_FLOAT", "BGRA/SIGNED_INT8"]
+    ),
+)
 def test_image_creation(ctx, queue, shape, fmt, seed, flags):
     counted("image shapes and dtypes")
     import pyopencl as cl
@@ -462,11 +518,16 @@ def test_image_creation(ctx, queue, shape, fmt, seed, flags):
     limit = qcom_ext.probe().limits.image2d_max_size or (2**64, 2**64)
     sizes = list(shape) if isinstance(shape, (tuple, list)) else None
     if not isinstance(flags, str) or flags.strip().lower().replace("-", "_") not in (
-        "read_write", "read_only", "write_only"
-    ):  # fmt: skip
+        "read_write",
+        "read_only",
+        "write_only",
+    ):
         named = repr(flags) if isinstance(flags, str) else "flags"
-        typed_error(lambda: qcom_ext.create_image(ctx, (4, 4), fmt, flags=flags), named,
-                    kinds=(ConfigError,))  # fmt: skip
+        typed_error(
+            lambda: qcom_ext.create_image(ctx, (4, 4), fmt, flags=flags),
+            named,
+            kinds=(ConfigError,),
+        )
         return
     if not (sizes and len(sizes) == 2 and all(oracle.is_int(s) and s >= 1 for s in sizes)):
         typed_error(lambda: qcom_ext.create_image(ctx, shape, fmt), kinds=(ConfigError,))
@@ -521,8 +582,13 @@ def weight_inputs(draw):
     fx, fy = filter_size or ((n, n) if separable else (n, m))
     center = (draw(st.integers(0, fx - 1)), draw(st.integers(0, fy - 1)))
     storage = draw(st.sampled_from([np.float16, np.float32]))
-    args = {"weights": weights, "separable": separable, "filter_size": filter_size,
-            "center": center, "storage": storage}  # fmt: skip
+    args = {
+        "weights": weights,
+        "separable": separable,
+        "filter_size": filter_size,
+        "center": center,
+        "storage": storage,
+    }
     if draw(st.booleans()):
         spoil = draw(st.sampled_from(sorted(_SPOILERS)))
         args[spoil] = draw(_SPOILERS[spoil])
@@ -535,13 +601,27 @@ _SPOILERS = {
     "center": st.sampled_from([(-1, 0), (0, 17), (0.5, 0), (True, 0), None, (1,), "0,0"]),
     "filter_size": st.sampled_from([(0, 1), (17, 17), (1.0, 2), (True, 2), "3x3", 4, (40, 1)]),
     "weights": st.one_of(
-        hnp.arrays(np.float64, st.sampled_from([(3,), (0, 3), (3, 0, 3), (3, 3, 3), (2, 2, 2, 2),
-                                                (1, 17, 3), (256, 1, 1)])),
-        st.sampled_from([np.full((3, 3), np.nan), np.full((3, 3), np.inf), np.full((3, 3), 7e4),
-                         np.full((3, 3), 1e39), np.ones((3, 3), bool), np.ones((3, 3), complex),
-                         np.array([[1, "a"]], object), "weights", None]),
+        hnp.arrays(
+            np.float64,
+            st.sampled_from(
+                [(3,), (0, 3), (3, 0, 3), (3, 3, 3), (2, 2, 2, 2), (1, 17, 3), (256, 1, 1)]
+            ),
+        ),
+        st.sampled_from(
+            [
+                np.full((3, 3), np.nan),
+                np.full((3, 3), np.inf),
+                np.full((3, 3), 7e4),
+                np.full((3, 3), 1e39),
+                np.ones((3, 3), bool),
+                np.ones((3, 3), complex),
+                np.array([[1, "a"]], object),
+                "weights",
+                None,
+            ]
+        ),
     ),
-}  # fmt: skip
+}
 
 
 @FUZZ
@@ -590,11 +670,33 @@ def test_weight_images(ctx, queue, args, phase):
 
 
 _NUMBER = either(
-    st.one_of(st.floats(0.01, 8), st.integers(1, 8), st.integers(1, 8).map(np.int64),
-              st.floats(0.5, 8).map(np.float16)),
-    st.sampled_from([0, -2, 0.0, -0.5, 1e-50, 16.000001, 17, 1e39, 10**400, math.nan, math.inf,
-                     True, "2", None, [2], 2j]),
-)  # fmt: skip
+    st.one_of(
+        st.floats(0.01, 8),
+        st.integers(1, 8),
+        st.integers(1, 8).map(np.int64),
+        st.floats(0.5, 8).map(np.float16),
+    ),
+    st.sampled_from(
+        [
+            0,
+            -2,
+            0.0,
+            -0.5,
+            1e-50,
+            16.000001,
+            17,
+            1e39,
+            10**400,
+            math.nan,
+            math.inf,
+            True,
+            "2",
+            None,
+            [2],
+            2j,
+        ]
+    ),
+)
 
 
 @FUZZ
@@ -605,28 +707,40 @@ def test_box_sizes(width, height, native):
 
     if native:
         limits = (16, 8)
-        device = DeviceCaps.from_info(extensions="cl_qcom_accelerated_image_ops", disabled=(),
-                                      limits=Limits(hof_max_filter_size=limits))  # fmt: skip
+        device = DeviceCaps.from_info(
+            extensions="cl_qcom_accelerated_image_ops",
+            disabled=(),
+            limits=Limits(hof_max_filter_size=limits),
+        )
     else:
         limits = oracle.FALLBACK_MAX_FILTER
         device = DeviceCaps.from_info(extensions="", disabled=())
     w, h = oracle.float32_of(width), oracle.float32_of(height)
-    if not all(v is not None and math.isfinite(v) and 0 < v <= top
-               for v, top in zip((w, h), limits, strict=True)):  # fmt: skip
-        typed_error(lambda: qcom_ext.box_size(width, height, device=device), "box",
-                    kinds=(ConfigError,))  # fmt: skip
+    if not all(
+        v is not None and math.isfinite(v) and 0 < v <= top
+        for v, top in zip((w, h), limits, strict=True)
+    ):
+        typed_error(
+            lambda: qcom_ext.box_size(width, height, device=device), "box", kinds=(ConfigError,)
+        )
         return
     size = qcom_ext.box_size(width, height, device=device)
     assert (float(size["x"]), float(size["y"]), size.nbytes) == (w, h, 8)
 
 
-_PIXELS = hnp.arrays(np.float32, st.tuples(st.integers(1, 9), st.integers(1, 9), st.just(4)),
-                     elements=st.floats(-4, 4, width=32))  # fmt: skip
+_PIXELS = hnp.arrays(
+    np.float32,
+    st.tuples(st.integers(1, 9), st.integers(1, 9), st.just(4)),
+    elements=st.floats(-4, 4, width=32),
+)
 
 
 @FUZZ
-@given(size=st.sampled_from([(2, 2), (3, 1.5)]), pixels=_PIXELS,
-       method=st.sampled_from(["tiled", "blocked"]))  # fmt: skip
+@given(
+    size=st.sampled_from([(2, 2), (3, 1.5)]),
+    pixels=_PIXELS,
+    method=st.sampled_from(["tiled", "blocked"]),
+)
 def test_box_filter_image(ctx, queue, size, pixels, method):
     counted("box filter image")
     from qcom_ext.ext.accelerated import whole_image as image_ops
@@ -639,8 +753,11 @@ def test_box_filter_image(ctx, queue, size, pixels, method):
 
 
 @FUZZ
-@given(weights=hnp.arrays(np.float64, (3, 3), elements=st.floats(-2, 2)), pixels=_PIXELS,
-       method=st.sampled_from(["tiled", "blocked", "per_pixel"]))  # fmt: skip
+@given(
+    weights=hnp.arrays(np.float64, (3, 3), elements=st.floats(-2, 2)),
+    pixels=_PIXELS,
+    method=st.sampled_from(["tiled", "blocked", "per_pixel"]),
+)
 def test_convolve_image(ctx, queue, weights, pixels, method):
     counted("convolve image")
     from qcom_ext.ext.accelerated import whole_image as image_ops
@@ -662,9 +779,11 @@ __kernel void put(__global float *f, float v) { size_t i = get_global_id(0); if 
 """
 N = 16
 #: (kernel, buffer, scalar, global size, local size, global offset) as recorded
-RECORDED = (("add", "A", np.int32(1), (8,), (4,), None),
-            ("put", "F", np.float32(2.5), (4,), None, None),
-            ("add", "B", np.int32(10), (16,), None, (0,)))  # fmt: skip
+RECORDED = (
+    ("add", "A", np.int32(1), (8,), (4,), None),
+    ("put", "F", np.float32(2.5), (4,), None, None),
+    ("add", "B", np.int32(10), (16,), None, (0,)),
+)
 
 
 class Recorded:
@@ -683,8 +802,9 @@ class Recorded:
             self.rec = qcom_ext.Recording(queue)
             with self.rec:
                 for name, buf, scalar, gs, ls, off in RECORDED:
-                    self.rec.enqueue(kernels[name], gs, ls, self.buffers[buf], scalar,
-                                     global_offset=off)  # fmt: skip
+                    self.rec.enqueue(
+                        kernels[name], gs, ls, self.buffers[buf], scalar, global_offset=off
+                    )
         size = cl.kernel_work_group_info.WORK_GROUP_SIZE
         self.max_wg = min(k.get_work_group_info(size, queue.device) for k in kernels.values())
 
@@ -709,10 +829,27 @@ def recorded(request, ctx, queue):
 
 
 _BAD_SCALAR = st.one_of(
-    st.integers(-(2**40), 2**40), st.floats(allow_nan=False),
-    st.sampled_from([1e300, math.nan, math.inf, 10**400, True, None, "3", 2**31, -(2**31) - 1,
-                     np.int64(1), np.int16(1), np.float16(1), b"abc", 2.5]),
-)  # fmt: skip
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False),
+    st.sampled_from(
+        [
+            1e300,
+            math.nan,
+            math.inf,
+            10**400,
+            True,
+            None,
+            "3",
+            2**31,
+            -(2**31) - 1,
+            np.int64(1),
+            np.int16(1),
+            np.float16(1),
+            b"abc",
+            2.5,
+        ]
+    ),
+)
 _BAD_KEY = st.sampled_from(
     [(3, 0), (-1, 1), (0, 2), 0, (0,), (True, 1), (0, 1, 2), "0,1", (0.0, 1)]
 )
@@ -731,36 +868,66 @@ def valid_args(draw):
         if a == 0:
             out[(d, a)] = draw(st.sampled_from("ABF"))
         elif RECORDED[d][0] == "add":
-            out[(d, a)] = draw(st.one_of(st.integers(-50, 50), st.integers(-50, 50).map(np.int32),
-                                         st.binary(min_size=4, max_size=4)))  # fmt: skip
+            out[(d, a)] = draw(
+                st.one_of(
+                    st.integers(-50, 50),
+                    st.integers(-50, 50).map(np.int32),
+                    st.binary(min_size=4, max_size=4),
+                )
+            )
         else:
-            out[(d, a)] = draw(st.one_of(st.floats(-9, 9), st.integers(-9, 9),
-                                         st.floats(-9, 9).map(np.float32)))  # fmt: skip
+            out[(d, a)] = draw(
+                st.one_of(st.floats(-9, 9), st.integers(-9, 9), st.floats(-9, 9).map(np.float32))
+            )
     return out
 
 
 _GS = st.one_of(st.integers(1, 10).map(lambda k: 4 * k), st.tuples(st.integers(1, 40)))
-_SIZES = st.fixed_dictionaries({}, optional={
-    "global_size": st.dictionaries(st.integers(0, 2), _GS, max_size=2),
-    "local_size": st.dictionaries(st.just(0), st.sampled_from([1, 2, 4, (4,), [2]])),
-    "global_offset": st.dictionaries(st.integers(0, 2), st.integers(0, 24), max_size=2),
-})  # fmt: skip
+_SIZES = st.fixed_dictionaries(
+    {},
+    optional={
+        "global_size": st.dictionaries(st.integers(0, 2), _GS, max_size=2),
+        "local_size": st.dictionaries(st.just(0), st.sampled_from([1, 2, 4, (4,), [2]])),
+        "global_offset": st.dictionaries(st.integers(0, 2), st.integers(0, 24), max_size=2),
+    },
+)
 _UPDATES = one_spoilt(
     {"args": valid_args(), "sizes": _SIZES, "not_a_mapping": st.none()},
-    {"args": st.one_of(st.dictionaries(_BAD_KEY, st.integers(0, 3), min_size=1, max_size=1),
-                       st.dictionaries(st.tuples(st.integers(0, 2), st.just(1)), _BAD_SCALAR,
-                                       min_size=1, max_size=1),
-                       st.dictionaries(st.tuples(st.integers(0, 2), st.just(0)),
-                                       st.sampled_from([1, "nope", np.int32(0), b"\0" * 8]),
-                                       min_size=1, max_size=1)),
-     "sizes": st.one_of(st.fixed_dictionaries({"global_size": st.dictionaries(
-                            st.integers(0, 2) | _BAD_INDEX, _BAD_DIMS | _GS, min_size=1)}),
-                        st.fixed_dictionaries({"local_size": st.dictionaries(
-                            st.integers(0, 2), _BAD_DIMS | st.integers(1, 16), min_size=1)}),
-                        st.fixed_dictionaries({"global_offset": st.dictionaries(
-                            st.integers(0, 2), _BAD_OFFSET, min_size=1)})),
-     "not_a_mapping": st.sampled_from([5, "ab", [(0, 1)]])},
-)  # fmt: skip
+    {
+        "args": st.one_of(
+            st.dictionaries(_BAD_KEY, st.integers(0, 3), min_size=1, max_size=1),
+            st.dictionaries(
+                st.tuples(st.integers(0, 2), st.just(1)), _BAD_SCALAR, min_size=1, max_size=1
+            ),
+            st.dictionaries(
+                st.tuples(st.integers(0, 2), st.just(0)),
+                st.sampled_from([1, "nope", np.int32(0), b"\0" * 8]),
+                min_size=1,
+                max_size=1,
+            ),
+        ),
+        "sizes": st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "global_size": st.dictionaries(
+                        st.integers(0, 2) | _BAD_INDEX, _BAD_DIMS | _GS, min_size=1
+                    )
+                }
+            ),
+            st.fixed_dictionaries(
+                {
+                    "local_size": st.dictionaries(
+                        st.integers(0, 2), _BAD_DIMS | st.integers(1, 16), min_size=1
+                    )
+                }
+            ),
+            st.fixed_dictionaries(
+                {"global_offset": st.dictionaries(st.integers(0, 2), _BAD_OFFSET, min_size=1)}
+            ),
+        ),
+        "not_a_mapping": st.sampled_from([5, "ab", [(0, 1)]]),
+    },
+)
 
 
 @FUZZ
@@ -770,8 +937,9 @@ def test_recording_updates(recorded, updates):
     rec = recorded
     arg_updates, sizes, not_a_mapping = updates["args"], updates["sizes"], updates["not_a_mapping"]
     if not_a_mapping is not None:
-        typed_error(lambda: rec.rec.replay(rec.queue, args=not_a_mapping), "args",
-                    kinds=(ConfigError,))  # fmt: skip
+        typed_error(
+            lambda: rec.rec.replay(rec.queue, args=not_a_mapping), "args", kinds=(ConfigError,)
+        )
         return
     args = {k: rec.buffers.get(v, v) if isinstance(v, str) else v for k, v in arg_updates.items()}
     plan = [[k, b, s.tobytes(), gs, ls, off] for k, b, s, gs, ls, off in RECORDED]
@@ -851,34 +1019,52 @@ def test_conv_op_parameters(queue, op, param, data):
     if op == "conv2d" and param == "pixels":  # conv2d picks its own; its method is checked
         param, value = "method", {None: "IMAGE", True: None}.get(value, value)
     x, weight = np.ones((1, 4, 5, 5), np.float32), np.ones(_WEIGHTS[op], np.float32)
-    typed_error(lambda: getattr(ops, op)(queue, x, weight, **{param: value}), param,
-                kinds=(ConfigError,))  # fmt: skip
+    typed_error(
+        lambda: getattr(ops, op)(queue, x, weight, **{param: value}), param, kinds=(ConfigError,)
+    )
 
 
-_BAD_ARRAYS = st.sampled_from([
-    np.ones((4, 5, 5, 1, 1), np.float32), np.ones((1, 4, 0, 5), np.float32),
-    np.ones((1, 4, 5, 5), np.complex64), np.ones((1, 4, 5, 5), np.int32), "x",
-    [[[[1.0]]], [[[1.0, 2.0]]]], np.ones((1, 4, 5, 5), object), np.ones((2,), np.float32),
-])  # fmt: skip
+_BAD_ARRAYS = st.sampled_from(
+    [
+        np.ones((4, 5, 5, 1, 1), np.float32),
+        np.ones((1, 4, 0, 5), np.float32),
+        np.ones((1, 4, 5, 5), np.complex64),
+        np.ones((1, 4, 5, 5), np.int32),
+        "x",
+        [[[[1.0]]], [[[1.0, 2.0]]]],
+        np.ones((1, 4, 5, 5), object),
+        np.ones((2,), np.float32),
+    ]
+)
 
 
 @FUZZ
-@given(op=st.sampled_from(_OPS), which=st.sampled_from(["input", "weight", "bias"]),
-       bad=_BAD_ARRAYS)  # fmt: skip
+@given(
+    op=st.sampled_from(_OPS), which=st.sampled_from(["input", "weight", "bias"]), bad=_BAD_ARRAYS
+)
 def test_conv_op_arrays(queue, op, which, bad):
     counted("ops: conv arrays")
-    arrays = {"input": np.ones((1, 4, 5, 5), np.float32), "bias": None,
-              "weight": np.ones(_WEIGHTS[op], np.float32)}  # fmt: skip
+    arrays = {
+        "input": np.ones((1, 4, 5, 5), np.float32),
+        "bias": None,
+        "weight": np.ones(_WEIGHTS[op], np.float32),
+    }
     arrays[which] = bad
     call = lambda: getattr(ops, op)(queue, arrays["input"], arrays["weight"], arrays["bias"])  # noqa: E731
     typed_error(call, which, kinds=(ConfigError,))
 
 
 @FUZZ
-@given(n=st.integers(1, 2), c=st.integers(1, 9), h=st.integers(1, 8), w=st.integers(1, 8),
-       padding=st.one_of(st.integers(0, 2), st.tuples(st.integers(0, 2), st.integers(0, 2))),
-       layout=st.sampled_from(["NCHW", "NHWC"]), bias=st.booleans(),
-       seed=st.integers(0, 2**16))  # fmt: skip
+@given(
+    n=st.integers(1, 2),
+    c=st.integers(1, 9),
+    h=st.integers(1, 8),
+    w=st.integers(1, 8),
+    padding=st.one_of(st.integers(0, 2), st.tuples(st.integers(0, 2), st.integers(0, 2))),
+    layout=st.sampled_from(["NCHW", "NHWC"]),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_depthwise_shapes(queue, n, c, h, w, padding, layout, bias, seed):
     counted("ops: depthwise shapes")
     rng = np.random.default_rng(seed)
@@ -908,11 +1094,14 @@ _F32_BITS = st.integers(0, 0xFFFFFFFF).map(lambda b: np.array(b, np.uint32).view
 
 
 @FUZZ
-@given(values=st.lists(st.one_of(_F32, _F32_BITS), min_size=1, max_size=8),
-       a=st.integers(0, 0xFFFF), b=st.integers(0, 0xFFFF), acc=_F32,
-       bad=st.sampled_from([1 + 2j, "1.0", [1, [2]], None, object()]),
-       bad_bits=st.sampled_from([-1, 0x10000, 2**40, 1.5, np.float32(16256), "0x3f80",
-                                 [1, -2]]))  # fmt: skip
+@given(
+    values=st.lists(st.one_of(_F32, _F32_BITS), min_size=1, max_size=8),
+    a=st.integers(0, 0xFFFF),
+    b=st.integers(0, 0xFFFF),
+    acc=_F32,
+    bad=st.sampled_from([1 + 2j, "1.0", [1, [2]], None, object()]),
+    bad_bits=st.sampled_from([-1, 0x10000, 2**40, 1.5, np.float32(16256), "0x3f80", [1, -2]]),
+)
 def test_bfloat16_conversions(values, a, b, acc, bad, bad_bits):
     counted("bfloat16")
     from qcom_ext.ext.program.bfloat16 import from_bfloat16, mad32_bf16, to_bfloat16
@@ -934,17 +1123,33 @@ def test_bfloat16_conversions(values, a, b, acc, bad, bad_bits):
 # ---- kernel defines, handles, hints, memory flags ----------------------------------------
 
 _DEFINE_NAME = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_]{0,8}\Z")
-_DEFINE_VALUE = st.one_of(st.integers(), st.booleans(), st.none(), st.floats(),
-                          st.text(alphabet=string.ascii_letters + "_.+-", max_size=6))  # fmt: skip
+_DEFINE_VALUE = st.one_of(
+    st.integers(),
+    st.booleans(),
+    st.none(),
+    st.floats(),
+    st.text(alphabet=string.ascii_letters + "_.+-", max_size=6),
+)
 _DEFINES = one_spoilt(
     {"defines": st.dictionaries(_DEFINE_NAME, _DEFINE_VALUE, max_size=3)},
-    {"defines": st.one_of(
-        st.dictionaries(st.one_of(st.text(max_size=4), st.integers(0, 3), st.just("é")),
-                        _DEFINE_VALUE, min_size=1, max_size=2),
-        st.dictionaries(_DEFINE_NAME, st.sampled_from(["a b", "x\t", "1\x00", "\n", "é\u200b"]),
-                        min_size=1, max_size=2),
-        st.sampled_from([[("A", 1)], "A=1", 5]))},
-).map(lambda fields: fields["defines"])  # fmt: skip
+    {
+        "defines": st.one_of(
+            st.dictionaries(
+                st.one_of(st.text(max_size=4), st.integers(0, 3), st.just("é")),
+                _DEFINE_VALUE,
+                min_size=1,
+                max_size=2,
+            ),
+            st.dictionaries(
+                _DEFINE_NAME,
+                st.sampled_from(["a b", "x\t", "1\x00", "\n", "é\u200b"]),
+                min_size=1,
+                max_size=2,
+            ),
+            st.sampled_from([[("A", 1)], "A=1", 5]),
+        )
+    },
+).map(lambda fields: fields["defines"])
 
 
 @FUZZ
@@ -988,11 +1193,13 @@ def test_define_options(defines):
 )
 def test_junk_handles(junk, where):
     counted("handles")  # ints are raw handles, trusted as pyopencl's from_int_ptr trusts them
-    calls = {"probe": lambda: qcom_ext.probe(junk),
-             "hof_limits": lambda: qcom_ext.hof_limits(junk),
-             "box_size": lambda: qcom_ext.box_size(1, 1, device=junk),
-             "create_context": lambda: qcom_ext.create_context(junk),
-             "formats": lambda: qcom_ext.supported_image_formats(junk)}  # fmt: skip
+    calls = {
+        "probe": lambda: qcom_ext.probe(junk),
+        "hof_limits": lambda: qcom_ext.hof_limits(junk),
+        "box_size": lambda: qcom_ext.box_size(1, 1, device=junk),
+        "create_context": lambda: qcom_ext.create_context(junk),
+        "formats": lambda: qcom_ext.supported_image_formats(junk),
+    }
     typed_error(calls[where], kinds=(ConfigError,))
 
 
@@ -1007,20 +1214,33 @@ def test_handles_that_are_accepted(ctx):
     assert handle_int(ctx) == ctx.int_ptr and handle_int(ffi.NULL) == 0
 
 
-_HINT_KINDS = {"perf_hint": ("PERF_HINT_{}_QCOM", "NORMAL"),
-               "priority_hint": ("PRIORITY_HINT_{}_QCOM", "NORMAL"),
-               "priority": ("QUEUE_PRIORITY_{}_KHR", "MED"),
-               "throttle": ("QUEUE_THROTTLE_{}_KHR", "MED")}  # fmt: skip
-_TOKENS = sorted({int(getattr(C, "CL_" + f.format(n))) for f, mid in _HINT_KINDS.values()
-                  for n in ("HIGH", mid, "LOW")})  # fmt: skip
+_HINT_KINDS = {
+    "perf_hint": ("PERF_HINT_{}_QCOM", "NORMAL"),
+    "priority_hint": ("PRIORITY_HINT_{}_QCOM", "NORMAL"),
+    "priority": ("QUEUE_PRIORITY_{}_KHR", "MED"),
+    "throttle": ("QUEUE_THROTTLE_{}_KHR", "MED"),
+}
+_TOKENS = sorted(
+    {
+        int(getattr(C, "CL_" + f.format(n)))
+        for f, mid in _HINT_KINDS.values()
+        for n in ("HIGH", mid, "LOW")
+    }
+)
 
 
 @FUZZ
-@given(kind=st.sampled_from(sorted(_HINT_KINDS)),
-       value=either(st.sampled_from(["high", " LOW ", "Normal", None, *_TOKENS]),
-                    st.one_of(st.sampled_from(["med", "", "highest", True, 1.0, b"high"]),
-                              st.integers(-5, 0x40D0),
-                              st.integers(0, 4).map(np.int32))))  # fmt: skip
+@given(
+    kind=st.sampled_from(sorted(_HINT_KINDS)),
+    value=either(
+        st.sampled_from(["high", " LOW ", "Normal", None, *_TOKENS]),
+        st.one_of(
+            st.sampled_from(["med", "", "highest", True, 1.0, b"high"]),
+            st.integers(-5, 0x40D0),
+            st.integers(0, 4).map(np.int32),
+        ),
+    ),
+)
 def test_hint_values(kind, value):
     counted("hints")
     from qcom_ext.ext import hints as _hints
@@ -1038,8 +1258,11 @@ def test_hint_values(kind, value):
         typed_error(lambda: _hints.parse(kind, value), f"{kind}={value!r}", kinds=(ConfigError,))
 
 
-_ACCESS = {"read_write": C.CL_MEM_READ_WRITE, "read_only": C.CL_MEM_READ_ONLY,
-           "write_only": C.CL_MEM_WRITE_ONLY}  # fmt: skip
+_ACCESS = {
+    "read_write": C.CL_MEM_READ_WRITE,
+    "read_only": C.CL_MEM_READ_ONLY,
+    "write_only": C.CL_MEM_WRITE_ONLY,
+}
 _HOST = (C.CL_MEM_HOST_WRITE_ONLY, C.CL_MEM_HOST_READ_ONLY, C.CL_MEM_HOST_NO_ACCESS)
 
 
@@ -1053,9 +1276,16 @@ _VALID_FLAGS = st.tuples(
 
 
 @FUZZ
-@given(flags=either(st.one_of(_VALID_FLAGS, st.sampled_from([*_ACCESS, " Read-Only"])),
-                    st.one_of(st.integers(-2, 2**12), st.sampled_from([2**64, True, 1.0, None]),
-                              st.text(alphabet="read_writeonlyRWO- ", max_size=12))))  # fmt: skip
+@given(
+    flags=either(
+        st.one_of(_VALID_FLAGS, st.sampled_from([*_ACCESS, " Read-Only"])),
+        st.one_of(
+            st.integers(-2, 2**12),
+            st.sampled_from([2**64, True, 1.0, None]),
+            st.text(alphabet="read_writeonlyRWO- ", max_size=12),
+        ),
+    )
+)
 def test_access_flags(flags):
     counted("memory flags")
     from qcom_ext.ext.memory.flags import access_flags
@@ -1068,8 +1298,13 @@ def test_access_flags(flags):
             typed_error(lambda: access_flags(flags), repr(flags), kinds=(ConfigError,))
         return
     access, host = sum(_ACCESS.values()), sum(_HOST)
-    valid = (type(flags) is int and flags >= 0 and not flags & ~(access | host)
-             and _one_bit(flags & access) and _one_bit(flags & host))  # fmt: skip
+    valid = (
+        type(flags) is int
+        and flags >= 0
+        and not flags & ~(access | host)
+        and _one_bit(flags & access)
+        and _one_bit(flags & host)
+    )
     if not valid:
         typed_error(lambda: access_flags(flags), "flags", kinds=(ConfigError,))
         return
@@ -1080,9 +1315,12 @@ def test_access_flags(flags):
 
 
 @FUZZ
-@given(binaries=st.lists(st.binary(min_size=1, max_size=40), min_size=1, max_size=3),
-       change=st.sampled_from(["truncate", "flip", "append", "replace", "none", "empty"]),
-       where=st.integers(0, 10**6), junk=st.binary(max_size=64))  # fmt: skip
+@given(
+    binaries=st.lists(st.binary(min_size=1, max_size=40), min_size=1, max_size=3),
+    change=st.sampled_from(["truncate", "flip", "append", "replace", "none", "empty"]),
+    where=st.integers(0, 10**6),
+    junk=st.binary(max_size=64),
+)
 def test_program_cache_entries(tmp_path_factory, binaries, change, where, junk):
     counted("program cache entries")
     from qcom_ext.ext.program.cache import ProgramCache, key_of
@@ -1092,9 +1330,14 @@ def test_program_cache_entries(tmp_path_factory, binaries, change, where, junk):
     path = store.store(key, meta, binaries)
     data = path.read_bytes()
     spot = where % len(data)
-    altered = {"truncate": data[:spot], "append": data + junk, "replace": junk, "none": data,
-               "flip": data[:spot] + bytes([data[spot] ^ 0x55]) + data[spot + 1:],
-               "empty": b""}[change]  # fmt: skip
+    altered = {
+        "truncate": data[:spot],
+        "append": data + junk,
+        "replace": junk,
+        "none": data,
+        "flip": data[:spot] + bytes([data[spot] ^ 0x55]) + data[spot + 1 :],
+        "empty": b"",
+    }[change]
     path.write_bytes(altered)
     loaded = store.load(key, meta)
     if altered == data:
@@ -1105,21 +1348,31 @@ def test_program_cache_entries(tmp_path_factory, binaries, change, where, junk):
 
 
 _JSON = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
-              st.text(max_size=5)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=False),
+        st.text(max_size=5),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
-)  # fmt: skip
+)
 
 
 _LOCAL = st.lists(st.integers(1, 64), min_size=1, max_size=1)
 
 
 @FUZZ
-@given(field=st.sampled_from(["format", "version", "key", "local_size", "best_ns", "driver_ns",
-                              None]),
-       value=either(_LOCAL, _JSON), local=st.one_of(st.none(), _LOCAL))  # fmt: skip
+@given(
+    field=st.sampled_from(
+        ["format", "version", "key", "local_size", "best_ns", "driver_ns", None]
+    ),
+    value=either(_LOCAL, _JSON),
+    local=st.one_of(st.none(), _LOCAL),
+)
 @example(field="best_ns", value=False, local=None)  # was loaded as best_ns=False
 @example(field="driver_ns", value=-5, local=[8])
 def test_tuning_cache_entries(tmp_path_factory, field, value, local):
@@ -1138,12 +1391,17 @@ def test_tuning_cache_entries(tmp_path_factory, field, value, local):
     ls = entry.get("local_size")
     times = (entry.get("best_ns"), entry.get("driver_ns"))
     valid = (
-        entry.get("format") == "qcom_ext-tuning" and entry.get("version") == 1
+        entry.get("format") == "qcom_ext-tuning"
+        and entry.get("version") == 1
         and entry.get("key") == identity.key((64,), False)
-        and (ls is None or (isinstance(ls, list) and len(ls) == 1
-                            and all(type(v) is int and v > 0 for v in ls)))
+        and (
+            ls is None
+            or (
+                isinstance(ls, list) and len(ls) == 1 and all(type(v) is int and v > 0 for v in ls)
+            )
+        )
         and all(v is None or (type(v) in (int, float) and v >= 0) for v in times)
-    )  # fmt: skip
+    )
     if not valid:
         assert found is None
         refused()
@@ -1176,8 +1434,13 @@ def test_verdict_cache_entries(tmp_path_factory, data, verdicts):
     counted("verdict cache entries")
     from qcom_ext.tools.verify import runner as verify
 
-    caps = DeviceCaps.from_info(extensions=" ".join(REGISTRY), platform_name="fuzz",
-                                device_name="cpu", driver_version="1", disabled=())  # fmt: skip
+    caps = DeviceCaps.from_info(
+        extensions=" ".join(REGISTRY),
+        platform_name="fuzz",
+        device_name="cpu",
+        driver_version="1",
+        disabled=(),
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         patch.delenv("QCOM_EXT_NO_CACHE", raising=False)

@@ -54,9 +54,12 @@ def quiet_import(*args, **kwargs):
 # ---- aligned_empty -------------------------------------------------------------------
 
 
-@given(shape=st.lists(st.integers(0, 9), min_size=1, max_size=3),
-       dtype=st.sampled_from(["uint8", "int16", "float32", "float64", "complex64"]),
-       log_alignment=st.integers(4, 16), padding=st.integers(0, 5000))  # fmt: skip
+@given(
+    shape=st.lists(st.integers(0, 9), min_size=1, max_size=3),
+    dtype=st.sampled_from(["uint8", "int16", "float32", "float64", "complex64"]),
+    log_alignment=st.integers(4, 16),
+    padding=st.integers(0, 5000),
+)
 def test_aligned_empty_alignment_shape_and_padding(shape, dtype, log_alignment, padding):
     alignment = 1 << log_alignment
     array = qcom_ext.aligned_empty(shape, dtype, alignment=alignment, padding=padding)
@@ -70,10 +73,15 @@ def test_aligned_empty_alignment_shape_and_padding(shape, dtype, log_alignment, 
     assert available >= whole_pages
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"alignment": 3}, "power of two"), ({"alignment": 0}, "power of two"),
-    ({"padding": -1}, "non-negative"), ({"shape": (2, -1)}, "non-negative ints"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"alignment": 3}, "power of two"),
+        ({"alignment": 0}, "power of two"),
+        ({"padding": -1}, "non-negative"),
+        ({"shape": (2, -1)}, "non-negative ints"),
+    ],
+)
 def test_aligned_empty_refuses_bad_arguments(kwargs, match):
     shape = kwargs.pop("shape", (4,))
     with pytest.raises(ConfigError, match=match):
@@ -107,17 +115,23 @@ def test_host_buffer_is_the_array(device_caps, kernel_context):
     del mapped
 
 
-@pytest.mark.parametrize(("make", "kwargs", "match"), [
-    (lambda a: a[1:], {}, "not aligned to the"),
-    (lambda a: a.reshape(64, 64)[:, ::2], {}, "C-contiguous"),
-    (lambda a: a[:0], {}, "non-empty"),
-    (lambda a: a.tolist(), {}, "numpy array, got list"),
-    (lambda a: np.frombuffer(bytes(4096), np.uint8), {}, "read-only"),
-    (lambda a: a, {"flags": "read_most"}, "expected one of read_write"),
-    (lambda a: a, {"flags": cl.mem_flags.COPY_HOST_PTR}, "set by qcom_ext itself"),
-    (lambda a: a, {"flags": cl.mem_flags.READ_ONLY | cl.mem_flags.WRITE_ONLY},
-     "at most one device-access flag"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("make", "kwargs", "match"),
+    [
+        (lambda a: a[1:], {}, "not aligned to the"),
+        (lambda a: a.reshape(64, 64)[:, ::2], {}, "C-contiguous"),
+        (lambda a: a[:0], {}, "non-empty"),
+        (lambda a: a.tolist(), {}, "numpy array, got list"),
+        (lambda a: np.frombuffer(bytes(4096), np.uint8), {}, "read-only"),
+        (lambda a: a, {"flags": "read_most"}, "expected one of read_write"),
+        (lambda a: a, {"flags": cl.mem_flags.COPY_HOST_PTR}, "set by qcom_ext itself"),
+        (
+            lambda a: a,
+            {"flags": cl.mem_flags.READ_ONLY | cl.mem_flags.WRITE_ONLY},
+            "at most one device-access flag",
+        ),
+    ],
+)
 def test_host_buffer_refusals(cl_context, make, kwargs, match):
     array = qcom_ext.aligned_empty(4096, np.uint8)
     with pytest.raises(ConfigError, match=match):
@@ -159,8 +173,9 @@ def test_dmabuf_fallback_maps_the_fd_zero_copy(device_caps, kernel_context, memf
 
 
 @needs_memfd
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.binary(min_size=1, max_size=20000), extra=st.integers(0, 3000))
 def test_dmabuf_fallback_round_trip(device_caps, cl_context, data, extra):
     portable(device_caps)
@@ -187,12 +202,17 @@ def test_dmabuf_fallback_image_honours_row_pitch(device_caps, cl_context, memfd)
     os.ftruncate(memfd, pitch * height)
     pixels = np.arange(pitch * height, dtype=np.uint8).reshape(height, pitch)
     os.pwrite(memfd, pixels.tobytes(), 0)
-    image, _ = quiet_import(cl_context, memfd, image_format="RGBA/UNORM_INT8", flags="read_only",
-                            shape=(width, height), row_pitch=pitch)  # fmt: skip
+    image, _ = quiet_import(
+        cl_context,
+        memfd,
+        image_format="RGBA/UNORM_INT8",
+        flags="read_only",
+        shape=(width, height),
+        row_pitch=pitch,
+    )
     assert image.shape == (width, height)
     out = np.empty((height, width, 4), np.uint8)
-    cl.enqueue_copy(cl.CommandQueue(cl_context), out, image, origin=(0, 0),
-                    region=(width, height))  # fmt: skip
+    cl.enqueue_copy(cl.CommandQueue(cl_context), out, image, origin=(0, 0), region=(width, height))
     assert np.array_equal(out.reshape(height, width * 4), pixels[:, : width * 4])
     del image
     assert mappings() == 0
@@ -213,8 +233,9 @@ def test_dmabuf_fallback_refusals(device_caps, cl_context, memfd):
     with pytest.raises(ExtensionUnavailable, match="protected dma-buf is never mapped"):
         qcom_ext.import_dmabuf(cl_context, memfd, 4096, protected=True)
     with pytest.raises(ExtensionUnavailable, match=r"cl_qcom_other_image.*nv12_image"):
-        qcom_ext.import_dmabuf(cl_context, memfd, image_format=(0x4133, "UNORM_INT8"),
-                               shape=(16, 16))  # fmt: skip
+        qcom_ext.import_dmabuf(
+            cl_context, memfd, image_format=(0x4133, "UNORM_INT8"), shape=(16, 16)
+        )
     assert mappings() == 0
 
 
@@ -243,14 +264,19 @@ def test_iocoherent_is_accepted_by_the_fallback(device_caps, cl_context, memfd):
     del buf
 
 
-@pytest.mark.parametrize(("importer", "extension", "args"), [
-    (qcom_ext.import_ion, "cl_qcom_ion_host_ptr", (3, None, 4096)),
-    (qcom_ext.import_ahardwarebuffer, "cl_qcom_android_ahardwarebuffer_host_ptr", (0x1000,)),
-    (qcom_ext.import_android_native_buffer, "cl_qcom_android_native_buffer_host_ptr",
-     (0x1000, 4096)),
-])  # fmt: skip
-def test_vendor_objects_are_refused_off_adreno(device_caps, cl_context, importer, extension,
-                                               args):  # fmt: skip
+@pytest.mark.parametrize(
+    ("importer", "extension", "args"),
+    [
+        (qcom_ext.import_ion, "cl_qcom_ion_host_ptr", (3, None, 4096)),
+        (qcom_ext.import_ahardwarebuffer, "cl_qcom_android_ahardwarebuffer_host_ptr", (0x1000,)),
+        (
+            qcom_ext.import_android_native_buffer,
+            "cl_qcom_android_native_buffer_host_ptr",
+            (0x1000, 4096),
+        ),
+    ],
+)
+def test_vendor_objects_are_refused_off_adreno(device_caps, cl_context, importer, extension, args):
     portable(device_caps, extension)
     with pytest.raises(ExtensionUnavailable) as info:
         importer(cl_context, *args)

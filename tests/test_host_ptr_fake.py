@@ -27,10 +27,18 @@ pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little" or not hasattr(os, "memfd_create"),
     reason="LP64 little-endian layouts; memfds stand in for dma-bufs (Linux)",
 )
-POLICIES = {"uncached": 0x40A4, "writeback": 0x40A5, "writethrough": 0x40A6,
-            "write_combining": 0x40A7, "iocoherent": 0x40A9}  # fmt: skip
-ION, AHB, ANB = ("cl_qcom_ion_host_ptr", "cl_qcom_android_ahardwarebuffer_host_ptr",
-                 "cl_qcom_android_native_buffer_host_ptr")  # fmt: skip
+POLICIES = {
+    "uncached": 0x40A4,
+    "writeback": 0x40A5,
+    "writethrough": 0x40A6,
+    "write_combining": 0x40A7,
+    "iocoherent": 0x40A9,
+}
+ION, AHB, ANB = (
+    "cl_qcom_ion_host_ptr",
+    "cl_qcom_android_ahardwarebuffer_host_ptr",
+    "cl_qcom_android_native_buffer_host_ptr",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -66,8 +74,7 @@ def test_struct_sizes_are_the_reference_lp64_sizes():
 @pytest.mark.parametrize("flags", ["read_write", "read_only", "write_only"])
 def test_dmabuf_struct_flags_and_mapping(memfd, policy, flags):
     with FakeMemDriver() as fake:
-        buf = qcom_ext.import_dmabuf(FakeContext(), memfd, 4096, cache_policy=policy,
-                                     flags=flags)  # fmt: skip
+        buf = qcom_ext.import_dmabuf(FakeContext(), memfd, 4096, cache_policy=policy, flags=flags)
     (call,) = fake.buffers
     assert call.flags == use_ext_flags(access_flags(flags))
     assert call.size == 4096
@@ -91,16 +98,20 @@ def test_dmabuf_default_size_honours_padding_and_page(memfd):
     with fake:
         qcom_ext.import_dmabuf(FakeContext(), memfd)
         assert fake.buffers[0].size == 8192 - 64
-        with pytest.raises(ConfigError, match=r"8192 bytes.*8192 bytes \+ 64 bytes of padding"
-                                              r".*allocate 8256"):  # fmt: skip
+        with pytest.raises(
+            ConfigError,
+            match=r"8192 bytes.*8192 bytes \+ 64 bytes of padding"
+            r".*allocate 8256",
+        ):
             qcom_ext.import_dmabuf(FakeContext(), memfd, 8192)
     assert mappings() == 0
 
 
 def test_protected_dmabuf_is_never_mapped(memfd):
     with FakeMemDriver() as fake:
-        buf = qcom_ext.import_dmabuf(FakeContext(), memfd, 4096, protected=True,
-                                     cache_policy="uncached")  # fmt: skip
+        buf = qcom_ext.import_dmabuf(
+            FakeContext(), memfd, 4096, protected=True, cache_policy="uncached"
+        )
     (call,) = fake.buffers
     assert struct.unpack("<IIi4xQ", call.host_bytes) == (0x411E, 0x40A4, memfd, 0)
     assert call.flags == use_ext_flags(C.CL_MEM_READ_WRITE | C.CL_MEM_HOST_NO_ACCESS)
@@ -114,8 +125,12 @@ def test_ion_struct(memfd):
         qcom_ext.import_ion(FakeContext(), memfd, host.ctypes.data, 4096, cache_policy="uncached")
         qcom_ext.import_ion(FakeContext(), memfd, None, 4096)
     with_ptr, without = fake.buffers
-    assert struct.unpack("<IIi4xQ", with_ptr.host_bytes) == (0x40A8, 0x40A4, memfd,
-                                                               host.ctypes.data)  # fmt: skip
+    assert struct.unpack("<IIi4xQ", with_ptr.host_bytes) == (
+        0x40A8,
+        0x40A4,
+        memfd,
+        host.ctypes.data,
+    )
     assert struct.unpack("<IIi4xQ", without.host_bytes) == (0x40A8, 0x40A5, memfd, 0)
     assert with_ptr.flags == use_ext_flags(C.CL_MEM_READ_WRITE) and with_ptr.size == 4096
 
@@ -129,9 +144,13 @@ def test_ion_host_pointer_must_be_device_page_aligned(memfd):
     assert fake.buffers == []
 
 
-@pytest.mark.parametrize(("extension", "importer", "alloc"),
-                         [(AHB, qcom_ext.import_ahardwarebuffer, 0x4119),
-                          (ANB, qcom_ext.import_android_native_buffer, 0x40C6)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extension", "importer", "alloc"),
+    [
+        (AHB, qcom_ext.import_ahardwarebuffer, 0x4119),
+        (ANB, qcom_ext.import_android_native_buffer, 0x40C6),
+    ],
+)
 def test_android_structs(extension, importer, alloc):
     with FakeMemDriver(extra=extension, host_bytes=16) as fake:
         importer(FakeContext(), 0x7F00ABC000, 65536, cache_policy="writethrough")
@@ -161,15 +180,19 @@ def test_iocoherent_needs_its_extension(memfd):
 def test_unknown_cache_policy_names_the_choices(memfd):
     with pytest.raises(ConfigError, match=r"'cached'.*uncached, writeback, writethrough"):
         qcom_ext.import_dmabuf(FakeContext(), memfd, cache_policy="cached")
-    assert qcom_ext.ExternalMemory.dmabuf(3, cache_policy="CL_MEM_HOST_UNCACHED_QCOM"
-                                          ).cache_policy == "uncached"  # fmt: skip
+    assert (
+        qcom_ext.ExternalMemory.dmabuf(3, cache_policy="CL_MEM_HOST_UNCACHED_QCOM").cache_policy
+        == "uncached"
+    )
 
 
 def test_driver_refusal_names_flags_and_releases_mapping(memfd):
     fake = FakeMemDriver()
     fake.status = C.CL_INVALID_HOST_PTR
-    expected = (r"clCreateBuffer failed: CL_INVALID_HOST_PTR \(-37\): flags CL_MEM_READ_WRITE"
-                r" \| CL_MEM_USE_HOST_PTR \| CL_MEM_EXT_HOST_PTR_QCOM, size 4096")  # fmt: skip
+    expected = (
+        r"clCreateBuffer failed: CL_INVALID_HOST_PTR \(-37\): flags CL_MEM_READ_WRITE"
+        r" \| CL_MEM_USE_HOST_PTR \| CL_MEM_EXT_HOST_PTR_QCOM, size 4096"
+    )
     with fake, pytest.raises(CLError, match=expected):
         qcom_ext.import_dmabuf(FakeContext(), memfd, 4096)
     assert mappings() == 0 and fake.released == []
@@ -188,10 +211,21 @@ def test_wrap_failure_releases_the_handle(memfd, monkeypatch):
 
 def test_image_import_passes_format_desc_and_struct(memfd):
     with FakeMemDriver() as fake:
-        qcom_ext.import_dmabuf(FakeContext(), memfd, image_format="RGBA/UNORM_INT8",
-                               shape=(16, 8), row_pitch=128, flags="read_only")  # fmt: skip
-        qcom_ext.import_dmabuf(FakeContext(), memfd, image_format=(C.CL_QCOM_NV12, "UNORM_INT8"),
-                               shape=(64, 32), flags="read_only")  # fmt: skip
+        qcom_ext.import_dmabuf(
+            FakeContext(),
+            memfd,
+            image_format="RGBA/UNORM_INT8",
+            shape=(16, 8),
+            row_pitch=128,
+            flags="read_only",
+        )
+        qcom_ext.import_dmabuf(
+            FakeContext(),
+            memfd,
+            image_format=(C.CL_QCOM_NV12, "UNORM_INT8"),
+            shape=(64, 32),
+            flags="read_only",
+        )
     rgba, nv12 = fake.images
     assert rgba.format == (C.CL_RGBA, C.CL_UNORM_INT8)
     assert rgba.desc["image_type"] == C.CL_MEM_OBJECT_IMAGE2D
@@ -206,14 +240,21 @@ def test_image_import_passes_format_desc_and_struct(memfd):
 def test_image_import_checks_fit_and_pitch(memfd):
     with FakeMemDriver() as fake:
         with pytest.raises(ConfigError, match="holds 8192 bytes; 16384 bytes do not fit"):
-            qcom_ext.import_dmabuf(FakeContext(), memfd, image_format="RGBA/UNORM_INT8",
-                                   shape=(64, 64))  # fmt: skip
+            qcom_ext.import_dmabuf(
+                FakeContext(), memfd, image_format="RGBA/UNORM_INT8", shape=(64, 64)
+            )
         with pytest.raises(ConfigError, match=r"row_pitch 30 .* multiple of 4 of at least 64"):
-            qcom_ext.import_dmabuf(FakeContext(), memfd, image_format="RGBA/UNORM_INT8",
-                                   shape=(16, 8), row_pitch=30)  # fmt: skip
+            qcom_ext.import_dmabuf(
+                FakeContext(), memfd, image_format="RGBA/UNORM_INT8", shape=(16, 8), row_pitch=30
+            )
         with pytest.raises(ConfigError, match="take row_pitch 0"):
-            qcom_ext.import_dmabuf(FakeContext(), memfd, image_format=(0x4133, "UNORM_INT8"),
-                                   shape=(16, 8), row_pitch=64)  # fmt: skip
+            qcom_ext.import_dmabuf(
+                FakeContext(),
+                memfd,
+                image_format=(0x4133, "UNORM_INT8"),
+                shape=(16, 8),
+                row_pitch=64,
+            )
     assert fake.images == []
 
 
@@ -225,21 +266,31 @@ def test_dmabuf_mapping_must_meet_the_device_page(memfd):
     assert fake.buffers == [] and mappings() == 0
 
 
-@pytest.mark.parametrize(("extension", "memory", "unpack", "expected"), [
-    ("cl_qcom_dmabuf_host_ptr", "dmabuf", "<IIi4xQ", (0x411D, 0x40A5)),
-    (ION, "ion", "<IIi4xQ", (0x40A8, 0x40A5, -1, 0x40000)),
-    (AHB, "ahardwarebuffer", "<IIQ", (0x4119, 0x40A5, 0xA000)),
-    (ANB, "android_native_buffer", "<IIQ", (0x40C6, 0x40A5, 0xB000)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extension", "memory", "unpack", "expected"),
+    [
+        ("cl_qcom_dmabuf_host_ptr", "dmabuf", "<IIi4xQ", (0x411D, 0x40A5)),
+        (ION, "ion", "<IIi4xQ", (0x40A8, 0x40A5, -1, 0x40000)),
+        (AHB, "ahardwarebuffer", "<IIQ", (0x4119, 0x40A5, 0xA000)),
+        (ANB, "android_native_buffer", "<IIQ", (0x40C6, 0x40A5, 0xB000)),
+    ],
+)
 def test_every_struct_reaches_clcreateimage(memfd, extension, memory, unpack, expected):
-    descriptor = {"dmabuf": qcom_ext.ExternalMemory.dmabuf(memfd),
-                  "ion": qcom_ext.ExternalMemory.ion(memfd, 0x40000),
-                  "ahardwarebuffer": qcom_ext.ExternalMemory.ahardwarebuffer(0xA000),
-                  "android_native_buffer": qcom_ext.ExternalMemory.android_native_buffer(0xB000),
-                  }[memory]  # fmt: skip
+    descriptor = {
+        "dmabuf": qcom_ext.ExternalMemory.dmabuf(memfd),
+        "ion": qcom_ext.ExternalMemory.ion(memfd, 0x40000),
+        "ahardwarebuffer": qcom_ext.ExternalMemory.ahardwarebuffer(0xA000),
+        "android_native_buffer": qcom_ext.ExternalMemory.android_native_buffer(0xB000),
+    }[memory]
     with FakeMemDriver(extra=extension, host_bytes=struct.calcsize(unpack)) as fake:
-        qcom_ext.import_memory(FakeContext(), descriptor, image_format="BGRA/UNORM_INT8",
-                               shape=(30, 20), row_pitch=128, flags="write_only")  # fmt: skip
+        qcom_ext.import_memory(
+            FakeContext(),
+            descriptor,
+            image_format="BGRA/UNORM_INT8",
+            shape=(30, 20),
+            row_pitch=128,
+            flags="write_only",
+        )
     (call,) = fake.images
     fields = struct.unpack(unpack, call.host_bytes)
     if memory == "dmabuf":
@@ -261,7 +312,8 @@ VENDOR_FORMATS = [(0x4133, "cl_qcom_other_image"), (0x4130, "cl_qcom_compressed_
 @pytest.mark.parametrize(("order", "extension"), VENDOR_FORMATS)
 def test_vendor_formats_need_their_extension(memfd, order, extension):
     with FakeMemDriver(drop=extension) as fake, pytest.raises(ExtensionUnavailable) as info:
-        qcom_ext.import_dmabuf(FakeContext(), memfd, image_format=(order, "UNORM_INT8"),
-                               shape=(16, 16))  # fmt: skip
+        qcom_ext.import_dmabuf(
+            FakeContext(), memfd, image_format=(order, "UNORM_INT8"), shape=(16, 16)
+        )
     assert info.value.extension == extension and "exists only there" in str(info.value)
     assert fake.images == [] and mappings() == 0

@@ -22,8 +22,11 @@ from qcom_ext.ext.images.formats import parse_image_format
 EXTENSION = "cl_qcom_create_buffer_from_image"
 KHR = "khr:cl_khr_image2d_from_buffer"
 mf = cl.mem_flags
-_CL_TYPES = {"2d": cl.mem_object_type.IMAGE2D, "2d_array": cl.mem_object_type.IMAGE2D_ARRAY,
-             "3d": cl.mem_object_type.IMAGE3D}  # fmt: skip
+_CL_TYPES = {
+    "2d": cl.mem_object_type.IMAGE2D,
+    "2d_array": cl.mem_object_type.IMAGE2D_ARRAY,
+    "3d": cl.mem_object_type.IMAGE3D,
+}
 
 
 @pytest.fixture
@@ -74,9 +77,11 @@ def test_pixels_round_trip_through_both_views(device_caps, images, cl_queue, kin
     dims = 2 if kind == "2d" else 3
 
     @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(fmt=st.sampled_from(formats),
-           shape=st.lists(st.integers(1, 37), min_size=dims, max_size=dims),
-           seed=st.integers(0, 2**32 - 1))  # fmt: skip
+    @given(
+        fmt=st.sampled_from(formats),
+        shape=st.lists(st.integers(1, 37), min_size=dims, max_size=dims),
+        seed=st.integers(0, 2**32 - 1),
+    )
     def check(fmt, shape, seed):
         rng = np.random.default_rng(seed)
         pair = image_with_buffer(images, tuple(shape), fmt, image_type=kind)

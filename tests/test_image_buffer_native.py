@@ -159,10 +159,19 @@ def test_native_image_with_buffer(device, context):
         fake.register(wrapped, 4)
         return real_create(image, flags, errcode)
 
-    with claiming(device.device_id, extensions=[EXTENSION], clCreateBufferFromImageQCOM=create,
-                  clGetDeviceImageInfoQCOM=fake.pitches):  # fmt: skip
-        pair = image_with_buffer(context, (30, 2, 4), ("RGBA", "UNSIGNED_INT8"),
-                                 image_type="2d_array", flags=mf.READ_WRITE)  # fmt: skip
+    with claiming(
+        device.device_id,
+        extensions=[EXTENSION],
+        clCreateBufferFromImageQCOM=create,
+        clGetDeviceImageInfoQCOM=fake.pitches,
+    ):
+        pair = image_with_buffer(
+            context,
+            (30, 2, 4),
+            ("RGBA", "UNSIGNED_INT8"),
+            image_type="2d_array",
+            flags=mf.READ_WRITE,
+        )
     assert pair.path == "native" and pair.image.type == cl.mem_object_type.IMAGE2D_ARRAY
     assert fake.created[0][:2] == (pair.image.int_ptr, mf.READ_WRITE)
     assert (pair.row_pitch, pair.slice_pitch) == (128, 256)
@@ -195,10 +204,14 @@ def test_native_implausible_pitch(device, context):
         return 0
 
     with (
-        claiming(device.device_id, extensions=[EXTENSION],
-                 clCreateBufferFromImageQCOM=fake.create, clGetDeviceImageInfoQCOM=small),
+        claiming(
+            device.device_id,
+            extensions=[EXTENSION],
+            clCreateBufferFromImageQCOM=fake.create,
+            clGetDeviceImageInfoQCOM=small,
+        ),
         pytest.raises(CLError, match="row pitch 16 / slice pitch 0 cannot hold"),
-    ):  # fmt: skip
+    ):
         buffer_from_image(image)
 
 
@@ -260,11 +273,16 @@ KHR_INFO = {C.CL_DEVICE_IMAGE_PITCH_ALIGNMENT: u32(16)}
 def test_khr_image_over_buffer(device, context):
     fake = KhrDriver()
     with claiming(device.device_id, extensions=[KHR], info=KHR_INFO, **fake.substitutes()):
-        pair = image_with_buffer(context, (33, 7), ("RGBA", "FLOAT"),
-                                 flags=mf.READ_WRITE | mf.HOST_NO_ACCESS)  # fmt: skip
+        pair = image_with_buffer(
+            context, (33, 7), ("RGBA", "FLOAT"), flags=mf.READ_WRITE | mf.HOST_NO_ACCESS
+        )
     row_pitch = 48 * 16  # 33 pixels rounded up to 16 (the pitch alignment), 16 bytes each
     assert (pair.path, pair.zero_copy, pair.row_pitch, pair.slice_pitch) == (
-        "khr:cl_khr_image2d_from_buffer", True, row_pitch, 0)  # fmt: skip
+        "khr:cl_khr_image2d_from_buffer",
+        True,
+        row_pitch,
+        0,
+    )
     assert fake.buffers == [(context.int_ptr, 0x201, row_pitch * 7, True, pair.buffer.int_ptr)]
     ctx, flags, raw_fmt, raw_desc, no_host = fake.images[0]
     assert (ctx, flags, no_host) == (context.int_ptr, 0x201, True)
@@ -301,10 +319,15 @@ def test_khr_driver_refusal(device, context):
 
     fake = KhrDriver()
     with (
-        claiming(device.device_id, extensions=[KHR], info=KHR_INFO,
-                 clCreateBuffer=fake.create_buffer, clCreateImage=refuse),
+        claiming(
+            device.device_id,
+            extensions=[KHR],
+            info=KHR_INFO,
+            clCreateBuffer=fake.create_buffer,
+            clCreateImage=refuse,
+        ),
         pytest.raises(CLError, match="at row pitch 64 over a 256-byte buffer"),
-    ):  # fmt: skip
+    ):
         image_with_buffer(context, (16, 4), ("R", "FLOAT"))
 
 
@@ -319,14 +342,17 @@ def test_khr_driver_refusal(device, context):
         (mf.READ_WRITE | mf.USE_HOST_PTR, None, "created with CL_MEM_USE_HOST_PTR"),
     ],
 )
-def test_forbidden_flags_refused_before_the_driver(device, context, tier, image_flags, flags,
-                                                   message):  # fmt: skip
+def test_forbidden_flags_refused_before_the_driver(
+    device, context, tier, image_flags, flags, message
+):
     native, khr = NativeDriver(context), KhrDriver()
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNSIGNED_INT8)
     host = np.zeros((4, 4, 4), np.uint8) if image_flags & mf.USE_HOST_PTR else None
     image = cl.create_image(context, image_flags, fmt, (4, 4), hostbuf=host)
-    claims = {"native": {"extensions": [EXTENSION]},
-              "khr": {"extensions": [KHR], "info": KHR_INFO}}[tier]  # fmt: skip
+    claims = {
+        "native": {"extensions": [EXTENSION]},
+        "khr": {"extensions": [KHR], "info": KHR_INFO},
+    }[tier]
     with claiming(device.device_id, **claims, **native.substitutes(), **khr.substitutes()):
         path = qcom_ext.probe(device.device_id).path(EXTENSION)
         assert path == {"native": "native", "khr": f"khr:{KHR}"}[tier]

@@ -28,10 +28,12 @@ from qcom_ext.ext.memory.memobj import checked_handle
 
 ORDERS = [n for n in constant_names() if 0x10B0 <= getattr(C, n) <= 0x10C3]
 TYPES = [n for n in constant_names() if 0x10D0 <= getattr(C, n) <= 0x10E0]
-QCOM_ORDERS = [n for n in constant_names() if n.startswith("CL_QCOM_")
-               and 0x4130 <= getattr(C, n) <= 0x4158]  # fmt: skip
-QCOM_TYPES = [n for n in constant_names() if n.startswith("CL_QCOM_")
-              and 0x4159 <= getattr(C, n) <= 0x415F]  # fmt: skip
+QCOM_ORDERS = [
+    n for n in constant_names() if n.startswith("CL_QCOM_") and 0x4130 <= getattr(C, n) <= 0x4158
+]
+QCOM_TYPES = [
+    n for n in constant_names() if n.startswith("CL_QCOM_") and 0x4159 <= getattr(C, n) <= 0x415F
+]
 
 
 def spellings(name: str) -> st.SearchStrategy:
@@ -51,14 +53,21 @@ def test_the_token_lists_are_complete():
     assert len(QCOM_ORDERS) == 36 and len(QCOM_TYPES) == 7
 
 
-@given(order=st.sampled_from(ORDERS + QCOM_ORDERS), data_type=st.sampled_from(TYPES + QCOM_TYPES),
-       data=st.data())  # fmt: skip
+@given(
+    order=st.sampled_from(ORDERS + QCOM_ORDERS),
+    data_type=st.sampled_from(TYPES + QCOM_TYPES),
+    data=st.data(),
+)
 def test_every_spelling_parses_to_the_same_format(order, data_type, data):
     fmt = accepted(order, data_type)
     order_text = data.draw(spellings(order))
     type_text = data.draw(spellings(data_type))
-    forms = [(order_text, type_text), f"{order_text}/{type_text}", [order_text, type_text],
-             (np.uint32(getattr(C, order)), getattr(C, data_type))]  # fmt: skip
+    forms = [
+        (order_text, type_text),
+        f"{order_text}/{type_text}",
+        [order_text, type_text],
+        (np.uint32(getattr(C, order)), getattr(C, data_type)),
+    ]
     if fmt is None:
         for form in forms:
             with pytest.raises(ConfigError, match=r"not a legal pair|is not supported"):
@@ -80,8 +89,9 @@ def test_qualcomm_orders_take_every_type_and_qualcomm_types_no_standard_order():
     for order in ORDERS:
         for data_type in QCOM_TYPES:
             assert accepted(order, data_type) is None, (order, data_type)
-    with pytest.raises(ConfigError, match="CL_R/CL_QCOM_UNORM_INT10 is not a legal pair: CL_R "
-                                          "takes CL_SNORM_INT8"):  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="CL_R/CL_QCOM_UNORM_INT10 is not a legal pair: CL_R takes CL_SNORM_INT8"
+    ):
         parse_image_format("R/QCOM_UNORM_INT10")
 
 
@@ -102,14 +112,17 @@ def test_element_sizes_match_pyopencl_for_unpacked_formats():
     assert checked >= 70
 
 
-@pytest.mark.parametrize(("spec", "size", "dtype", "shape"), [
-    ("RGB/UNORM_SHORT_565", 2, np.uint16, ()),
-    ("RGBA/UNORM_INT_101010_2", 4, np.uint32, ()),
-    ("DEPTH/UNORM_INT24", 4, np.uint32, ()),
-    ("sRGB/UNORM_INT8", 3, np.uint8, (3,)),
-    ("ABGR/SIGNED_INT8", 4, np.int8, (4,)),
-    ("DEPTH/FLOAT", 4, np.float32, ()),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("spec", "size", "dtype", "shape"),
+    [
+        ("RGB/UNORM_SHORT_565", 2, np.uint16, ()),
+        ("RGBA/UNORM_INT_101010_2", 4, np.uint32, ()),
+        ("DEPTH/UNORM_INT24", 4, np.uint32, ()),
+        ("sRGB/UNORM_INT8", 3, np.uint8, (3,)),
+        ("ABGR/SIGNED_INT8", 4, np.int8, (4,)),
+        ("DEPTH/FLOAT", 4, np.float32, ()),
+    ],
+)
 def test_packed_and_unusual_formats(spec, size, dtype, shape):
     fmt = parse_image_format(spec)
     assert (fmt.element_size, fmt.dtype, fmt.pixel_shape) == (size, np.dtype(dtype), shape)
@@ -127,20 +140,23 @@ def test_qualcomm_formats_have_the_drivers_layout():
         _ = p010.dtype
 
 
-@pytest.mark.parametrize(("spec", "match"), [
-    ("RGBA", "expected an image format: 'ORDER/TYPE'"),
-    ("RGBA/UNORM_INT8/X", "expected an image format"),
-    (("RGBA", "UNORM_INT8", 1), "expected an image format"),
-    (None, "expected an image format"),
-    ("NV12/UNORM_INT8", "unknown image channel order 'NV12'.*CL_QCOM_"),
-    ((0x4155, C.CL_UNORM_INT8), "unknown image channel order 0x4155"),
-    ((C.CL_R, 0x10E1), "unknown image channel data type 0x10e1"),
-    ((True, C.CL_FLOAT), "unknown image channel order True"),
-    ("RGBA/UNORM_INT32", "unknown image channel data type 'UNORM_INT32'"),
-    ("Rx/UNORM_INT8", "implementations disagree"),
-    ("DEPTH_STENCIL/UNORM_INT24", "only from OpenGL sharing"),
-    ("BGRA/FLOAT", "CL_BGRA/CL_FLOAT is not a legal pair"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("RGBA", "expected an image format: 'ORDER/TYPE'"),
+        ("RGBA/UNORM_INT8/X", "expected an image format"),
+        (("RGBA", "UNORM_INT8", 1), "expected an image format"),
+        (None, "expected an image format"),
+        ("NV12/UNORM_INT8", "unknown image channel order 'NV12'.*CL_QCOM_"),
+        ((0x4155, C.CL_UNORM_INT8), "unknown image channel order 0x4155"),
+        ((C.CL_R, 0x10E1), "unknown image channel data type 0x10e1"),
+        ((True, C.CL_FLOAT), "unknown image channel order True"),
+        ("RGBA/UNORM_INT32", "unknown image channel data type 'UNORM_INT32'"),
+        ("Rx/UNORM_INT8", "implementations disagree"),
+        ("DEPTH_STENCIL/UNORM_INT24", "only from OpenGL sharing"),
+        ("BGRA/FLOAT", "CL_BGRA/CL_FLOAT is not a legal pair"),
+    ],
+)
 def test_bad_formats_are_refused(spec, match):
     with pytest.raises(ConfigError, match=match):
         parse_image_format(spec)
@@ -164,10 +180,17 @@ def test_formats_a_driver_lists_but_no_cdef_names():
     assert parse_image_format(vendor) is vendor  # Qualcomm orders: the driver's list decides
 
 
-@pytest.mark.parametrize(("value", "name"), [
-    ("2d", "2d"), ("image2d", "2d"), ("IMAGE2D_ARRAY", "2d_array"), ("2d-array", "2d_array"),
-    ("CL_MEM_OBJECT_IMAGE1D_BUFFER", "1d_buffer"), (C.CL_MEM_OBJECT_IMAGE3D, "3d"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        ("2d", "2d"),
+        ("image2d", "2d"),
+        ("IMAGE2D_ARRAY", "2d_array"),
+        ("2d-array", "2d_array"),
+        ("CL_MEM_OBJECT_IMAGE1D_BUFFER", "1d_buffer"),
+        (C.CL_MEM_OBJECT_IMAGE3D, "3d"),
+    ],
+)
 def test_image_type_names(value, name):
     assert image_type_name(value) == name
     assert image_type(value) == getattr(C, f"CL_MEM_OBJECT_IMAGE{name.upper()}")
@@ -181,8 +204,11 @@ def test_unknown_image_types(value):
 
 def test_image_desc_fills_only_the_axes_of_its_type():
     desc = image_desc("2d", ImageExtent(640, 480), row_pitch=2560, mem_object=0x1234)
-    assert (desc.image_type, desc.image_width, desc.image_height) == (C.CL_MEM_OBJECT_IMAGE2D,
-                                                                      640, 480)  # fmt: skip
+    assert (desc.image_type, desc.image_width, desc.image_height) == (
+        C.CL_MEM_OBJECT_IMAGE2D,
+        640,
+        480,
+    )
     assert (desc.image_depth, desc.image_array_size, desc.image_row_pitch) == (0, 0, 2560)
     assert int(ffi.cast("intptr_t", desc.mem_object)) == 0x1234
     assert desc.buffer == desc.mem_object  # one union: the buffer under an image, or a parent
@@ -193,26 +219,37 @@ def test_image_desc_fills_only_the_axes_of_its_type():
 # ---- cl_mem_flags --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("flags", "expected"), [
-    ("read_write", C.CL_MEM_READ_WRITE), ("Read-Only", C.CL_MEM_READ_ONLY),
-    (" write_only ", C.CL_MEM_WRITE_ONLY), (0, C.CL_MEM_READ_WRITE),
-    (C.CL_MEM_HOST_NO_ACCESS, C.CL_MEM_READ_WRITE | C.CL_MEM_HOST_NO_ACCESS),
-    (np.uint64(C.CL_MEM_READ_ONLY), C.CL_MEM_READ_ONLY),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ("read_write", C.CL_MEM_READ_WRITE),
+        ("Read-Only", C.CL_MEM_READ_ONLY),
+        (" write_only ", C.CL_MEM_WRITE_ONLY),
+        (0, C.CL_MEM_READ_WRITE),
+        (C.CL_MEM_HOST_NO_ACCESS, C.CL_MEM_READ_WRITE | C.CL_MEM_HOST_NO_ACCESS),
+        (np.uint64(C.CL_MEM_READ_ONLY), C.CL_MEM_READ_ONLY),
+    ],
+)
 def test_access_flags(flags, expected):
     assert access_flags(flags) == expected
 
 
-@pytest.mark.parametrize(("flags", "match"), [
-    ("read_most", "expected one of read_write, read_only, write_only"),
-    (True, "a name .* or cl_mem_flags, got True"),
-    (1.0, "a name .* or cl_mem_flags"),
-    (C.CL_MEM_USE_HOST_PTR, "CL_MEM_USE_HOST_PTR is not accepted here .*set by qcom_ext itself"),
-    (C.CL_MEM_READ_ONLY | C.CL_MEM_WRITE_ONLY, "at most one device-access flag"),
-    (C.CL_MEM_HOST_READ_ONLY | C.CL_MEM_HOST_NO_ACCESS, "at most one host-access flag"),
-    (C.CL_MEM_EXT_HOST_PTR_QCOM, "CL_MEM_EXT_HOST_PTR_QCOM not accepted; expected"),
-    (-1, "int >= 0"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        ("read_most", "expected one of read_write, read_only, write_only"),
+        (True, "a name .* or cl_mem_flags, got True"),
+        (1.0, "a name .* or cl_mem_flags"),
+        (
+            C.CL_MEM_USE_HOST_PTR,
+            "CL_MEM_USE_HOST_PTR is not accepted here .*set by qcom_ext itself",
+        ),
+        (C.CL_MEM_READ_ONLY | C.CL_MEM_WRITE_ONLY, "at most one device-access flag"),
+        (C.CL_MEM_HOST_READ_ONLY | C.CL_MEM_HOST_NO_ACCESS, "at most one host-access flag"),
+        (C.CL_MEM_EXT_HOST_PTR_QCOM, "CL_MEM_EXT_HOST_PTR_QCOM not accepted; expected"),
+        (-1, "int >= 0"),
+    ],
+)
 def test_access_flags_refusals(flags, match):
     with pytest.raises(ConfigError, match=match):
         access_flags(flags)

@@ -16,9 +16,13 @@ from qcom_ext.device.caps import DeviceCaps, Limits
 from qcom_ext.ext.images.formats import parse_image_format
 from qcom_ext.ext.images.info import computed_image_info
 
-_TYPES = {"1d": cl.mem_object_type.IMAGE1D, "1d_array": cl.mem_object_type.IMAGE1D_ARRAY,
-          "2d": cl.mem_object_type.IMAGE2D, "2d_array": cl.mem_object_type.IMAGE2D_ARRAY,
-          "3d": cl.mem_object_type.IMAGE3D}  # fmt: skip
+_TYPES = {
+    "1d": cl.mem_object_type.IMAGE1D,
+    "1d_array": cl.mem_object_type.IMAGE1D_ARRAY,
+    "2d": cl.mem_object_type.IMAGE2D,
+    "2d_array": cl.mem_object_type.IMAGE2D_ARRAY,
+    "3d": cl.mem_object_type.IMAGE3D,
+}
 _DIMS = {"1d": 1, "1d_array": 2, "2d": 2, "2d_array": 3, "3d": 3}
 
 
@@ -64,8 +68,10 @@ def test_computed_layout_matches_real_images(device_caps, cl_context, kind):
     dims = _DIMS[kind]
 
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(fmt=st.sampled_from(formats),
-           shape=st.lists(st.integers(1, limit), min_size=dims, max_size=dims))  # fmt: skip
+    @given(
+        fmt=st.sampled_from(formats),
+        shape=st.lists(st.integers(1, limit), min_size=dims, max_size=dims),
+    )
     def check(fmt, shape):
         info = query_image_info(device, fmt.to_pyopencl(), tuple(shape), image_type=kind)
         image = real_image(cl_context, kind, fmt, tuple(shape))
@@ -86,15 +92,22 @@ def test_computed_layout_matches_real_images(device_caps, cl_context, kind):
 
 def test_fallback_honours_pitch_alignment():
     caps = DeviceCaps.from_info(
-        extensions="", limits=Limits(image_pitch_alignment=64, image_base_address_alignment=16),
+        extensions="",
+        limits=Limits(image_pitch_alignment=64, image_base_address_alignment=16),
         disabled=(),
-    )  # fmt: skip
+    )
     fmt = parse_image_format(("RGBA", "UNORM_INT8"))
     extent = qcom_ext.ext.images.formats.image_extent("2d", (100, 3))
     info = computed_image_info(caps, fmt, "2d", extent)
-    assert info == ImageInfo(row_pitch=128 * 4, slice_pitch=0, size=128 * 4 * 3,
-                             element_size=4, row_alignment=256, slice_alignment=0,
-                             base_address_alignment=64)  # fmt: skip
+    assert info == ImageInfo(
+        row_pitch=128 * 4,
+        slice_pitch=0,
+        size=128 * 4 * 3,
+        element_size=4,
+        row_alignment=256,
+        slice_alignment=0,
+        base_address_alignment=64,
+    )
     arrays = computed_image_info(
         caps, fmt, "2d_array", qcom_ext.ext.images.formats.image_extent("2d_array", (64, 3, 5))
     )

@@ -52,11 +52,16 @@ class FakeQuery:
         self.answers, self.status, self.calls = answers, status, []
 
     def __call__(self, device, flags, fmt, desc, param, size, value, size_ret):
-        self.calls.append({
-            "device": addr(device), "flags": int(flags), "param": int(param), "size": int(size),
-            "format": ffi.buffer(ffi.cast("char *", fmt), 8)[:],
-            "desc": DESC.unpack(ffi.buffer(ffi.cast("char *", desc), DESC.size)[:]),
-        })  # fmt: skip
+        self.calls.append(
+            {
+                "device": addr(device),
+                "flags": int(flags),
+                "param": int(param),
+                "size": int(size),
+                "format": ffi.buffer(ffi.cast("char *", fmt), 8)[:],
+                "desc": DESC.unpack(ffi.buffer(ffi.cast("char *", desc), DESC.size)[:]),
+            }
+        )
         if self.status:
             return self.status
         number, width = self.answers[int(param)]
@@ -73,9 +78,15 @@ def test_2d_marshalling(device):
     with claiming(device, extensions=[EXTENSION], clQueryImageInfoQCOM=fake):
         info = query_image_info(device, ("RGBA", "UNORM_INT8"), (640, 480))
     assert info == ImageInfo(
-        row_pitch=2560, slice_pitch=0, size=2560 * 480 * 3 + 4096, element_size=4,
-        row_alignment=256, slice_alignment=0, base_address_alignment=4096, path="native",
-    )  # fmt: skip
+        row_pitch=2560,
+        slice_pitch=0,
+        size=2560 * 480 * 3 + 4096,
+        element_size=4,
+        row_alignment=256,
+        slice_alignment=0,
+        base_address_alignment=4096,
+        path="native",
+    )
     asked = [call["param"] for call in fake.calls]
     assert asked == [0x1112, 0x411B, 0x1111, 0x40A2, 0x411F]  # no slice queries for 2D
     for call in fake.calls:

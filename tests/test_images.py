@@ -24,8 +24,9 @@ from qcom_ext import ConfigError, ExtensionUnavailable, QcomExtWarning
 from qcom_ext._resources import kernels_dir
 from qcom_ext.ext.images import planar, yuv
 
-FAST = settings(max_examples=20, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+FAST = settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 needs_memfd = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")
 even = st.integers(1, 24).map(lambda n: 2 * n)
 
@@ -55,8 +56,7 @@ def converter(images, kernel_context):
     if key not in _PROGRAMS:
         source = (kernels_dir() / "nv12_to_rgba.cl").read_text()
         _PROGRAMS.clear()
-        _PROGRAMS[key] = cl.Kernel(qcom_ext.build_program(kernel_context, source),
-                                   "nv12_to_rgba")  # fmt: skip
+        _PROGRAMS[key] = cl.Kernel(qcom_ext.build_program(kernel_context, source), "nv12_to_rgba")
     return kernel_context, cl.CommandQueue(kernel_context), _PROGRAMS[key]
 
 
@@ -65,8 +65,16 @@ def convert(converter, frame_image, full_range: bool) -> np.ndarray:
     width, height = frame_image.shape
     out = np.empty((height, width, 4), np.uint8)
     dst = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
-    kernel(queue, (width, height), None, *frame_image.kernel_args, dst, np.int32(width),
-           np.int32(height), np.int32(full_range))  # fmt: skip
+    kernel(
+        queue,
+        (width, height),
+        None,
+        *frame_image.kernel_args,
+        dst,
+        np.int32(width),
+        np.int32(height),
+        np.int32(full_range),
+    )
     cl.enqueue_copy(queue, out, dst)
     return out
 
@@ -98,12 +106,16 @@ def mappings() -> int:
 
 @pytest.mark.parametrize("access", ["read_only", "write_only", "read_write"])
 def test_format_query_matches_pyopencl(images, cl_context, access):
-    flags = {"read_only": cl.mem_flags.READ_ONLY, "write_only": cl.mem_flags.WRITE_ONLY,
-             "read_write": cl.mem_flags.READ_WRITE}[access]  # fmt: skip
+    flags = {
+        "read_only": cl.mem_flags.READ_ONLY,
+        "write_only": cl.mem_flags.WRITE_ONLY,
+        "read_write": cl.mem_flags.READ_WRITE,
+    }[access]
     ours = qcom_ext.supported_image_formats(cl_context, flags=flags)
     theirs = cl.get_supported_image_formats(cl_context, flags, cl.mem_object_type.IMAGE2D)
     assert [(f.channel_order, f.channel_data_type) for f in ours] == [
-        (f.channel_order, f.channel_data_type) for f in theirs]  # fmt: skip
+        (f.channel_order, f.channel_data_type) for f in theirs
+    ]
     assert qcom_ext.parse_image_format("R/UNORM_INT8") in ours
 
 
@@ -132,8 +144,13 @@ def test_compressed_over_memory_falls_back_to_an_imported_image(images, cl_conte
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            image = qcom_ext.create_image(cl_context, (8, 4), compressed=True, flags="read_only",
-                                          memory=qcom_ext.ExternalMemory.dmabuf(fd))  # fmt: skip
+            image = qcom_ext.create_image(
+                cl_context,
+                (8, 4),
+                compressed=True,
+                flags="read_only",
+                memory=qcom_ext.ExternalMemory.dmabuf(fd),
+            )
         assert [w.category for w in caught] == [QcomExtWarning]
         assert not image.compressed and image.image.flags & cl.mem_flags.USE_HOST_PTR
         assert np.array_equal(image.read(queue), pixels)
@@ -142,15 +159,18 @@ def test_compressed_over_memory_falls_back_to_an_imported_image(images, cl_conte
         os.close(fd)
 
 
-@pytest.mark.parametrize(("fmt", "kwargs", "match"), [
-    ("RG/UNORM_INT8", {"compressed": True}, "has no compressed equivalent"),
-    ((0x4130, "UNORM_INT8"), {"compressed": True}, "pass the uncompressed format"),
-    ((0x4133, "UNORM_INT8"), {}, "made by qcom_ext.planar_image"),
-    ("RGBA/UNORM_INT8", {"compressed": 1}, "True or False"),
-    ("RGBZ/UNORM_INT8", {}, "unknown image channel order 'RGBZ'"),
-    ("RGBx/UNORM_INT8", {"compressed": True}, "falls back to this uncompressed format here"),
-    ("RGBx/UNORM_INT8", {}, "CL_RGBx/CL_UNORM_INT8 is not a legal pair"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("fmt", "kwargs", "match"),
+    [
+        ("RG/UNORM_INT8", {"compressed": True}, "has no compressed equivalent"),
+        ((0x4130, "UNORM_INT8"), {"compressed": True}, "pass the uncompressed format"),
+        ((0x4133, "UNORM_INT8"), {}, "made by qcom_ext.planar_image"),
+        ("RGBA/UNORM_INT8", {"compressed": 1}, "True or False"),
+        ("RGBZ/UNORM_INT8", {}, "unknown image channel order 'RGBZ'"),
+        ("RGBx/UNORM_INT8", {"compressed": True}, "falls back to this uncompressed format here"),
+        ("RGBx/UNORM_INT8", {}, "CL_RGBx/CL_UNORM_INT8 is not a legal pair"),
+    ],
+)
 def test_create_image_refusals(images, cl_context, fmt, kwargs, match):
     with pytest.raises(ConfigError, match=match):
         qcom_ext.create_image(cl_context, (4, 4), fmt, **kwargs)
@@ -193,10 +213,15 @@ def test_nv12_portable_plane_formats(images, cl_context):
     assert image.reason == images.status("cl_qcom_other_image").reason
 
 
-@pytest.mark.parametrize(("shape", "match"), [
-    ((641, 480), "641x480: width and height must be even"), ((2, 3), "must be even"),
-    ((0, 2), "must be a positive int"), ("640x480", r"takes shape \(width, height\)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("shape", "match"),
+    [
+        ((641, 480), "641x480: width and height must be even"),
+        ((2, 3), "must be even"),
+        ((0, 2), "must be a positive int"),
+        ("640x480", r"takes shape \(width, height\)"),
+    ],
+)
 def test_nv12_refuses_bad_sizes(images, cl_context, shape, match):
     with pytest.raises(ConfigError, match=match):
         qcom_ext.nv12_image(cl_context, shape)
@@ -236,8 +261,9 @@ def test_nv12_over_a_dmabuf_is_zero_copy(images, cl_context, queue):
     fd = memfd_frame(buffer)
     try:
         memory = qcom_ext.ExternalMemory.dmabuf(fd)
-        image = qcom_ext.nv12_image(cl_context, (width, height), memory=memory, row_pitch=pitch,
-                                    uv_offset=uv_offset)  # fmt: skip
+        image = qcom_ext.nv12_image(
+            cl_context, (width, height), memory=memory, row_pitch=pitch, uv_offset=uv_offset
+        )
         assert image.path == "fallback" and image.y.flags & cl.mem_flags.USE_HOST_PTR
         assert np.array_equal(image.read(queue), frame)
         if images.device_type == "cpu":  # the planes are the dma-buf's pages
@@ -262,10 +288,16 @@ def test_nv12_over_a_dmabuf_is_zero_copy(images, cl_context, queue):
 
 
 @FAST
-@given(width=even, height=even, seed=st.integers(0, 2**32 - 1), full_range=st.booleans(),
-       interleaved=st.booleans())  # fmt: skip
-def test_nv12_to_rgba_matches_numpy(converter, monkeypatch, width, height, seed, full_range,
-                                    interleaved):  # fmt: skip
+@given(
+    width=even,
+    height=even,
+    seed=st.integers(0, 2**32 - 1),
+    full_range=st.booleans(),
+    interleaved=st.booleans(),
+)
+def test_nv12_to_rgba_matches_numpy(
+    converter, monkeypatch, width, height, seed, full_range, interleaved
+):
     context, queue, _ = converter
     frame = np.random.default_rng(seed).integers(0, 256, (height * 3 // 2, width), np.uint8)
     with monkeypatch.context() as patch:

@@ -56,10 +56,15 @@ def mappings() -> int:
 # ---- clGetSupportedImageFormats ------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kwargs", "bits"), [
-    ({}, 0), ({"other": True}, OTHER), ({"compressed": True}, COMPRESSED),
-    ({"other": True, "compressed": True}, OTHER | COMPRESSED),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "bits"),
+    [
+        ({}, 0),
+        ({"other": True}, OTHER),
+        ({"compressed": True}, COMPRESSED),
+        ({"other": True, "compressed": True}, OTHER | COMPRESSED),
+    ],
+)
 @pytest.mark.parametrize("access", ["read_only", "read_write", "write_only"])
 def test_format_query_flags(kwargs, bits, access):
     flags = access_flags(access) | bits
@@ -68,9 +73,11 @@ def test_format_query_flags(kwargs, bits, access):
         listed = qcom_ext.supported_image_formats(FakeContext(), flags=access, **kwargs)
     assert [q[:2] for q in fake.format_queries] == [(flags, C.CL_MEM_OBJECT_IMAGE2D)] * 2
     assert fake.format_queries[0][2] == 0 and fake.format_queries[1][2] == 3
-    assert [str(f) for f in listed] == ["CL_QCOM_NV12/CL_UNORM_INT8",
-                                        "CL_QCOM_COMPRESSED_RGBA/CL_UNORM_INT8",
-                                        "CL_R/CL_UNORM_INT8"]  # fmt: skip
+    assert [str(f) for f in listed] == [
+        "CL_QCOM_NV12/CL_UNORM_INT8",
+        "CL_QCOM_COMPRESSED_RGBA/CL_UNORM_INT8",
+        "CL_R/CL_UNORM_INT8",
+    ]
 
 
 def test_compressed_yuv_bit_needs_its_extension():
@@ -79,8 +86,9 @@ def test_compressed_yuv_bit_needs_its_extension():
     assert fake.format_queries == []
     with FakeMemDriver(extra="cl_qcom_compressed_yuv_image_read") as fake:
         fake.formats[RO | OTHER | COMPRESSED_YUV] = [(0x4139, UNORM8)]
-        listed = qcom_ext.supported_image_formats(FakeContext(), other=True, compressed_yuv=True,
-                                                  image_type="image3d")  # fmt: skip
+        listed = qcom_ext.supported_image_formats(
+            FakeContext(), other=True, compressed_yuv=True, image_type="image3d"
+        )
     assert listed == [(0x4139, UNORM8)]
     assert fake.format_queries[0][:2] == (RO | OTHER | COMPRESSED_YUV, C.CL_MEM_OBJECT_IMAGE3D)
 
@@ -97,8 +105,9 @@ def test_format_query_refuses_unknown_image_type():
 def test_compressed_image_is_created_over_external_memory(dmabuf, order, compressed_order):
     with FakeMemDriver() as fake:
         fake.formats[RW | COMPRESSED] = [(compressed_order, UNORM8)]
-        image = qcom_ext.create_image(FakeContext(), (64, 32), f"{order}/UNORM_INT8",
-                                      compressed=True, memory=dmabuf)  # fmt: skip
+        image = qcom_ext.create_image(
+            FakeContext(), (64, 32), f"{order}/UNORM_INT8", compressed=True, memory=dmabuf
+        )
     (call,) = fake.images
     # As the vendor sample: no compression flag at creation, the format carries it.
     assert call.flags == use_ext_flags(RW)
@@ -116,8 +125,10 @@ def test_compressed_image_is_created_over_external_memory(dmabuf, order, compres
 def test_compressed_format_must_be_listed(dmabuf):
     with FakeMemDriver() as fake:
         fake.formats[RW | COMPRESSED] = [(0x4130, C.CL_FLOAT)]
-        expected = (r"cannot create CL_QCOM_COMPRESSED_RGBA/CL_UNORM_INT8 .*"
-                    r"CL_QCOM_COMPRESSED_RGBA/CL_FLOAT")  # fmt: skip
+        expected = (
+            r"cannot create CL_QCOM_COMPRESSED_RGBA/CL_UNORM_INT8 .*"
+            r"CL_QCOM_COMPRESSED_RGBA/CL_FLOAT"
+        )
         with pytest.raises(ConfigError, match=expected):
             qcom_ext.create_image(FakeContext(), (8, 8), compressed=True, memory=dmabuf)
     assert fake.images == []
@@ -142,17 +153,20 @@ def test_formats_without_compressed_equivalent_are_refused():
 # ---- planar NV12 / P010 / TP10 -------------------------------------------------------
 
 
-@pytest.mark.parametrize(("layout", "tokens", "data_type"), [
-    ("nv12", (0x4133, 0x4134, 0x4135), UNORM8),
-    ("p010", (0x413C, 0x413D, 0x413E), UNORM10),
-    ("tp10", (0x4145, 0x4146, 0x4147), UNORM10),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("layout", "tokens", "data_type"),
+    [
+        ("nv12", (0x4133, 0x4134, 0x4135), UNORM8),
+        ("p010", (0x413C, 0x413D, 0x413E), UNORM10),
+        ("tp10", (0x4145, 0x4146, 0x4147), UNORM10),
+    ],
+)
 @pytest.mark.parametrize(("access", "child_flags"), [("read_only", RO), ("write_only", WO)])
-def test_native_planar_parent_and_children(dmabuf, layout, tokens, data_type, access,
-                                           child_flags):  # fmt: skip
+def test_native_planar_parent_and_children(dmabuf, layout, tokens, data_type, access, child_flags):
     with FakeMemDriver() as fake:
-        frame = qcom_ext.planar_image(FakeContext(), (640, 480), layout, memory=dmabuf,
-                                      flags=access)  # fmt: skip
+        frame = qcom_ext.planar_image(
+            FakeContext(), (640, 480), layout, memory=dmabuf, flags=access
+        )
     parent, y, uv = fake.images
     assert parent.flags == use_ext_flags(RO)  # planar parents are read-only
     assert parent.format == (tokens[0], data_type)
@@ -203,8 +217,12 @@ def test_ion_backed_nv12_on_an_ion_device():
     with FakeMemDriver(extra="cl_qcom_ion_host_ptr", drop="cl_qcom_dmabuf_host_ptr") as fake:
         memory = qcom_ext.ExternalMemory.ion(7, 0x7F0000000000)
         qcom_ext.nv12_image(FakeContext(), (32, 16), memory=memory)
-    assert struct.unpack("<IIi4xQ", fake.images[0].host_bytes) == (0x40A8, 0x40A5, 7,
-                                                                     0x7F0000000000)  # fmt: skip
+    assert struct.unpack("<IIi4xQ", fake.images[0].host_bytes) == (
+        0x40A8,
+        0x40A5,
+        7,
+        0x7F0000000000,
+    )
 
 
 @pytest.mark.parametrize("failing", [1, 2])  # the Y child, the UV child
@@ -261,11 +279,15 @@ def test_missing_plane_extraction_takes_the_portable_planes(dmabuf, monkeypatch)
     )
 
 
-@pytest.mark.parametrize(("shape", "match"), [
-    ((641, 480), "641x480: width and height must be even"),
-    ((640, 481), "640x481: width and height must be even"),
-    ((0, 2), "must be a positive int"), ((2,), r"takes shape \(width, height\)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("shape", "match"),
+    [
+        ((641, 480), "641x480: width and height must be even"),
+        ((640, 481), "640x481: width and height must be even"),
+        ((0, 2), "must be a positive int"),
+        ((2,), r"takes shape \(width, height\)"),
+    ],
+)
 def test_bad_frame_sizes_are_refused_before_any_call(dmabuf, shape, match):
     with FakeMemDriver() as fake, pytest.raises(ConfigError, match=match):
         qcom_ext.nv12_image(FakeContext(), shape, memory=dmabuf)

@@ -127,21 +127,27 @@ def test_four_kilobytes_kept_per_cycle_are_reported():
     """4 KiB, not 1: late in a long test session the heap's free fragments absorb 1 KiB a
     cycle (+8.0 MiB over 9,500 cycles, under the limit), never 4 KiB whole pages."""
     kept: list[bytearray] = []
-    leaking = measure("4 KiB kept per cycle", lambda i: kept.append(bytearray(4096)),
-                      cycles=10_000, warmup=500)  # fmt: skip
+    leaking = measure(
+        "4 KiB kept per cycle", lambda i: kept.append(bytearray(4096)), cycles=10_000, warmup=500
+    )
     print(leaking.summary())
     assert [p for p in leaking.problems() if "RSS grew" in p], leaking.summary()
-    clean = measure("4 KiB dropped per cycle", lambda i: bytearray(4096), cycles=10_000,
-                    warmup=500)  # fmt: skip
+    clean = measure(
+        "4 KiB dropped per cycle", lambda i: bytearray(4096), cycles=10_000, warmup=500
+    )
     print(clean.summary())
     assert clean.problems() == [], clean.summary()
 
 
 def test_a_queue_kept_per_cycle_is_reported(cl_context):
     kept = []
-    leaking = measure("queues kept", lambda i: kept.append(qcom_ext.create_queue(cl_context)),
-                      live=lambda: reference_total(cl_context), cycles=2000,
-                      warmup=100)  # fmt: skip
+    leaking = measure(
+        "queues kept",
+        lambda i: kept.append(qcom_ext.create_queue(cl_context)),
+        live=lambda: reference_total(cl_context),
+        cycles=2000,
+        warmup=100,
+    )
     assert leaking.live_growth == 1900
     assert [p for p in leaking.problems() if "+1900 live OpenCL handles" in p]
 
@@ -150,9 +156,13 @@ def test_a_context_kept_per_cycle_is_reported(cl_device):
     contexts = counter()
     kept = []
     with contexts.counting():
-        leaking = measure("contexts kept",
-                          lambda i: kept.append(qcom_ext.create_context(cl_device)),
-                          live=lambda: contexts.live, cycles=300, warmup=50)  # fmt: skip
+        leaking = measure(
+            "contexts kept",
+            lambda i: kept.append(qcom_ext.create_context(cl_device)),
+            live=lambda: contexts.live,
+            cycles=300,
+            warmup=50,
+        )
     assert leaking.live_growth == 250 and leaking.problems()
     kept.clear()
     assert contexts.live == 0  # the runtime reports each destruction
@@ -161,8 +171,9 @@ def test_a_context_kept_per_cycle_is_reported(cl_device):
 def test_an_object_kept_per_cycle_is_reported():
     """16 bytes a cycle is far too little for RSS; the object count reports it."""
     kept: list[object] = []
-    leaking = measure("an object kept per cycle", lambda i: kept.append(object()),
-                      cycles=10_000, warmup=500)  # fmt: skip
+    leaking = measure(
+        "an object kept per cycle", lambda i: kept.append(object()), cycles=10_000, warmup=500
+    )
     assert [p for p in leaking.problems() if "more Python objects" in p], leaking.summary()
     assert not [p for p in leaking.problems() if "RSS" in p]
 
@@ -275,8 +286,9 @@ def test_recordings(kernel_context, recording_path):
     program = cl.Program(kernel_context, ADD).build()
     kernel = cl.Kernel(program, "add")
     queue = cl.CommandQueue(kernel_context)
-    buf = cl.Buffer(kernel_context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                    hostbuf=np.zeros(N, np.int32))  # fmt: skip
+    buf = cl.Buffer(
+        kernel_context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(N, np.int32)
+    )
     paths = set()
 
     def cycle(i: int) -> None:
@@ -350,8 +362,7 @@ class WeightImageDriver:
         return {"clGetSupportedImageFormats": self.formats, "clCreateImage": self.create}
 
 
-HOF_LIMITS = {0x4111: u32(16), 0x4112: u32(16), 0x4113: u32(16), 0x4114: u32(32),
-              0x4115: u32(32)}  # fmt: skip
+HOF_LIMITS = {0x4111: u32(16), 0x4112: u32(16), 0x4113: u32(16), 0x4114: u32(32), 0x4115: u32(32)}
 
 
 @pytest.mark.parametrize("path", ["probed", "native"])
@@ -376,16 +387,23 @@ def test_weight_images(cl_context, device_caps, path):
     live = lambda: reference_total(cl_context)  # noqa: E731
     if path == "native":
         fake = WeightImageDriver()
-        with claiming(device_caps.device_id, extensions=["cl_qcom_accelerated_image_ops"],
-                      info=HOF_LIMITS, **fake.substitutes()):  # fmt: skip
+        with claiming(
+            device_caps.device_id,
+            extensions=["cl_qcom_accelerated_image_ops"],
+            info=HOF_LIMITS,
+            **fake.substitutes(),
+        ):
             measurement = measure("weight images", cycle, live=live, drain=queue.finish)
         assert fake.created == CYCLES
     else:
         measurement = measure("weight images", cycle, live=live, drain=queue.finish)
     measurement.kind = f"weight images ({'/'.join(sorted(paths))})"
     check(measurement)
-    assert paths == ({"native"} if path == "native" else {device_caps.path(
-        "cl_qcom_accelerated_image_ops").split(":")[0]})  # fmt: skip
+    assert paths == (
+        {"native"}
+        if path == "native"
+        else {device_caps.path("cl_qcom_accelerated_image_ops").split(":")[0]}
+    )
 
 
 # ---- image-buffer pairs ----
@@ -419,8 +437,10 @@ class PairDriver:
         return 0
 
     def substitutes(self):
-        return {"clCreateBufferFromImageQCOM": self.create,
-                "clGetDeviceImageInfoQCOM": self.pitches}  # fmt: skip
+        return {
+            "clCreateBufferFromImageQCOM": self.create,
+            "clGetDeviceImageInfoQCOM": self.pitches,
+        }
 
 
 @pytest.mark.parametrize("path", ["probed", "native"])
@@ -451,8 +471,11 @@ def test_image_buffer_pairs(cl_context, device_caps, path):
     live = lambda: reference_total(cl_context, parent)  # noqa: E731
     if path == "native":
         fake = PairDriver(cl_context)
-        with claiming(device_caps.device_id, extensions=["cl_qcom_create_buffer_from_image"],
-                      **fake.substitutes()):  # fmt: skip
+        with claiming(
+            device_caps.device_id,
+            extensions=["cl_qcom_create_buffer_from_image"],
+            **fake.substitutes(),
+        ):
             measurement = measure("image-buffer pairs", cycle, live=live, drain=queue.finish)
         assert fake.created == 2 * CYCLES
     else:
@@ -490,13 +513,19 @@ def program_children(request):
             if caps is None or chosen is None or caps.device_id != chosen.device_id:
                 continue
             env = {**child_environment(), "PYOPENCL_CTX": _device_spec(caps)}
-            command = [sys.executable, str(TESTS / "leak_programs.py"),
-                       str(CYCLES // CHILDREN), str(WARMUP), str(BASELINE)]  # fmt: skip
+            command = [
+                sys.executable,
+                str(TESTS / "leak_programs.py"),
+                str(CYCLES // CHILDREN),
+                str(WARMUP),
+                str(BASELINE),
+            ]
             started = children.setdefault(caps.device_id, [])
             for _ in range(CHILDREN):
                 log = stack.enter_context(tempfile.TemporaryFile(mode="w+"))
-                child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True,
-                                         env=env)  # fmt: skip
+                child = subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=log, text=True, env=env
+                )
                 stack.callback(_stop, child)
                 started.append((child, log))
         yield children

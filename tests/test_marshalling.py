@@ -60,9 +60,16 @@ def test_context_properties_with_hints_are_intptr_pairs():
 
     props = ffi.new(
         "cl_context_properties[]",
-        [C.CL_CONTEXT_PLATFORM, PLATFORM, C.CL_CONTEXT_PERF_HINT_QCOM, C.CL_PERF_HINT_HIGH_QCOM,
-         C.CL_CONTEXT_PRIORITY_HINT_QCOM, C.CL_PRIORITY_HINT_LOW_QCOM, 0],
-    )  # fmt: skip
+        [
+            C.CL_CONTEXT_PLATFORM,
+            PLATFORM,
+            C.CL_CONTEXT_PERF_HINT_QCOM,
+            C.CL_PERF_HINT_HIGH_QCOM,
+            C.CL_CONTEXT_PRIORITY_HINT_QCOM,
+            C.CL_PRIORITY_HINT_LOW_QCOM,
+            0,
+        ],
+    )
     devices = ffi.new("cl_device_id[]", [ffi.cast("cl_device_id", DEVICE)])
     err = ffi.new("cl_int *")
     with driver.substitute(clCreateContext=create_context):
@@ -150,8 +157,21 @@ def test_enqueue_recording_update_arrays_bytes():
     local_wg = ffi.new("cl_workgroup_qcom[]", [{"dispatch_index": 1, "workgroup_size": lws}])
     seen = {}
 
-    def enqueue(queue, rec, n_args, arg_array, n_off, off_array, n_gwg, gwg, n_lwg, lwg,
-                n_events, events, event):  # fmt: skip
+    def enqueue(
+        queue,
+        rec,
+        n_args,
+        arg_array,
+        n_off,
+        off_array,
+        n_gwg,
+        gwg,
+        n_lwg,
+        lwg,
+        n_events,
+        events,
+        event,
+    ):
         seen["args"] = raw(arg_array, n_args * 24)
         seen["offsets"] = raw(off_array, n_off * 32)
         seen["gwg"] = raw(gwg, n_gwg * 16)
@@ -164,9 +184,20 @@ def test_enqueue_recording_update_arrays_bytes():
 
     with driver.substitute(clEnqueueRecordingQCOM=enqueue):
         status = ext("clEnqueueRecordingQCOM")(
-            ffi.cast("cl_command_queue", 0xA1), ffi.cast("cl_recording_qcom", 0xBEEF),
-            2, args, 1, offsets, 1, global_wg, 1, local_wg, 0, ffi.NULL, ffi.NULL,
-        )  # fmt: skip
+            ffi.cast("cl_command_queue", 0xA1),
+            ffi.cast("cl_recording_qcom", 0xBEEF),
+            2,
+            args,
+            1,
+            offsets,
+            1,
+            global_wg,
+            1,
+            local_wg,
+            0,
+            ffi.NULL,
+            ffi.NULL,
+        )
     assert status == 0
     assert seen["args"] == struct.pack("<IIQQ", 1, 2, 4, addr(value)) + struct.pack(
         "<IIQQ", 0, 0, 8, addr(mem)
@@ -199,8 +230,25 @@ def test_enqueue_recording_svm_has_17_parameters_and_svm_args():
     )
     seen = {}
 
-    def enqueue_svm(queue, rec, n_args, args, n_svm, svm_array, n_off, off, n_gwg, gwg, n_lwg, lwg,
-                    n_non_arg, non_arg, n_events, events, event):  # fmt: skip
+    def enqueue_svm(
+        queue,
+        rec,
+        n_args,
+        args,
+        n_svm,
+        svm_array,
+        n_off,
+        off,
+        n_gwg,
+        gwg,
+        n_lwg,
+        lwg,
+        n_non_arg,
+        non_arg,
+        n_events,
+        events,
+        event,
+    ):
         seen["svm"] = raw(svm_array, n_svm * 24)
         seen["non_arg"] = raw(non_arg, n_non_arg * 24)
         seen["counts"] = (n_args, n_svm, n_off, n_gwg, n_lwg, n_non_arg, n_events)
@@ -208,9 +256,24 @@ def test_enqueue_recording_svm_has_17_parameters_and_svm_args():
 
     with driver.substitute(clEnqueueRecordingSVMQCOM=enqueue_svm):
         ext("clEnqueueRecordingSVMQCOM")(
-            ffi.NULL, ffi.NULL, 0, ffi.NULL, 1, svm_args, 0, ffi.NULL, 0, ffi.NULL, 0, ffi.NULL,
-            1, exec_info, 0, ffi.NULL, ffi.NULL,
-        )  # fmt: skip
+            ffi.NULL,
+            ffi.NULL,
+            0,
+            ffi.NULL,
+            1,
+            svm_args,
+            0,
+            ffi.NULL,
+            0,
+            ffi.NULL,
+            0,
+            ffi.NULL,
+            1,
+            exec_info,
+            0,
+            ffi.NULL,
+            ffi.NULL,
+        )
     assert seen["svm"] == struct.pack("<IIQQ", 0, 1, 0, 0x7000_0000)  # arg_size 0 for SVM
     assert seen["non_arg"] == struct.pack("<IIQQ", 2, 0x11B6, 4, addr(info_value))
     assert seen["counts"] == (0, 1, 0, 0, 0, 1, 0)
@@ -247,9 +310,15 @@ def test_device_image_info_query_marshals_format_and_returns_size_t():
     ret = ffi.new("size_t *")
     with driver.substitute(clGetDeviceImageInfoQCOM=query):
         ext("clGetDeviceImageInfoQCOM")(
-            ffi.cast("cl_device_id", DEVICE), 1000, 720, fmt,
-            C.CL_BUFFER_FROM_IMAGE_ROW_PITCH_QCOM, 8, out, ret,
-        )  # fmt: skip
+            ffi.cast("cl_device_id", DEVICE),
+            1000,
+            720,
+            fmt,
+            C.CL_BUFFER_FROM_IMAGE_ROW_PITCH_QCOM,
+            8,
+            out,
+            ret,
+        )
     assert seen["call"] == (DEVICE, 1000, 720, struct.pack("<II", 0x10B5, 0x10D2), 0x40C0, 8)
     assert (out[0], ret[0]) == (4096, 8)
 
@@ -270,9 +339,15 @@ def test_query_image_info_marshals_image_desc():
     out = ffi.new("size_t *")
     with driver.substitute(clQueryImageInfoQCOM=query):
         ext("clQueryImageInfoQCOM")(
-            ffi.cast("cl_device_id", DEVICE), C.CL_MEM_READ_ONLY | C.CL_MEM_OTHER_IMAGE_QCOM,
-            fmt, desc, C.CL_IMAGE_SIZE_QCOM, 8, out, ffi.NULL,
-        )  # fmt: skip
+            ffi.cast("cl_device_id", DEVICE),
+            C.CL_MEM_READ_ONLY | C.CL_MEM_OTHER_IMAGE_QCOM,
+            fmt,
+            desc,
+            C.CL_IMAGE_SIZE_QCOM,
+            8,
+            out,
+            ffi.NULL,
+        )
     assert seen["desc"] == struct.pack("<I4x6QII8x", 0x10F1, 1920, 1080, 0, 0, 0, 0, 0, 0)
     assert seen["rest"] == ((1 << 37) | 0x4, struct.pack("<II", 0x4133, 0x10D2), 0x411B, 8)
     assert out[0] == 123_456
@@ -298,9 +373,13 @@ def test_weight_image_desc_reaches_clCreateImage_as_96_bytes():
     err = ffi.new("cl_int *")
     with driver.substitute(clCreateImage=create_image):
         driver.clCreateImage(
-            ffi.NULL, C.CL_MEM_READ_ONLY | C.CL_MEM_COPY_HOST_PTR, fmt,
-            ffi.cast("cl_image_desc *", wdesc), weights, err,
-        )  # fmt: skip
+            ffi.NULL,
+            C.CL_MEM_READ_ONLY | C.CL_MEM_COPY_HOST_PTR,
+            fmt,
+            ffi.cast("cl_image_desc *", wdesc),
+            weights,
+            err,
+        )
     image_desc = struct.pack("<I4x6QII8x", 0x4110, 4, 3, 0, 2, 0, 0, 0, 0)
     assert seen["desc"] == image_desc + struct.pack("<QQQ", 1, 1, 1)
     assert seen["flags"] == 0x24
@@ -309,18 +388,38 @@ def test_weight_image_desc_reaches_clCreateImage_as_96_bytes():
 @pytest.mark.parametrize(
     ("struct_name", "allocation_type", "fields", "layout"),
     [
-        ("cl_mem_ion_host_ptr", "CL_MEM_ION_HOST_PTR_QCOM",
-         {"ion_filedesc": 9, "ion_hostptr": 0x7F00_0000}, "<IIi4xQ"),
-        ("cl_mem_dmabuf_host_ptr", "CL_MEM_DMABUF_HOST_PTR_QCOM",
-         {"dmabuf_filedesc": 11, "dmabuf_hostptr": 0x7F10_0000}, "<IIi4xQ"),
-        ("cl_mem_android_native_buffer_host_ptr", "CL_MEM_ANDROID_NATIVE_BUFFER_HOST_PTR_QCOM",
-         {"anb_ptr": 0x7F20_0000}, "<IIQ"),
-        ("cl_mem_ahardwarebuffer_host_ptr", "CL_MEM_ANDROID_AHARDWAREBUFFER_HOST_PTR_QCOM",
-         {"ahb_ptr": 0x7F30_0000}, "<IIQ"),
-        ("cl_mem_pmem_host_ptr", "CL_MEM_PMEM_HOST_PTR_QCOM",
-         {"pmem_handle": 0x44, "pmem_hostptr": 0x7F40_0000}, "<IIQQ"),
+        (
+            "cl_mem_ion_host_ptr",
+            "CL_MEM_ION_HOST_PTR_QCOM",
+            {"ion_filedesc": 9, "ion_hostptr": 0x7F00_0000},
+            "<IIi4xQ",
+        ),
+        (
+            "cl_mem_dmabuf_host_ptr",
+            "CL_MEM_DMABUF_HOST_PTR_QCOM",
+            {"dmabuf_filedesc": 11, "dmabuf_hostptr": 0x7F10_0000},
+            "<IIi4xQ",
+        ),
+        (
+            "cl_mem_android_native_buffer_host_ptr",
+            "CL_MEM_ANDROID_NATIVE_BUFFER_HOST_PTR_QCOM",
+            {"anb_ptr": 0x7F20_0000},
+            "<IIQ",
+        ),
+        (
+            "cl_mem_ahardwarebuffer_host_ptr",
+            "CL_MEM_ANDROID_AHARDWAREBUFFER_HOST_PTR_QCOM",
+            {"ahb_ptr": 0x7F30_0000},
+            "<IIQ",
+        ),
+        (
+            "cl_mem_pmem_host_ptr",
+            "CL_MEM_PMEM_HOST_PTR_QCOM",
+            {"pmem_handle": 0x44, "pmem_hostptr": 0x7F40_0000},
+            "<IIQQ",
+        ),
     ],
-)  # fmt: skip
+)
 def test_ext_host_ptr_structs_reach_clCreateBuffer(struct_name, allocation_type, fields, layout):
     seen = {}
     size = ffi.sizeof(struct_name)
@@ -428,9 +527,12 @@ def test_egl_image_import_signature():
     err = ffi.new("cl_int *")
     with driver.substitute(clCreateFromEGLImageIMG=from_egl):
         ext("clCreateFromEGLImageIMG")(
-            ffi.cast("cl_context", 0xC0), C.CL_MEM_READ_ONLY,
-            ffi.cast("void *", 0xE1), ffi.cast("void *", 0xE2), err,
-        )  # fmt: skip
+            ffi.cast("cl_context", 0xC0),
+            C.CL_MEM_READ_ONLY,
+            ffi.cast("void *", 0xE1),
+            ffi.cast("void *", 0xE2),
+            err,
+        )
     assert seen == [(0xC0, 0x4, 0xE1, 0xE2)]
 
 

@@ -95,8 +95,9 @@ def test_two_kernels_chained_in_one_replay(device_caps, kernel_context):
     dst = cl.Buffer(kernel_context, mf.WRITE_ONLY, src_host.nbytes)
     staged = onchip_buffer(kernel_context, src_host.nbytes)
     with Recording(queue) as rec:
-        rec.enqueue(cl.Kernel(program, "scale_bias"), (n,), None, src, staged, np.int32(1),
-                    np.int32(0))  # fmt: skip
+        rec.enqueue(
+            cl.Kernel(program, "scale_bias"), (n,), None, src, staged, np.int32(1), np.int32(0)
+        )
         rec.enqueue(cl.Kernel(program, "smooth3"), (n,), None, staged, dst, np.int32(n))
     out = np.empty_like(src_host)
     for scale, bias in ((3, -7), (-2, 40), (5, 0)):

@@ -18,14 +18,21 @@ def queue(kernel_context):
     return cl.CommandQueue(kernel_context)
 
 
-cases = st.fixed_dictionaries({
-    "n": st.integers(1, 3), "h": st.integers(1, 7), "w": st.integers(1, 9),
-    "ci": st.integers(1, 13), "co": st.integers(1, 13),
-    "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
-    "tile": st.sampled_from(TILES), "activation": st.sampled_from(list(ops.ACTIVATIONS)),
-    "bias": st.booleans(), "layout": st.sampled_from(["NCHW", "NHWC"]),
-    "dtype": st.sampled_from([np.float32, np.float16]),
-})  # fmt: skip
+cases = st.fixed_dictionaries(
+    {
+        "n": st.integers(1, 3),
+        "h": st.integers(1, 7),
+        "w": st.integers(1, 9),
+        "ci": st.integers(1, 13),
+        "co": st.integers(1, 13),
+        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+        "tile": st.sampled_from(TILES),
+        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
+        "bias": st.booleans(),
+        "layout": st.sampled_from(["NCHW", "NHWC"]),
+        "dtype": st.sampled_from([np.float32, np.float16]),
+    }
+)
 
 
 def test_random_shapes_and_tiles_against_numpy(queue):
@@ -38,12 +45,26 @@ def test_random_shapes_and_tiles_against_numpy(queue):
         x = rng.standard_normal((case["n"], case["ci"], case["h"], case["w"])).astype(dtype)
         w = rng.standard_normal((case["co"], case["ci"])).astype(dtype)
         b = rng.standard_normal(case["co"]).astype(np.float32) if case["bias"] else None
-        want = conv2d(rounded(x, dtype), rounded(w, dtype)[:, :, None, None], b,
-                      stride=case["stride"], activation=case["activation"], slope=0.2)  # fmt: skip
+        want = conv2d(
+            rounded(x, dtype),
+            rounded(w, dtype)[:, :, None, None],
+            b,
+            stride=case["stride"],
+            activation=case["activation"],
+            slope=0.2,
+        )
         host = x if case["layout"] == "NCHW" else x.transpose(0, 2, 3, 1)
-        got = ops.conv2d_1x1(queue, host, w, b, stride=case["stride"], tile=case["tile"],
-                             activation=case["activation"], negative_slope=0.2,
-                             layout=case["layout"])  # fmt: skip
+        got = ops.conv2d_1x1(
+            queue,
+            host,
+            w,
+            b,
+            stride=case["stride"],
+            tile=case["tile"],
+            activation=case["activation"],
+            negative_slope=0.2,
+            layout=case["layout"],
+        )
         if case["layout"] == "NHWC":
             got = got.transpose(0, 3, 1, 2)
         assert got.dtype == dtype and got.shape == want.shape
@@ -96,7 +117,7 @@ def test_buffer_tensors_in_and_out_and_exact_output_bounds(queue):
         ({"stride": (1, 0)}, "stride must be at least 1"),
         ({"bias": np.ones((4, 1), np.float32)}, r"bias must have shape \(4,\)"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_are_named(queue, kwargs, message):
     x = np.ones((1, 3, 4, 4), np.float32)
     arguments = {"weight": np.ones((4, 3), np.float32), **kwargs}
@@ -108,6 +129,7 @@ def test_nchw_buffers_are_refused(queue):
     buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4 * 48)
     with pytest.raises(ConfigError, match="needs an NHWC buffer, got NCHW"):
         ops.conv2d_1x1(queue, buf, np.ones((4, 3), np.float32), shape=(1, 3, 4, 4))
-    tensor = ops.conv2d_1x1(queue, buf, np.ones((4, 3), np.float32), shape=(1, 4, 4, 3),
-                            layout="NHWC")  # fmt: skip
+    tensor = ops.conv2d_1x1(
+        queue, buf, np.ones((4, 3), np.float32), shape=(1, 4, 4, 3), layout="NHWC"
+    )
     assert tensor.shape == (1, 4, 4, 4)

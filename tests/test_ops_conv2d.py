@@ -22,21 +22,34 @@ def needs_images(queue, method):
         pytest.skip(f"{queue.device.name}: CL_DEVICE_IMAGE_SUPPORT is 0")
 
 
-cases = st.fixed_dictionaries({
-    "n": st.integers(1, 2), "ci": st.integers(1, 9), "co": st.integers(1, 9),
-    "h": st.integers(1, 10), "w": st.integers(1, 11), "kh": st.integers(1, 4),
-    "kw": st.integers(1, 4), "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
-    "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
-    "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    "activation": st.sampled_from(list(ops.ACTIVATIONS)), "bias": st.booleans(),
-    "layout": st.sampled_from(["NCHW", "NHWC"]),
-    "dtype": st.sampled_from([np.float32, np.float16]),
-})  # fmt: skip
+cases = st.fixed_dictionaries(
+    {
+        "n": st.integers(1, 2),
+        "ci": st.integers(1, 9),
+        "co": st.integers(1, 9),
+        "h": st.integers(1, 10),
+        "w": st.integers(1, 11),
+        "kh": st.integers(1, 4),
+        "kw": st.integers(1, 4),
+        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+        "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
+        "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
+        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
+        "bias": st.booleans(),
+        "layout": st.sampled_from(["NCHW", "NHWC"]),
+        "dtype": st.sampled_from([np.float32, np.float16]),
+    }
+)
 
 
 def output_exists(case) -> bool:
-    dims = zip((case["h"], case["w"]), (case["kh"], case["kw"]), case["padding"],
-               case["dilation"], strict=True)  # fmt: skip
+    dims = zip(
+        (case["h"], case["w"]),
+        (case["kh"], case["kw"]),
+        case["padding"],
+        case["dilation"],
+        strict=True,
+    )
     return all(size + 2 * p - d * (k - 1) - 1 >= 0 for size, k, p, d in dims)
 
 
@@ -56,8 +69,9 @@ def test_random_shapes_against_numpy(queue, method):
         options = {k: case[k] for k in ("stride", "padding", "dilation", "activation")}
         want = conv2d(rounded(x, dtype), rounded(w, dtype), b, slope=0.05, **options)
         host = x if case["layout"] == "NCHW" else x.transpose(0, 2, 3, 1)
-        got = ops.conv2d(queue, host, w, b, method=method, layout=case["layout"],
-                         negative_slope=0.05, **options)  # fmt: skip
+        got = ops.conv2d(
+            queue, host, w, b, method=method, layout=case["layout"], negative_slope=0.05, **options
+        )
         if case["layout"] == "NHWC":
             got = got.transpose(0, 3, 1, 2)
         assert got.dtype == dtype and got.shape == want.shape
@@ -75,8 +89,7 @@ def test_image_conv_pixels_per_item(queue, pixels):
     layer = ops.Conv2d(queue, w, padding=1, stride=(1, 2), pixels=pixels)
     out = layer(queue, ops.to_image(queue, x))
     assert out.shape == (2, 6, 9, 6)
-    assert_close(ops.from_image(queue, out), conv2d(x, w, padding=1, stride=(1, 2)),
-                 np.float32)  # fmt: skip
+    assert_close(ops.from_image(queue, out), conv2d(x, w, padding=1, stride=(1, 2)), np.float32)
 
 
 @pytest.mark.parametrize("block", [4, 8, 16])
@@ -87,9 +100,12 @@ def test_tiled_any_output_size_and_block(queue, block, size):
     w = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
     layer = ops.TiledConv2d(queue, w, padding=1, block=block, channels_per_item=2)
     assert layer.block == block
-    src = ops.BufferTensor(cl.Buffer(queue.context, cl.mem_flags.READ_ONLY
-                                     | cl.mem_flags.COPY_HOST_PTR, hostbuf=x),
-                           x.shape, np.dtype(np.float32), "NCHW")  # fmt: skip
+    src = ops.BufferTensor(
+        cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x),
+        x.shape,
+        np.dtype(np.float32),
+        "NCHW",
+    )
     out = layer(queue, src)
     assert out.shape == (2, 5, *size)
     assert_close(out.to_numpy(queue), conv2d(x, w, padding=1), np.float32)
@@ -112,7 +128,7 @@ def test_tiled_refuses_a_tile_that_does_not_fit(queue):
         ({"padding": -1}, "padding must be at least 0"),
         ({"weight": np.ones((4, 3, 7, 3), np.float32)}, "the output is empty"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_are_named(queue, kwargs, message):
     x = np.ones((1, 3, 5, 5), np.float32)
     arguments = {"weight": np.ones((4, 3, 3, 3), np.float32), "method": "tiled", **kwargs}
@@ -126,8 +142,9 @@ def test_dtype_converts_numpy_inputs_and_device_tensors_keep_theirs(queue):
     w = np.random.default_rng(9).standard_normal((2, 4, 3, 3)).astype(np.float32)
     half = ops.conv2d(queue, x, w, padding=1, dtype=np.float16)
     assert half.dtype == np.float16
-    assert_close(half, conv2d(rounded(x, np.float16), rounded(w, np.float16), padding=1),
-                 np.float16)  # fmt: skip
+    assert_close(
+        half, conv2d(rounded(x, np.float16), rounded(w, np.float16), padding=1), np.float16
+    )
     image = ops.to_image(queue, x.astype(np.float32))
     kept = ops.conv2d(queue, image, w, padding=1, dtype=np.float16)  # the image's storage
     assert isinstance(kept, ops.ImageTensor) and kept.dtype == np.float32

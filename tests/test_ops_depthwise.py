@@ -19,23 +19,36 @@ def queue(kernel_context, device_caps):
     return cl.CommandQueue(kernel_context)
 
 
-cases = st.fixed_dictionaries({
-    "n": st.integers(1, 3), "c": st.integers(1, 11), "h": st.integers(1, 11),
-    "w": st.integers(1, 13), "kh": st.integers(1, 4), "kw": st.integers(1, 5),
-    "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
-    "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
-    "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
-    "activation": st.sampled_from(list(ops.ACTIVATIONS)),
-    "bias": st.booleans(), "layout": st.sampled_from(["NCHW", "NHWC"]),
-    "dtype": st.sampled_from([np.float32, np.float16]), "pixels": st.sampled_from([1, 2, 4, 8]),
-    "rows": st.sampled_from([1, 2, 4]),
-})  # fmt: skip
+cases = st.fixed_dictionaries(
+    {
+        "n": st.integers(1, 3),
+        "c": st.integers(1, 11),
+        "h": st.integers(1, 11),
+        "w": st.integers(1, 13),
+        "kh": st.integers(1, 4),
+        "kw": st.integers(1, 5),
+        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+        "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
+        "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
+        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
+        "bias": st.booleans(),
+        "layout": st.sampled_from(["NCHW", "NHWC"]),
+        "dtype": st.sampled_from([np.float32, np.float16]),
+        "pixels": st.sampled_from([1, 2, 4, 8]),
+        "rows": st.sampled_from([1, 2, 4]),
+    }
+)
 
 
 def fits(case) -> bool:
     """Whether the output is non-empty."""
-    dims = zip((case["h"], case["w"]), (case["kh"], case["kw"]), case["padding"],
-               case["dilation"], strict=True)  # fmt: skip
+    dims = zip(
+        (case["h"], case["w"]),
+        (case["kh"], case["kw"]),
+        case["padding"],
+        case["dilation"],
+        strict=True,
+    )
     return all(size + 2 * p - d * (k - 1) - 1 >= 0 for size, k, p, d in dims)
 
 
@@ -51,12 +64,21 @@ def test_random_shapes_against_numpy(queue):
         w = rng.standard_normal((case["c"], 1, case["kh"], case["kw"])).astype(dtype)
         b = rng.standard_normal(case["c"]).astype(np.float32) if case["bias"] else None
         kwargs = {k: case[k] for k in ("stride", "padding", "dilation", "activation")}
-        want = conv2d(rounded(x, dtype), rounded(w, dtype), b, groups=case["c"],
-                      slope=0.1, **kwargs)  # fmt: skip
+        want = conv2d(
+            rounded(x, dtype), rounded(w, dtype), b, groups=case["c"], slope=0.1, **kwargs
+        )
         host = x if case["layout"] == "NCHW" else x.transpose(0, 2, 3, 1)
-        got = ops.depthwise_conv2d(queue, host, w, b, layout=case["layout"],
-                                   negative_slope=0.1, pixels=case["pixels"],
-                                   rows=case["rows"], **kwargs)  # fmt: skip
+        got = ops.depthwise_conv2d(
+            queue,
+            host,
+            w,
+            b,
+            layout=case["layout"],
+            negative_slope=0.1,
+            pixels=case["pixels"],
+            rows=case["rows"],
+            **kwargs,
+        )
         if case["layout"] == "NHWC":
             got = got.transpose(0, 3, 1, 2)
         assert got.dtype == dtype and got.shape == want.shape
@@ -88,8 +110,9 @@ def test_image_tensors_stay_on_the_device(queue):
     want = conv2d(x, w[:, None], stride=2, padding=1, groups=9, activation="relu6")
     assert_close(ops.from_image(queue, y), want, np.float32)
     bare = ops.depthwise_conv2d(queue, image.image, w, shape=image.shape, padding=1)
-    assert_close(ops.from_image(queue, bare), conv2d(x, w[:, None], padding=1, groups=9),
-                 np.float32)  # fmt: skip
+    assert_close(
+        ops.from_image(queue, bare), conv2d(x, w[:, None], padding=1, groups=9), np.float32
+    )
 
 
 @pytest.mark.parametrize(
@@ -107,7 +130,7 @@ def test_image_tensors_stay_on_the_device(queue):
         ({"pixels": 3}, r"pixels must be one of \(1, 2, 4, 8\)"),
         ({"rows": 8}, r"rows must be one of \(1, 2, 4\)"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_are_named(queue, kwargs, message):
     x = np.ones((1, 4, 5, 5), np.float32)
     arguments = {"weight": np.ones((4, 1, 3, 3), np.float32), **kwargs}

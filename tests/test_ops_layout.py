@@ -55,8 +55,9 @@ def test_round_trips_are_exact_for_any_shape(queue):
 def test_padding_channels_are_zero_even_over_garbage(queue):
     x = np.full((1, 5, 2, 3), 7.0, np.float32)
     image = ops.ImageTensor.empty(queue.context, queue.device, x.shape, np.float32)
-    cl.enqueue_fill_image(queue, image.image, np.full(4, np.nan, np.float32), (0, 0),
-                          image.image_size)  # fmt: skip
+    cl.enqueue_fill_image(
+        queue, image.image, np.full(4, np.nan, np.float32), (0, 0), image.image_size
+    )
     image = ops.to_image(queue, x)
     texels = read_texels(queue, image)
     assert np.all(texels[:, 3:, 1:] == 0.0) and np.all(texels[:, :3, :] == 7.0)
@@ -91,16 +92,26 @@ def test_float64_is_stored_as_float32(queue):
         (lambda q: ops.to_image(q, np.zeros((2, 3, 4), np.float32)), "must be 4-D"),
         (lambda q: ops.to_image(q, np.zeros((1, 1, 2, 2), np.int32)), "dtype int32"),
         (lambda q: ops.to_image(q, np.zeros((1, 1, 2, 2)), layout="HWCN"), "layout 'HWCN'"),
-        (lambda q: ops.to_image(q, cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 64)),
-         "needs shape="),
-        (lambda q: ops.to_image(q, cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 64),
-                                shape=(1, 4, 4, 4)), "needs 256 bytes; the buffer has 64"),
+        (
+            lambda q: ops.to_image(q, cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 64)),
+            "needs shape=",
+        ),
+        (
+            lambda q: ops.to_image(
+                q, cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 64), shape=(1, 4, 4, 4)
+            ),
+            "needs 256 bytes; the buffer has 64",
+        ),
         (lambda q: ops.from_image(q, np.zeros((1, 1, 1, 1))), "ImageTensor or a pyopencl"),
-        (lambda q: ops.from_image(q, ops.to_image(q, np.zeros((1, 5, 2, 2), np.float32)).image,
-                                  shape=(1, 4, 2, 2)), "needs a 2 x 2 image"),
+        (
+            lambda q: ops.from_image(
+                q, ops.to_image(q, np.zeros((1, 5, 2, 2), np.float32)).image, shape=(1, 4, 2, 2)
+            ),
+            "needs a 2 x 2 image",
+        ),
         (lambda q: ops.to_image(q, np.zeros((1, 1, 0, 2), np.float32)), "empty dimension"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_named(queue, call, message):
     with pytest.raises(ConfigError, match=message):
         call(queue)

@@ -14,9 +14,11 @@ from qcom_ext._resources import cdefs_dir, kernels_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK = """
-import qcom_ext, qcom_ext._resources as r, qcom_ext.binding.lib as lib, qcom_ext.binding.cdefs as cd
+import qcom_ext, qcom_ext._resources as r, qcom_ext.binding.lib as lib
+import qcom_ext.binding.cdefs as cd
 print(qcom_ext.__file__); print(r.cdefs_dir()); print(r.kernels_dir())
-print(len(cd.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM, lib.ffi is qcom_ext.binding._cl_ffi.ffi)
+import qcom_ext.binding._cl_ffi as generated
+print(len(cd.cdef_files()), lib.C.CL_QUEUE_RECORDABLE_QCOM, lib.ffi is generated.ffi)
 import qcom_ext.tools.cli; run = qcom_ext.tools.cli.benchmarks_runner()
 print(run.__name__, run.__file__, len(run.discover()))
 """
@@ -35,10 +37,21 @@ def test_installed_wheel_carries_and_finds_its_data(tmp_path):
         pytest.skip("not running from a source checkout")
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(wheels), str(ROOT)],
-        check=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
+        check=True,
+        timeout=300,
+    )
     (wheel,) = wheels.glob("qcom_ext-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for path in (ROOT / "cdefs").glob("*.h"):
@@ -48,15 +61,30 @@ def test_installed_wheel_carries_and_finds_its_data(tmp_path):
             assert f"qcom_ext/kernels/{path.relative_to(ROOT / 'kernels').as_posix()}" in names
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
-         str(wheel)],
-        check=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run(
-        [sys.executable, "-c", CHECK], cwd=tmp_path, env=env, capture_output=True, text=True,
-        check=True, timeout=120,
-    ).stdout.split("\n")  # fmt: skip
+        [sys.executable, "-c", CHECK],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split("\n")
     package = Path(out[0]).parent
     assert package.is_relative_to(target)
     assert Path(out[1]) == package / "cdefs"

@@ -129,9 +129,11 @@ def test_compat_header_builds_with_the_probed_options(device_caps, kernel_contex
     cl_queue = cl.CommandQueue(kernel_context)
     rng = np.random.default_rng(2)
     values = np.concatenate(
-        [np.array([0x1248EDBF, 0, 1, 0x80000000, 0xFFFFFFFF], np.uint32),
-         rng.integers(0, 2**32, 1000, dtype=np.uint32)]
-    )  # fmt: skip
+        [
+            np.array([0x1248EDBF, 0, 1, 0x80000000, 0xFFFFFFFF], np.uint32),
+            rng.integers(0, 2**32, 1000, dtype=np.uint32),
+        ]
+    )
     mf = cl.mem_flags
     src = cl.Buffer(kernel_context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=values)
     dst = cl.Buffer(kernel_context, mf.WRITE_ONLY, values.nbytes)

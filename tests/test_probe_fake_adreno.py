@@ -20,11 +20,15 @@ def test_fake_adreno740_probe():
     with fake_driver(adreno740_device_info(), platform_info(), asked):
         caps = read_device(DEVICE)
     assert (caps.is_adreno, caps.adreno_model, caps.adreno_compiler) == (
-        True, "740", "E031.42.02.00"
-    )  # fmt: skip
+        True,
+        "740",
+        "E031.42.02.00",
+    )
     assert caps.label == "adreno-740-gpu"
-    assert caps.extension_versions == {"cl_qcom_recordable_queues": "1.0.1",
-                                       "cl_qcom_perf_hint": "1.0.4"}  # fmt: skip
+    assert caps.extension_versions == {
+        "cl_qcom_recordable_queues": "1.0.1",
+        "cl_qcom_perf_hint": "1.0.4",
+    }
     limits = caps.limits
     assert limits.page_size == 4096 and limits.ext_mem_padding == 0
     assert limits.recordable_queue_max_size == 64
@@ -40,8 +44,7 @@ def test_fake_adreno740_probe():
     for name in REGISTRY:
         assert (caps.path(name) == "native") == (name in advertised), name
     qcom_queries = {p for p in asked if 0x4000 <= p < 0x4200}
-    assert qcom_queries == {0x40A0, 0x40A1, 0x41DE, 0x41A4, 0x4111, 0x4112, 0x4113, 0x4114,
-                            0x4115}  # fmt: skip
+    assert qcom_queries == {0x40A0, 0x40A1, 0x41DE, 0x41A4, 0x4111, 0x4112, 0x4113, 0x4114, 0x4115}
 
 
 def test_queries_of_absent_extensions_are_never_made():

@@ -126,8 +126,9 @@ def test_changed_user_header_invalidates(kernel_context, cache_dir, source_build
     assert len(source_builds) == 4
 
 
-def test_changed_compat_header_invalidates(kernel_context, cache_dir, source_builds, tmp_path,
-                                           monkeypatch):  # fmt: skip
+def test_changed_compat_header_invalidates(
+    kernel_context, cache_dir, source_builds, tmp_path, monkeypatch
+):
     copy = tmp_path / "kernels"
     shutil.copytree(kernels_dir(), copy)
     monkeypatch.setattr(program, "kernels_dir", lambda: copy)
@@ -181,11 +182,13 @@ def garbage_binary(path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "damage", [corrupt_middle, truncate, empty, foreign_driver, garbage_binary],
+    "damage",
+    [corrupt_middle, truncate, empty, foreign_driver, garbage_binary],
     ids=lambda f: f.__name__,
-)  # fmt: skip
-def test_bad_entries_are_rebuilt_and_replaced(kernel_context, cache_dir, source_builds,
-                                              no_compiler, damage):  # fmt: skip
+)
+def test_bad_entries_are_rebuilt_and_replaced(
+    kernel_context, cache_dir, source_builds, no_compiler, damage
+):
     defines = {"VALUE": 7, "EXTRA": 0}
     qcom_ext.build_program(kernel_context, SOURCE, defines=defines)
     entry = only_entry(cache_dir)
@@ -221,8 +224,9 @@ def test_concurrent_builds_agree(kernel_context, cache_dir, source_builds, no_co
     def build() -> None:
         try:
             start.wait()
-            built = qcom_ext.build_program(kernel_context, SOURCE,
-                                           defines={"VALUE": 0x0F0F, "EXTRA": 0})  # fmt: skip
+            built = qcom_ext.build_program(
+                kernel_context, SOURCE, defines={"VALUE": 0x0F0F, "EXTRA": 0}
+            )
             binary = built.get_info(cl.program_info.BINARIES)[0]
             results.append((run_value(kernel_context, built), binary))
         except BaseException as exc:  # reported below
@@ -266,10 +270,15 @@ def test_concurrent_processes_never_read_a_torn_entry(tmp_path):
     paths = (str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     workers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), key, str(n)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), key, str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for n in range(8)
-    ]  # fmt: skip
+    ]
     for worker in workers:
         out, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err
@@ -332,7 +341,9 @@ def test_unwritable_cache_warns_and_builds(kernel_context, tmp_path, monkeypatch
 
 def test_include_dirs_and_key_parts(tmp_path):
     assert program.include_dirs(["-I", "rel", "-Iother", "-DI=1"]) == [
-        Path("rel").resolve(), Path("other").resolve()]  # fmt: skip
+        Path("rel").resolve(),
+        Path("other").resolve(),
+    ]
     a = program_cache.key_of({"source": "x", "options": ["-DA"]})
     assert a != program_cache.key_of({"source": "x", "options": ["-DB"]})
     assert a != program_cache.key_of({"source": "y", "options": ["-DA"]})

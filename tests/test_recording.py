@@ -19,8 +19,11 @@ from qcom_ext import ConfigError, Recording
 from qcom_ext.errors import RecordingStateError
 
 ROOT = Path(__file__).resolve().parent.parent
-EXPECTED_PATH = {"native": "native", "khr:cl_khr_command_buffer": "khr_command_buffer",
-                 "fallback": "replay"}  # fmt: skip
+EXPECTED_PATH = {
+    "native": "native",
+    "khr:cl_khr_command_buffer": "khr_command_buffer",
+    "fallback": "replay",
+}
 ADD = "__kernel void add(__global int *a, int b) { a[get_global_id(0)] += b; }"
 
 
@@ -172,9 +175,15 @@ def test_local_memory_null_buffer_and_bytes_arguments(kernel_context, path_env):
     rec.replay(queue).wait()
     lane = np.arange(N) % 8
     np.testing.assert_array_equal(read(queue, out), 2 * (7 - lane) + 5 - 1)
-    rec.replay(queue, args={(0, 1): one, (0, 2): cl.LocalMemory(16),
-                            (0, 3): np.array([1, 0], np.int32).tobytes()},
-               local_size={0: (4,)}).wait()  # fmt: skip
+    rec.replay(
+        queue,
+        args={
+            (0, 1): one,
+            (0, 2): cl.LocalMemory(16),
+            (0, 3): np.array([1, 0], np.int32).tobytes(),
+        },
+        local_size={0: (4,)},
+    ).wait()
     np.testing.assert_array_equal(read(queue, out), (3 - np.arange(N) % 4) + 100)
 
 
@@ -221,12 +230,11 @@ BAD_UPDATES = [
     ({"global_offset": {2: (-1,)}}, "integers >= 0"),
     ({"global_offset": {7: (0,)}}, "unknown dispatch index 7"),
     ({"args": {(0, 3): 5, (9, 0): 1}}, "unknown dispatch index 9"),  # nothing half-applied
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("updates", "message"), BAD_UPDATES)
-def test_bad_updates_raise_before_anything_is_enqueued(kernel_context, path_env, updates,
-                                                       message):  # fmt: skip
+def test_bad_updates_raise_before_anything_is_enqueued(kernel_context, path_env, updates, message):
     pipeline = Pipeline(kernel_context)
     queue = cl.CommandQueue(kernel_context)
     rec = Recording(kernel_context)
@@ -341,8 +349,9 @@ def test_no_crash_when_collected_or_left_at_exit(kernel_context, path_env, devic
 
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path, "PYOPENCL_CTX": device_spec(device_caps)}
-    result = subprocess.run([sys.executable, "-c", GC_SCRIPT], capture_output=True, text=True,
-                            env=env, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", GC_SCRIPT], capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"done {path_env}"
     assert "Exception ignored" not in result.stderr
@@ -373,8 +382,7 @@ def test_docs_example_runs(kernel_context, device_caps, monkeypatch, capsys):
     assert (out[:512] == 11 + 1 + 100).all() and (out[512:] == 11 + 100).all()
 
 
-def test_khr_incompatible_queue_replays_directly_and_errors_surface(kernel_context,
-                                                                    device_caps):  # fmt: skip
+def test_khr_incompatible_queue_replays_directly_and_errors_surface(kernel_context, device_caps):
     from qcom_ext import CLError
     from qcom_ext.binding.lib import C, driver
 
@@ -400,8 +408,9 @@ def test_a_failure_to_end_the_recording_releases_it(kernel_context, path_env, mo
     from qcom_ext import CLError
 
     backend = Recording(kernel_context)._backend
-    monkeypatch.setattr(type(backend), "end", lambda self: (_ for _ in ()).throw(
-        CLError("clEndRecording", -5)))  # fmt: skip
+    monkeypatch.setattr(
+        type(backend), "end", lambda self: (_ for _ in ()).throw(CLError("clEndRecording", -5))
+    )
     rec = Recording(kernel_context)
     with pytest.raises(CLError, match="CL_OUT_OF_RESOURCES"), rec:
         rec.enqueue(adder(kernel_context), (N,), None, zeros(kernel_context), np.int32(1))

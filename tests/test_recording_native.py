@@ -43,8 +43,9 @@ def run_pipeline(context, queue, pipeline):
 
 
 @pytest.mark.parametrize("persistent", [False, True], ids=["per-replay", "persistent"])
-def test_native_is_bit_identical_to_the_other_paths(kernel_context, device_caps, monkeypatch,
-                                                    persistent):  # fmt: skip
+def test_native_is_bit_identical_to_the_other_paths(
+    kernel_context, device_caps, monkeypatch, persistent
+):
     pipeline = Pipeline(kernel_context)
     queue = cl.CommandQueue(kernel_context)
     expected = pipeline.expected(queue)
@@ -81,15 +82,28 @@ def test_update_arrays_reach_the_driver_as_the_reference_lays_them_out(fake, ker
         assert recorded[4].global_size == (16, 8) and recorded[4].local_size == (4, 2)
 
         gate = cl.UserEvent(kernel_context)
-        rec.replay(queue, args={(0, 3): 7, (1, 1): pipeline.other, (1, 3): cl.LocalMemory(32),
-                                (2, 0): pipeline.outputs[3]},
-                   global_size={4: (8, 8)}, local_size={4: (2, 4), 1: (8,)},
-                   global_offset={2: (16,), 4: (1, 0)}, wait_for=[gate])  # fmt: skip
+        rec.replay(
+            queue,
+            args={
+                (0, 3): 7,
+                (1, 1): pipeline.other,
+                (1, 3): cl.LocalMemory(32),
+                (2, 0): pipeline.outputs[3],
+            },
+            global_size={4: (8, 8)},
+            local_size={4: (2, 4), 1: (8,)},
+            global_offset={2: (16,), 4: (1, 0)},
+            wait_for=[gate],
+        )
         gate.set_status(cl.command_execution_status.COMPLETE)
         queue.finish()
         sent = fake.replays[-1]
         assert [(d, a, size) for d, a, size, _ in sent["args"]] == [
-            (0, 3, 4), (1, 1, 8), (1, 3, 32), (2, 0, 8)]  # fmt: skip
+            (0, 3, 4),
+            (1, 1, 8),
+            (1, 3, 32),
+            (2, 0, 8),
+        ]
         assert sent["values"] == {
             (0, 3): struct.pack("<i", 7),
             (1, 1): struct.pack("<Q", pipeline.other.int_ptr),
@@ -143,8 +157,9 @@ def test_svm_updates_use_clEnqueueRecordingSVMQCOM(fake, kernel_context, device_
         assert (host == 4).all()
 
 
-def test_recordable_queue_max_size_is_refused_with_its_name(device_caps, kernel_context,
-                                                            monkeypatch):  # fmt: skip
+def test_recordable_queue_max_size_is_refused_with_its_name(
+    device_caps, kernel_context, monkeypatch
+):
     monkeypatch.setattr(recording, "probe", lambda device: native_caps(device_caps, 3))
     fake = FakeRecordingDriver()
     add = cl.Kernel(cl.Program(kernel_context, ADD).build(), "add")
@@ -208,8 +223,9 @@ def test_fake_driver_ignores_arguments_left_at_a_reused_kernel_address(fake, ker
     np.testing.assert_array_equal(got, host + 5)
 
 
-def test_missing_entry_points_warn_and_take_the_next_path(device_caps, kernel_context,
-                                                          monkeypatch):  # fmt: skip
+def test_missing_entry_points_warn_and_take_the_next_path(
+    device_caps, kernel_context, monkeypatch
+):
     monkeypatch.setattr(recording, "probe", lambda device: native_caps(device_caps))
     with pytest.warns(QcomExtWarning, match="driver lacks clNewRecordingQCOM"):
         rec = Recording(kernel_context)  # pocl exports no clNewRecordingQCOM

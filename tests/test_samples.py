@@ -14,16 +14,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
 
-def run_sample(name: str, *args: str, env: dict[str, str] | None = None
-               ) -> subprocess.CompletedProcess:  # fmt: skip
+def run_sample(
+    name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     if not (SAMPLES / name).is_file():
         pytest.skip("not running from a source checkout")
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run(
         [sys.executable, str(SAMPLES / name), *args],
-        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
 
 
 def device_spec(caps) -> str:
@@ -118,12 +123,16 @@ def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
     env = {"QCOM_EXT_DISABLE": "cl_qcom_recordable_queues"} if forced else {}
     png = tmp_path / "last.png"
     options = ["--frames", "5", "--size", "96x40", "--png", str(png)]
-    result = run_sample("recordable_queue.py", "--device", device_spec(device_caps), *options,
-                        env=env)  # fmt: skip
+    result = run_sample(
+        "recordable_queue.py", "--device", device_spec(device_caps), *options, env=env
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    paths = {"native": "native", "khr:cl_khr_command_buffer": "khr_command_buffer",
-             "fallback": "replay"}  # fmt: skip
+    paths = {
+        "native": "native",
+        "khr:cl_khr_command_buffer": "khr_command_buffer",
+        "fallback": "replay",
+    }
     expected = "replay" if forced else paths[device_caps.path("cl_qcom_recordable_queues")]
     assert lines[0].startswith(f"{device_caps.label}: cl_qcom_recordable_queues -> ")
     assert f"Recording path {expected} " in lines[1] and "4 dispatches" in lines[1]
@@ -141,8 +150,9 @@ def test_gallery_lists_every_sample_with_its_preview():
     script = ROOT / "docs" / "make_gallery.py"
     if not script.is_file():
         pytest.skip("not running from a source checkout")
-    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
-                            text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -157,16 +167,28 @@ def test_every_sample_prints_its_probe_line():
 
 @pytest.mark.parametrize(
     ("options", "env"),
-    [([], {}), (["--existing"], {}),
-     ([], {"QCOM_EXT_DISABLE": "cl_qcom_create_buffer_from_image"})],
+    [
+        ([], {}),
+        (["--existing"], {}),
+        ([], {"QCOM_EXT_DISABLE": "cl_qcom_create_buffer_from_image"}),
+    ],
     ids=["probed", "existing-image", "forced-fallback"],
-)  # fmt: skip
+)
 def test_buffer_from_image_sample(device_caps, kernel_context, tmp_path, options, env):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     png = tmp_path / "pair.png"
-    result = run_sample("buffer_from_image.py", "--device", device_spec(device_caps),
-                        "--size", "45x13", "--png", str(png), *options, env=env)  # fmt: skip
+    result = run_sample(
+        "buffer_from_image.py",
+        "--device",
+        device_spec(device_caps),
+        "--size",
+        "45x13",
+        "--png",
+        str(png),
+        *options,
+        env=env,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     path = device_caps.path("cl_qcom_create_buffer_from_image")
     if env or (path != "native" and (options or not path.startswith("khr:"))):
@@ -188,8 +210,16 @@ def test_buffer_from_image_sample(device_caps, kernel_context, tmp_path, options
 )
 def test_onchip_memory_sample(device_caps, kernel_context, disabled):
     env = {"QCOM_EXT_DISABLE": disabled} if disabled else {}
-    result = run_sample("onchip_memory.py", "--device", device_spec(device_caps),
-                        "--elements", "999", "--replays", "4", env=env)  # fmt: skip
+    result = run_sample(
+        "onchip_memory.py",
+        "--device",
+        device_spec(device_caps),
+        "--elements",
+        "999",
+        "--replays",
+        "4",
+        env=env,
+    )
     native = device_caps.path("cl_qcom_onchip_global_memory") == "native" and disabled != (
         "cl_qcom_onchip_global_memory"
     )
@@ -214,8 +244,13 @@ def test_nv12_to_rgba_sample(device_caps, kernel_context, tmp_path, memfd):
         pytest.skip("--memfd exercises the mapped dma-buf import (Linux, off Adreno)")
     png = tmp_path / "frame.png"
     options = ["--size", "96x64", "--range", "full", "--png", str(png)]
-    result = run_sample("nv12_to_rgba.py", "--device", device_spec(device_caps), *options,
-                        *(["--memfd"] if memfd else []))  # fmt: skip
+    result = run_sample(
+        "nv12_to_rgba.py",
+        "--device",
+        device_spec(device_caps),
+        *options,
+        *(["--memfd"] if memfd else []),
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     path = "native" if device_caps.path("cl_qcom_other_image") == "native" else "fallback"
@@ -237,12 +272,14 @@ def test_nv12_to_rgba_sample_reads_a_raw_frame(device_caps, kernel_context, tmp_
     frame = tmp_path / "frame.nv12"
     frame.write_bytes(bytes(range(256)) * 9)  # 48x32 NV12 = 2304 bytes
     spec = device_spec(device_caps)
-    result = run_sample("nv12_to_rgba.py", "--device", spec, "--input", str(frame),
-                        "--size", "48x32")  # fmt: skip
+    result = run_sample(
+        "nv12_to_rgba.py", "--device", spec, "--input", str(frame), "--size", "48x32"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "OK"
-    wrong = run_sample("nv12_to_rgba.py", "--device", spec, "--input", str(frame),
-                       "--size", "64x32")  # fmt: skip
+    wrong = run_sample(
+        "nv12_to_rgba.py", "--device", spec, "--input", str(frame), "--size", "64x32"
+    )
     assert wrong.returncode == 2 and "holds 2304 bytes" in wrong.stderr
 
 
@@ -250,8 +287,9 @@ def test_bicubic_sample(device_caps, kernel_context, tmp_path):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     png = tmp_path / "up.png"
-    result = run_sample("bicubic.py", "--device", device_spec(device_caps), "--size", "40x24",
-                        "--png", str(png))  # fmt: skip
+    result = run_sample(
+        "bicubic.py", "--device", device_spec(device_caps), "--size", "40x24", "--png", str(png)
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"cl_qcom_filter_bicubic -> {device_caps.path('cl_qcom_filter_bicubic')}" in (
         result.stdout
@@ -269,8 +307,17 @@ def test_bicubic_sample(device_caps, kernel_context, tmp_path):
 @pytest.mark.parametrize("shape", [("100000", "16", "64"), ("1000", "3", "8")])
 def test_bf16_dot_sample(device_caps, kernel_context, shape):
     n, groups, local = shape
-    result = run_sample("bf16_dot.py", "--device", device_spec(device_caps), "--n", n,
-                        "--groups", groups, "--local", local)  # fmt: skip
+    result = run_sample(
+        "bf16_dot.py",
+        "--device",
+        device_spec(device_caps),
+        "--n",
+        n,
+        "--groups",
+        groups,
+        "--local",
+        local,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     path = device_caps.path("cl_qcom_bfloat16_product")
     assert f"cl_qcom_bfloat16_product -> {path}" in result.stdout
@@ -304,8 +351,14 @@ def test_subgroup_prefix_sum_sample(device_caps, kernel_context, forced):
     if forced and device_caps.path("cl_qcom_subgroup_shuffle") == "fallback":
         pytest.skip(f"{device_caps.label} already takes the emulated path ('probed')")
     env = {"QCOM_EXT_DISABLE": "cl_qcom_subgroup_shuffle"} if forced else {}
-    args = ("--device", device_spec(device_caps), "--n", "70001",
-            "--emulated-sub-group-size", "16")  # fmt: skip
+    args = (
+        "--device",
+        device_spec(device_caps),
+        "--n",
+        "70001",
+        "--emulated-sub-group-size",
+        "16",
+    )
     result = run_sample("subgroup_prefix_sum.py", *args, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     path = "fallback" if forced else device_caps.path("cl_qcom_subgroup_shuffle")
@@ -326,12 +379,15 @@ def _png_size(path):
 
 @pytest.mark.parametrize(
     ("name", "args", "png_size"),
-    [("convolve.py", ["--size", "64x40"], (192, 40)),
-     ("box_filter.py", ["--size", "48x32", "--boxes", "1.5,2.75"], (144, 32)),
-     ("block_match.py", ["--size", "96x64", "--radius", "3"], (192, 64))],
-)  # fmt: skip
-def test_accelerated_image_ops_samples(device_caps, kernel_context, tmp_path, name, args,
-                                       png_size):  # fmt: skip
+    [
+        ("convolve.py", ["--size", "64x40"], (192, 40)),
+        ("box_filter.py", ["--size", "48x32", "--boxes", "1.5,2.75"], (144, 32)),
+        ("block_match.py", ["--size", "96x64", "--radius", "3"], (192, 64)),
+    ],
+)
+def test_accelerated_image_ops_samples(
+    device_caps, kernel_context, tmp_path, name, args, png_size
+):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     png = tmp_path / "out.png"

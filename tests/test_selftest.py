@@ -53,16 +53,22 @@ def full_report(caps) -> tuple[SelftestReport, float]:
 def device_spec(caps) -> str:
     import pyopencl as cl
 
-    return next(f"{p}:{d}" for p, platform in enumerate(cl.get_platforms())
-                for d, device in enumerate(platform.get_devices())
-                if device.int_ptr == caps.device_id)  # fmt: skip
+    return next(
+        f"{p}:{d}"
+        for p, platform in enumerate(cl.get_platforms())
+        for d, device in enumerate(platform.get_devices())
+        if device.int_ptr == caps.device_id
+    )
 
 
 def failures(report: SelftestReport) -> list:
-    runs = [(e.extension, r.path, r.error, [c for c in r.cases if not c.ok])
-            for e in report.extensions for r in e.runs if not r.ok]  # fmt: skip
-    return runs + [(e.extension, c) for e in report.extensions for c in e.comparisons
-                   if not c.ok]  # fmt: skip
+    runs = [
+        (e.extension, r.path, r.error, [c for c in r.cases if not c.ok])
+        for e in report.extensions
+        for r in e.runs
+        if not r.ok
+    ]
+    return runs + [(e.extension, c) for e in report.extensions for c in e.comparisons if not c.ok]
 
 
 # ---- the whole selftest on the devices here ------------------------------------------
@@ -117,8 +123,10 @@ def test_unavailable_extensions_are_listed_with_the_reason(device_caps, kernel_c
     assert protected.path == "unavailable" and "never fall back" in protected.reason
     (run,) = protected.runs  # the refusal itself is checked
     assert run.path == "unavailable" and run.ok and run.cases[0].name.startswith("never")
-    assert ("fallback", REGISTRY["cl_qcom_protected_context"].no_fallback_reason) in \
-        protected.skipped  # fmt: skip
+    assert (
+        "fallback",
+        REGISTRY["cl_qcom_protected_context"].no_fallback_reason,
+    ) in protected.skipped
 
 
 def test_every_extension_has_a_check_or_a_reason():
@@ -167,16 +175,30 @@ def test_json_report_fields(device_caps, kernel_context, monkeypatch, capsys):
     )
     data = json.loads(out)
     assert status == 0 and data["ok"] is True
-    assert {"schema", "qcom_ext", "ok", "device", "seed", "disabled", "only", "problems",
-            "counts", "extensions"} <= set(data)  # fmt: skip
+    assert {
+        "schema",
+        "qcom_ext",
+        "ok",
+        "device",
+        "seed",
+        "disabled",
+        "only",
+        "problems",
+        "counts",
+        "extensions",
+    } <= set(data)
     assert data["device"] == {
-        "label": device_caps.label, "platform": device_caps.platform_name,
+        "label": device_caps.label,
+        "platform": device_caps.platform_name,
         "platform_version": device_caps.platform_version,
-        "device": device_caps.device_name.strip(), "device_version": device_caps.device_version,
-        "driver": device_caps.driver_version, "opencl_c_version": device_caps.opencl_c_version,
-        "adreno_model": device_caps.adreno_model, "adreno_compiler": device_caps.adreno_compiler,
+        "device": device_caps.device_name.strip(),
+        "device_version": device_caps.device_version,
+        "driver": device_caps.driver_version,
+        "opencl_c_version": device_caps.opencl_c_version,
+        "adreno_model": device_caps.adreno_model,
+        "adreno_compiler": device_caps.adreno_compiler,
         "image_support": device_caps.image_support,
-    }  # fmt: skip
+    }
     assert data["seed"] == 2
     names = ["cl_qcom_recordable_queues", "cl_qcom_protected_context", "cl_qcom_bitreverse"]
     assert data["only"] == names and [e["extension"] for e in data["extensions"]] == names
@@ -201,8 +223,17 @@ def test_json_report_fields(device_caps, kernel_context, monkeypatch, capsys):
         for run in item["runs"]:
             assert {"path", "ok", "max_error", "time_ms", "cases"} <= set(run)
             for result in run["cases"]:
-                assert {"name", "ok", "max_error", "tolerance", "time_ms", "error",
-                        "mismatch", "skipped", "notes"} <= set(result)  # fmt: skip
+                assert {
+                    "name",
+                    "ok",
+                    "max_error",
+                    "tolerance",
+                    "time_ms",
+                    "error",
+                    "mismatch",
+                    "skipped",
+                    "notes",
+                } <= set(result)
                 assert result["ok"] and result["time_ms"] >= 0
     assert sum(data["counts"].values()) == 3
 
@@ -215,8 +246,9 @@ def test_table_output(device_caps, kernel_context, monkeypatch, capsys):
     assert "OK (1 pass)" in out and "cl_qcom_perf_hint" not in out
 
 
-def test_a_wrong_reference_fails_the_check_and_the_exit_status(device_caps, kernel_context,
-                                                               monkeypatch, capsys):  # fmt: skip
+def test_a_wrong_reference_fails_the_check_and_the_exit_status(
+    device_caps, kernel_context, monkeypatch, capsys
+):
     right = checks_builtins.bit_reversed
     monkeypatch.setattr(checks_builtins, "bit_reversed", lambda v: right(v) ^ np.uint32(4))
     status, out = run_cli(monkeypatch, capsys, device_caps, "--json", "--only", "bitreverse")
@@ -230,8 +262,9 @@ def test_a_wrong_reference_fails_the_check_and_the_exit_status(device_caps, kern
     assert status == 1 and "FAILED" in out and "max error 4 > tolerance 0" in out
 
 
-def test_an_exception_in_a_check_is_a_failure_not_a_crash(device_caps, kernel_context,
-                                                           monkeypatch):  # fmt: skip
+def test_an_exception_in_a_check_is_a_failure_not_a_crash(
+    device_caps, kernel_context, monkeypatch
+):
     def broken(matrix):
         raise RuntimeError("packing broke")
 
@@ -300,7 +333,8 @@ def test_comparison_flags_paths_that_differ():
     found = _compare([first, second], cases)
     assert [(c.case, c.paths, c.max_difference, c.ok) for c in found] == [
         ("same", ("native", "fallback"), 0.0, True),
-        ("shifted", ("native", "fallback"), 1.0, False)]  # fmt: skip
+        ("shifted", ("native", "fallback"), 1.0, False),
+    ]
     report = ExtensionReport("cl_qcom_bitreverse", "native", "", [first, second], found)
     assert not report.ok and report.outcome == "fail"
     assert report.to_dict()["comparisons"][1]["mismatch"] == "element 0: 0 against 1"
@@ -326,20 +360,32 @@ def test_difference_of_arrays_and_mappings():
 
 # ---- native host paths through fake Adreno entry points --------------------------------
 
-pytest_lp64 = pytest.mark.skipif(ffi.sizeof("void *") != 8 or sys.byteorder != "little",
-                                 reason="the fakes decode LP64 little-endian layouts")  # fmt: skip
-HOST_SIDE = ["cl_qcom_perf_hint", "cl_qcom_priority_hint", "cl_qcom_recordable_queues",
-             "cl_qcom_onchip_global_memory", "cl_qcom_extended_query_image_info",
-             "cl_qcom_ml_ops", "cl_qcom_ext_host_ptr", "cl_qcom_dmabuf_host_ptr",
-             "cl_qcom_protected_context"]  # fmt: skip
+pytest_lp64 = pytest.mark.skipif(
+    ffi.sizeof("void *") != 8 or sys.byteorder != "little",
+    reason="the fakes decode LP64 little-endian layouts",
+)
+HOST_SIDE = [
+    "cl_qcom_perf_hint",
+    "cl_qcom_priority_hint",
+    "cl_qcom_recordable_queues",
+    "cl_qcom_onchip_global_memory",
+    "cl_qcom_extended_query_image_info",
+    "cl_qcom_ml_ops",
+    "cl_qcom_ext_host_ptr",
+    "cl_qcom_dmabuf_host_ptr",
+    "cl_qcom_protected_context",
+]
 INFO = {
     C.CL_DEVICE_RECORDABLE_QUEUE_MAX_SIZE: u32(64),
     C.CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM: u64(1 << 20),
     C.CL_DEVICE_PAGE_SIZE_QCOM: u64(4096),
     C.CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM: u64(0),
 }
-QCOM_CONTEXT_KEYS = {C.CL_CONTEXT_PERF_HINT_QCOM, C.CL_CONTEXT_PRIORITY_HINT_QCOM,
-                     C.CL_CONTEXT_PROTECTED_QCOM}  # fmt: skip
+QCOM_CONTEXT_KEYS = {
+    C.CL_CONTEXT_PERF_HINT_QCOM,
+    C.CL_CONTEXT_PRIORITY_HINT_QCOM,
+    C.CL_CONTEXT_PROTECTED_QCOM,
+}
 
 
 class FakeAdrenoHost:
@@ -377,30 +423,40 @@ class FakeAdrenoHost:
         assert (order, data_type) == (C.CL_RGBA, C.CL_UNORM_INT8)
         width, height = struct.unpack("<QQ", ffi.buffer(ffi.cast("char *", desc), 24)[8:24])
         self.log("clQueryImageInfoQCOM", int(param), width, height)
-        answers = {C.CL_IMAGE_ROW_PITCH: width * 4, C.CL_IMAGE_SIZE_QCOM: width * 4 * height,
-                   C.CL_IMAGE_ELEMENT_SIZE: 4, C.CL_IMAGE_ROW_ALIGNMENT_QCOM: 4,
-                   C.CL_IMAGE_BASE_ADDRESS_ALIGNMENT_QCOM: 4096}  # fmt: skip
+        answers = {
+            C.CL_IMAGE_ROW_PITCH: width * 4,
+            C.CL_IMAGE_SIZE_QCOM: width * 4 * height,
+            C.CL_IMAGE_ELEMENT_SIZE: 4,
+            C.CL_IMAGE_ROW_ALIGNMENT_QCOM: 4,
+            C.CL_IMAGE_BASE_ADDRESS_ALIGNMENT_QCOM: 4096,
+        }
         ffi.memmove(value, struct.pack("<Q", answers[int(param)]), 8)
         size_ret[0] = 8
         return 0
 
     def entry_points(self) -> dict:
-        return {"clCreateContext": self.create_context, "clSetPerfHintQCOM": self.set_perf_hint,
-                "clCreateBufferWithProperties": self.create_buffer_with_properties,
-                "clQueryImageInfoQCOM": self.query_image_info,
-                "clQueryMLInterfaceVersionsQCOM": ml_versions_query()}  # fmt: skip
+        return {
+            "clCreateContext": self.create_context,
+            "clSetPerfHintQCOM": self.set_perf_hint,
+            "clCreateBufferWithProperties": self.create_buffer_with_properties,
+            "clQueryImageInfoQCOM": self.query_image_info,
+            "clQueryMLInterfaceVersionsQCOM": ml_versions_query(),
+        }
 
 
 @pytest_lp64
-def test_native_host_paths_through_fake_adreno_entry_points(device_caps, kernel_context,
-                                                            monkeypatch):  # fmt: skip
+def test_native_host_paths_through_fake_adreno_entry_points(
+    device_caps, kernel_context, monkeypatch
+):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no images")
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
     monkeypatch.setattr(memory_module, "DMA_HEAPS", ("/nonexistent/dma_heap/system",))
     fake, recording = FakeAdrenoHost(), FakeRecordingDriver()
-    with claiming(device_caps.device_id, extensions=HOST_SIDE, info=INFO,
-                  **fake.entry_points()), recording.substitute():  # fmt: skip
+    with (
+        claiming(device_caps.device_id, extensions=HOST_SIDE, info=INFO, **fake.entry_points()),
+        recording.substitute(),
+    ):
         report = run_selftest(device_caps.device_id, only=HOST_SIDE)
     assert report.ok, failures(report)
     for name in HOST_SIDE:
@@ -416,8 +472,9 @@ def test_native_host_paths_through_fake_adreno_entry_points(device_caps, kernel_
     # the driver saw the native calls: hints, on-chip buffers, layouts, recordings
     hints = [dict(pairs) for (pairs,) in fake.calls["clCreateContext"]]
     assert {C.CL_CONTEXT_PERF_HINT_QCOM: C.CL_PERF_HINT_LOW_QCOM}.items() <= hints[0].items()
-    assert any(h.get(C.CL_CONTEXT_PRIORITY_HINT_QCOM) == C.CL_PRIORITY_HINT_LOW_QCOM
-               for h in hints)  # fmt: skip
+    assert any(
+        h.get(C.CL_CONTEXT_PRIORITY_HINT_QCOM) == C.CL_PRIORITY_HINT_LOW_QCOM for h in hints
+    )
     # a protected context natively; forced off, it is refused: never a fallback
     assert sum(h.get(C.CL_CONTEXT_PROTECTED_QCOM) == 1 for h in hints) == 1
     protected = report.extension("cl_qcom_protected_context")
@@ -436,15 +493,16 @@ def test_native_host_paths_through_fake_adreno_entry_points(device_caps, kernel_
 
 
 @pytest_lp64
-def test_plan_of_a_native_extension_with_a_khronos_tier(device_caps, kernel_context,
-                                                        monkeypatch):  # fmt: skip
+def test_plan_of_a_native_extension_with_a_khronos_tier(device_caps, kernel_context, monkeypatch):
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
     if not device_caps.khronos_usable("cl_khr_command_buffer"):
         pytest.skip(f"{device_caps.label} has no cl_khr_command_buffer")
     with claiming(device_caps.device_id, extensions=["cl_qcom_recordable_queues"], info=INFO):
         plan = plan_paths(device_caps.device_id, "cl_qcom_recordable_queues")
-    assert plan.runs == (("native", frozenset()),
-                         ("fallback", frozenset({"cl_qcom_recordable_queues"})))  # fmt: skip
+    assert plan.runs == (
+        ("native", frozenset()),
+        ("fallback", frozenset({"cl_qcom_recordable_queues"})),
+    )
     ((path, reason),) = plan.skipped
     assert path == "khr:cl_khr_command_buffer" and reason.startswith("not reachable")
 

@@ -23,9 +23,17 @@ EXT = "cl_qcom_subgroup_shuffle"
 SIZE_MACRO = "QCOM_EXT_EMULATED_SUB_GROUP_SIZE"
 OPS = ("up", "down", "rotate_up", "rotate_down", "xor")
 WIDTHS = {"wave": 0, "w4": 4, "w8": 8}
-TYPES = {"uchar": np.uint8, "char": np.int8, "ushort": np.uint16, "short": np.int16,
-         "uint": np.uint32, "int": np.int32, "ulong": np.uint64, "long": np.int64,
-         "float": np.float32}  # fmt: skip
+TYPES = {
+    "uchar": np.uint8,
+    "char": np.int8,
+    "ushort": np.uint16,
+    "short": np.int16,
+    "uint": np.uint32,
+    "int": np.int32,
+    "ulong": np.uint64,
+    "long": np.int64,
+    "float": np.float32,
+}
 
 SHUFFLE_SOURCE = """
 #define WIDTH(code) ((code) == 4 ? CLK_SUB_GROUP_SHUFFLE_WIDTH_W4_QCOM \\
@@ -84,8 +92,9 @@ def source_lane(op: str, lane: int, size: int, offset: int, width: int) -> int |
     return first + src if 0 <= src < n else None
 
 
-def model(values: np.ndarray, info: np.ndarray, op: str, offset: int, width: int,
-          default) -> np.ndarray:  # fmt: skip
+def model(
+    values: np.ndarray, info: np.ndarray, op: str, offset: int, width: int, default
+) -> np.ndarray:
     """What each work-item receives, from the sub-groups the kernel reported."""
     groups: dict[tuple[int, int], dict[int, int]] = defaultdict(dict)
     for index, (wg, _, sg, lane, _size) in enumerate(info):
@@ -112,8 +121,16 @@ def program(context, caps, source: str, size: int) -> cl.Program:
     return _PROGRAMS[key]
 
 
-def run(context, prg, type_name: str, values: np.ndarray, local: tuple[int, ...], offset: int,
-        width: int, default) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def run(
+    context,
+    prg,
+    type_name: str,
+    values: np.ndarray,
+    local: tuple[int, ...],
+    offset: int,
+    width: int,
+    default,
+) -> tuple[np.ndarray, np.ndarray]:
     queue = cl.CommandQueue(context)
     mf = cl.mem_flags
     in_buf = cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=values)
@@ -123,8 +140,17 @@ def run(context, prg, type_name: str, values: np.ndarray, local: tuple[int, ...]
     info_buf = cl.Buffer(context, mf.WRITE_ONLY, info.nbytes)
     kernel = cl.Kernel(prg, f"shuffle_{type_name}")
     global_size = (values.size // local[1], local[1]) if len(local) == 2 else (values.size,)
-    kernel(queue, global_size, local, in_buf, out_buf, info_buf, np.uint32(offset),
-           np.int32(width), values.dtype.type(default))  # fmt: skip
+    kernel(
+        queue,
+        global_size,
+        local,
+        in_buf,
+        out_buf,
+        info_buf,
+        np.uint32(offset),
+        np.int32(width),
+        values.dtype.type(default),
+    )
     cl.enqueue_copy(queue, out, out_buf)
     cl.enqueue_copy(queue, info, info_buf)
     return out, info
@@ -191,11 +217,20 @@ def test_spec_examples(shuffle_path, kernel_context, case):
     prg = program(kernel_context, shuffle_path, GOLDEN_SOURCE, 4)
     queue = cl.CommandQueue(kernel_context)
     before = np.array([0xAA, 0xBB, 0xCC, 0xDD] * 2, np.uint32)  # two W4 groups
-    buf = cl.Buffer(kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                    hostbuf=before)  # fmt: skip
+    buf = cl.Buffer(
+        kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=before
+    )
     kernel = cl.Kernel(prg, "spec")
-    kernel(queue, (8,), (8,), buf, np.uint32(offset), np.int32(OPS.index(op)),
-           np.int32(default is None), np.uint32(default or 0))  # fmt: skip
+    kernel(
+        queue,
+        (8,),
+        (8,),
+        buf,
+        np.uint32(offset),
+        np.int32(OPS.index(op)),
+        np.int32(default is None),
+        np.uint32(default or 0),
+    )
     after = np.empty_like(before)
     cl.enqueue_copy(queue, after, buf)
     assert [hex(v) for v in after] == [hex(v) for v in SPEC[case] * 2]
@@ -208,8 +243,9 @@ def test_spec_examples(shuffle_path, kernel_context, case):
 # the emulation's scratch, 2-D groups) rather than any size: 40 random sizes cost 100 to
 # 260 s of compiles a device; these cost a few.
 LOCAL_SIZES = [(1,), (5,), (8,), (33,), (64,), (320,), (3, 5), (8, 2), (24, 6)]
-_SETTINGS = settings(max_examples=30, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+_SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @st.composite
@@ -261,8 +297,10 @@ def test_model_matches_the_spec_examples():
     before = np.array([0xAA, 0xBB, 0xCC, 0xDD], np.uint32)
     info = np.array([[0, i, 0, i, 4] for i in range(4)], np.uint32)
     for (op, offset, default), after in SPEC.items():
-        got = [model(before, info, op, offset, 4, d)[i]
-               for i, d in enumerate(before if default is None else [default] * 4)]  # fmt: skip
+        got = [
+            model(before, info, op, offset, 4, d)[i]
+            for i, d in enumerate(before if default is None else [default] * 4)
+        ]
         assert got == after, (op, offset)
 
 
@@ -297,8 +335,9 @@ def test_unmodified_kernel_builds_with_one_lane_sub_groups(emulated, kernel_cont
     prg = qcom_ext.build_program(kernel_context, UNMODIFIED)
     queue = cl.CommandQueue(kernel_context)
     values = np.arange(-5, 11, dtype=np.int32)
-    buf = cl.Buffer(kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                    hostbuf=values)  # fmt: skip
+    buf = cl.Buffer(
+        kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=values
+    )
     prg.scan(queue, values.shape, (8,), buf)
     out = np.empty_like(values)
     cl.enqueue_copy(queue, out, buf)
@@ -338,8 +377,9 @@ def test_helper_functions_take_the_scratch(shuffle_path, kernel_context):
     prg = program(kernel_context, shuffle_path, HELPER, 8)
     queue = cl.CommandQueue(kernel_context)
     values = np.arange(32, dtype=np.int32)
-    buf = cl.Buffer(kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                    hostbuf=values)  # fmt: skip
+    buf = cl.Buffer(
+        kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=values
+    )
     cl.Kernel(prg, "k")(queue, values.shape, (16,), buf)
     out = np.empty_like(values)
     cl.enqueue_copy(queue, out, buf)

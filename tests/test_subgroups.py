@@ -26,8 +26,11 @@ from qcom_ext.device.probe import clear_cache
 from qcom_ext.ext.program.subgroups import half_and_full, has_sub_groups, kernel_sub_group_size
 
 NATIVE = ["-DQCOM_EXT_NATIVE_cl_qcom_reqd_sub_group_size"]
-INTEL = ["-DQCOM_EXT_KHR_cl_qcom_reqd_sub_group_size", "-DQCOM_EXT_SUB_GROUP_SIZE_HALF=64",
-         "-DQCOM_EXT_SUB_GROUP_SIZE_FULL=128"]  # fmt: skip
+INTEL = [
+    "-DQCOM_EXT_KHR_cl_qcom_reqd_sub_group_size",
+    "-DQCOM_EXT_SUB_GROUP_SIZE_HALF=64",
+    "-DQCOM_EXT_SUB_GROUP_SIZE_FULL=128",
+]
 KERNELS = """
 QCOM_REQD_SUB_GROUP_SIZE(half)
 __kernel void half_k(__global int *out) { out[get_global_id(0)] = 1; }
@@ -115,7 +118,7 @@ def test_intel_spelling_compiles_where_the_attribute_is_known(device_caps, kerne
         f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
         f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}",
     ]
-    built = qcom_ext.build_program(kernel_context, KERNELS, flags)  # fmt: skip
+    built = qcom_ext.build_program(kernel_context, KERNELS, flags)
     assert (run_kernel(kernel_context, built, "full_k", full * 2) == 2).all()
 
 
@@ -145,11 +148,14 @@ __kernel void sizes(__global uint *out) { out[get_global_id(0)] = get_sub_group_
 def test_kernel_sub_group_size_agrees_with_the_kernel(device_caps, kernel_context):
     device = device_caps.device()
     if not has_sub_groups(device):
-        pytest.skip(f"{device_caps.label} has no sub-groups (no cl_khr_subgroups, "
-                    "CL_DEVICE_MAX_NUM_SUB_GROUPS 0)")  # fmt: skip
+        pytest.skip(
+            f"{device_caps.label} has no sub-groups (no cl_khr_subgroups, "
+            "CL_DEVICE_MAX_NUM_SUB_GROUPS 0)"
+        )
     built = qcom_ext.build_program(kernel_context, SUB_GROUP_PROBE)
-    lws = min(64, built.sizes.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
-                                                  device))  # fmt: skip
+    lws = min(
+        64, built.sizes.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+    )
     reported = qcom_ext.kernel_sub_group_size(built.sizes, device, (lws,))
     queue = cl.CommandQueue(kernel_context)
     out = cl.Buffer(kernel_context, cl.mem_flags.WRITE_ONLY, 4 * lws * 4)
@@ -198,12 +204,24 @@ def sub_group_info(calls: list, answer: int = 64, status: int = 0):
 @pytest.mark.skipif(ffi.sizeof("void *") != 8, reason="LP64 layouts")
 def test_native_query_on_adreno_740(fresh_probe):
     calls: list = []
-    with fake_driver(adreno740_device_info(), platform_info(), [],
-                     clGetKernelSubGroupInfo=sub_group_info(calls, 128)):  # fmt: skip
+    with fake_driver(
+        adreno740_device_info(),
+        platform_info(),
+        [],
+        clGetKernelSubGroupInfo=sub_group_info(calls, 128),
+    ):
         assert has_sub_groups(DEVICE)
         assert kernel_sub_group_size(KERNEL, DEVICE, (32, 4)) == 128
-    assert calls == [(KERNEL, DEVICE, C.CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
-                      2 * ffi.sizeof("size_t"), [32, 4], ffi.sizeof("size_t"))]  # fmt: skip
+    assert calls == [
+        (
+            KERNEL,
+            DEVICE,
+            C.CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE,
+            2 * ffi.sizeof("size_t"),
+            [32, 4],
+            ffi.sizeof("size_t"),
+        )
+    ]
 
 
 @pytest.mark.skipif(ffi.sizeof("void *") != 8, reason="LP64 layouts")
@@ -217,9 +235,13 @@ def test_khr_query_on_an_opencl_2_0_adreno(fresh_probe):
         lookups.append((addr(platform), ffi.string(name)))
         return ffi.NULL
 
-    with fake_driver(info, platform_info("OpenCL 2.0"), [],
-                     clGetKernelSubGroupInfoKHR=sub_group_info(calls, 64),
-                     clGetExtensionFunctionAddressForPlatform=lookup):  # fmt: skip
+    with fake_driver(
+        info,
+        platform_info("OpenCL 2.0"),
+        [],
+        clGetKernelSubGroupInfoKHR=sub_group_info(calls, 64),
+        clGetExtensionFunctionAddressForPlatform=lookup,
+    ):
         assert kernel_sub_group_size(KERNEL, DEVICE, 64) == 64
     assert calls[0][2:5] == (C.CL_KERNEL_MAX_SUB_GROUP_SIZE_FOR_NDRANGE, 8, [64])
     assert not lookups  # the substitute answered; no core entry point was tried

@@ -15,9 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(*args: str, env: dict) -> subprocess.CompletedProcess:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "qcom_ext", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600,
-                          env={**os.environ, "PYTHONPATH": path, **env})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "qcom_ext", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": path, **env},
+    )
 
 
 @pytest.mark.slow
@@ -25,8 +30,19 @@ def test_tune_small_suite_then_served_from_the_cache(kernel_context, device_caps
     from test_samples import device_spec
 
     env = {"QCOM_EXT_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
-    args = ["tune", "--device", device_spec(device_caps), "--scale", "0.1", "--kinds",
-            "depthwise,1x1,int8", "--budget-s", "0.5", "--repeats", "2"]  # fmt: skip
+    args = [
+        "tune",
+        "--device",
+        device_spec(device_caps),
+        "--scale",
+        "0.1",
+        "--kinds",
+        "depthwise,1x1,int8",
+        "--budget-s",
+        "0.5",
+        "--repeats",
+        "2",
+    ]
     first = run(*args, "--json", str(tmp_path / "a.json"), env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "median gain over the driver's choice" in first.stdout

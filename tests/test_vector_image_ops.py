@@ -106,12 +106,19 @@ def make_image(context, data: np.ndarray, channel_type) -> cl.Image:
     if not supported(context, fmt.channel_order, channel_type):
         pytest.skip(f"image format {fmt} is not supported")
     flags = cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR
-    return cl.create_image(context, flags, fmt, shape=(width, height),
-                           hostbuf=np.ascontiguousarray(data))  # fmt: skip
+    return cl.create_image(
+        context, flags, fmt, shape=(width, height), hostbuf=np.ascontiguousarray(data)
+    )
 
 
-def run_reads(context, kind: str, image: cl.Image, sampler: cl.Sampler, coords: np.ndarray,
-              normalized: bool = False) -> np.ndarray:  # fmt: skip
+def run_reads(
+    context,
+    kind: str,
+    image: cl.Image,
+    sampler: cl.Sampler,
+    coords: np.ndarray,
+    normalized: bool = False,
+) -> np.ndarray:
     """(n, 2, 4, 4): per coordinate, [2x2, 4x1] x compid x element."""
     queue = cl.CommandQueue(context)
     kernel = cl.Kernel(program(context, READ_SOURCE, normalized), f"read_{kind}")
@@ -160,8 +167,9 @@ def texel(values: np.ndarray, x: int, y: int, mode: str, channels: int) -> np.nd
     return values[ay, ax]
 
 
-def model(data: np.ndarray, kind: str, coord: np.ndarray, mode: str,
-          normalized: bool) -> np.ndarray:  # fmt: skip
+def model(
+    data: np.ndarray, kind: str, coord: np.ndarray, mode: str, normalized: bool
+) -> np.ndarray:
     """(2, 4, 4) like run_reads for one coordinate."""
     h, w, channels = data.shape
     values = expand(data, kind)
@@ -198,13 +206,13 @@ def rgba_u8(height: int = 4, width: int = 8) -> np.ndarray:
 def test_2x2_spec_sample_rgba_uint8(device_caps, image_context, coord):
     data = rgba_u8()
     image = make_image(image_context, data, cl.channel_type.UNSIGNED_INT8)
-    sampler = cl.Sampler(image_context, False, cl.addressing_mode.CLAMP_TO_EDGE,
-                         cl.filter_mode.NEAREST)  # fmt: skip
+    sampler = cl.Sampler(
+        image_context, False, cl.addressing_mode.CLAMP_TO_EDGE, cl.filter_mode.NEAREST
+    )
     out = run_reads(image_context, "ui", image, sampler, np.array([coord]))
     # pixel0 (2, 1) lower-left, pixel1 (3, 1), pixel2 (3, 0), pixel3 (2, 0) the base
     for compid in range(4):
-        expected = [data[1, 2, compid], data[1, 3, compid], data[0, 3, compid],
-                    data[0, 2, compid]]  # fmt: skip
+        expected = [data[1, 2, compid], data[1, 3, compid], data[0, 3, compid], data[0, 2, compid]]
         assert out[0, 0, compid].tolist() == expected
 
 
@@ -212,8 +220,9 @@ def test_2x2_spec_sample_rgba_uint8(device_caps, image_context, coord):
 def test_4x1_spec_sample(device_caps, image_context, coord):
     data = rgba_u8()
     image = make_image(image_context, data, cl.channel_type.UNSIGNED_INT8)
-    sampler = cl.Sampler(image_context, False, cl.addressing_mode.CLAMP_TO_EDGE,
-                         cl.filter_mode.NEAREST)  # fmt: skip
+    sampler = cl.Sampler(
+        image_context, False, cl.addressing_mode.CLAMP_TO_EDGE, cl.filter_mode.NEAREST
+    )
     out = run_reads(image_context, "ui", image, sampler, np.array([coord]))
     for compid in range(4):  # elements (2, 1), (3, 1), (4, 1), (5, 1), left to right
         assert out[0, 1, compid].tolist() == data[1, 2:6, compid].tolist()
@@ -223,8 +232,11 @@ def uv_channels(context, flags=cl.mem_flags.READ_ONLY) -> int:
     """2 (CL_RG, the fallback's NV12_UV plane) where supported, else 4 (CL_RGBA: U and V
     in the first two channels; pocl 3.1 has no CL_RG)."""
     formats = cl.get_supported_image_formats(context, flags, cl.mem_object_type.IMAGE2D)
-    rg = any(f.channel_order == cl.channel_order.RG
-             and f.channel_data_type == cl.channel_type.UNORM_INT8 for f in formats)  # fmt: skip
+    rg = any(
+        f.channel_order == cl.channel_order.RG
+        and f.channel_data_type == cl.channel_type.UNORM_INT8
+        for f in formats
+    )
     return 2 if rg else 4
 
 
@@ -235,8 +247,9 @@ def test_2x2_uv_plane_order(device_caps, image_context):
     data = np.zeros((2, 2, channels), np.uint8)
     data[..., :2] = uv
     image = make_image(image_context, data, cl.channel_type.UNORM_INT8)
-    sampler = cl.Sampler(image_context, False, cl.addressing_mode.CLAMP_TO_EDGE,
-                         cl.filter_mode.NEAREST)  # fmt: skip
+    sampler = cl.Sampler(
+        image_context, False, cl.addressing_mode.CLAMP_TO_EDGE, cl.filter_mode.NEAREST
+    )
     out = run_reads(image_context, "f", image, sampler, np.array([(1.0, 1.0)]))
     u = np.rint(out[0, 0, 0] * 255).astype(int).tolist()
     v = np.rint(out[0, 0, 1] * 255).astype(int).tolist()
@@ -246,8 +259,9 @@ def test_2x2_uv_plane_order(device_caps, image_context):
 
 # ---- property tests against the model -------------------------------------------------
 
-_SETTINGS = settings(max_examples=30, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+_SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @st.composite
@@ -260,15 +274,19 @@ def cases(draw, normalized: bool, formats: list[tuple[str, object, type, int]]):
         data = rng.standard_normal((height, width, channels)).astype(np.float32)
     else:
         info = np.iinfo(dtype)
-        data = rng.integers(info.min, info.max, (height, width, channels), dtype=dtype,
-                            endpoint=True)  # fmt: skip
+        data = rng.integers(
+            info.min, info.max, (height, width, channels), dtype=dtype, endpoint=True
+        )
     modes = ["clamp_to_edge", "clamp"] + (["repeat", "mirrored_repeat"] if normalized else [])
     mode = draw(st.sampled_from(modes))
     linear = kind == "f" and not normalized and draw(st.booleans())
     # texel-space positions; normalized ones keep clear of texel boundaries so the
     # float32 scaling cannot move them across one
-    fractions = (st.floats(0.05, 0.45) | st.floats(0.55, 0.95) if normalized
-                 else st.sampled_from([0.0, 0.5]) | st.floats(0, 1, exclude_max=True))  # fmt: skip
+    fractions = (
+        st.floats(0.05, 0.45) | st.floats(0.55, 0.95)
+        if normalized
+        else st.sampled_from([0.0, 0.5]) | st.floats(0, 1, exclude_max=True)
+    )
     n = draw(st.integers(1, 12))
     xs = [draw(st.integers(-3, width + 2)) + draw(fractions) for _ in range(n)]
     ys = [draw(st.integers(-3, height + 2)) + draw(fractions) for _ in range(n)]
@@ -280,10 +298,13 @@ def cases(draw, normalized: bool, formats: list[tuple[str, object, type, int]]):
 
 def readable_formats(context) -> list[tuple[str, object, type, int]]:
     """(read kind, channel type, numpy dtype, channels) the device supports."""
-    found = [(kind, channel_type, dtype, channels)
-             for kind, choices in sorted(FORMATS.items()) for channel_type, dtype in choices
-             for channels, order in ORDERS.items()
-             if supported(context, order, channel_type)]  # fmt: skip
+    found = [
+        (kind, channel_type, dtype, channels)
+        for kind, choices in sorted(FORMATS.items())
+        for channel_type, dtype in choices
+        for channels, order in ORDERS.items()
+        if supported(context, order, channel_type)
+    ]
     if not found:
         pytest.skip("none of the test's image formats is supported")
     return found
@@ -338,8 +359,10 @@ def _write_image(context, channels: int, shape: tuple[int, int]) -> cl.Image:
     formats = cl.get_supported_image_formats(
         context, cl.mem_flags.WRITE_ONLY, cl.mem_object_type.IMAGE2D
     )
-    if not any(f.channel_order == fmt.channel_order and
-               f.channel_data_type == fmt.channel_data_type for f in formats):  # fmt: skip
+    if not any(
+        f.channel_order == fmt.channel_order and f.channel_data_type == fmt.channel_data_type
+        for f in formats
+    ):
         pytest.skip(f"writable image format {fmt} is not supported")
     return cl.create_image(context, cl.mem_flags.WRITE_ONLY, fmt, shape=shape)
 
@@ -363,8 +386,9 @@ def test_y_plane_writes(device_caps, image_context, which):
     rng = np.random.default_rng(5)
     bytes_ = rng.integers(1, 256, (gy, gx, 4))
     mf = cl.mem_flags
-    values = cl.Buffer(image_context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                       hostbuf=(bytes_ / 255.0).astype(np.float32))  # fmt: skip
+    values = cl.Buffer(
+        image_context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=(bytes_ / 255.0).astype(np.float32)
+    )
     kernel = cl.Kernel(program(image_context, WRITE_SOURCE), "write_y")
     code = {"2x1": 0, "4x1": 1, "2x2": 2}[which]
     kernel(queue, (gx, gy), None, image, values, np.int32(code))
@@ -392,8 +416,9 @@ def test_uv_plane_2x1_write(device_caps, image_context):
     rng = np.random.default_rng(6)
     bytes_ = rng.integers(0, 256, (gy, gx, 2, 2))
     mf = cl.mem_flags
-    values = cl.Buffer(image_context, mf.READ_ONLY | mf.COPY_HOST_PTR,
-                       hostbuf=(bytes_ / 255.0).astype(np.float32))  # fmt: skip
+    values = cl.Buffer(
+        image_context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=(bytes_ / 255.0).astype(np.float32)
+    )
     kernel = cl.Kernel(program(image_context, WRITE_SOURCE), "write_uv")
     kernel(queue, (gx, gy), None, image, values)
     got = _read_back(queue, image, shape, channels)

@@ -1,4 +1,4 @@
-"""qcom_ext.tools.verify.runner: risky native calls tried in a child process, verdicts cached and applied.
+"""qcom_ext.verify: risky native calls tried in a child process, verdicts cached and applied.
 
 Without an Adreno device, the trials of the Khronos tiers a local device advertises run
 for real (pocl 3.1: cl_khr_command_buffer), a claimed native kernel extension really
@@ -32,10 +32,13 @@ RECORDING = "cl_qcom_recordable_queues"
 def adreno740(extra: str = "", driver: str = DRIVER) -> DeviceCaps:
     return DeviceCaps.from_info(
         extensions=adreno_strings()["adreno740-cl3.0"] + extra,
-        device_version="OpenCL 3.0 Adreno(TM) 740", driver_version=driver,
-        device_name="QUALCOMM Adreno(TM)", platform_name="QUALCOMM Snapdragon(TM)",
-        vendor_id=0x5143, disabled=(),
-    )  # fmt: skip
+        device_version="OpenCL 3.0 Adreno(TM) 740",
+        driver_version=driver,
+        device_name="QUALCOMM Adreno(TM)",
+        platform_name="QUALCOMM Snapdragon(TM)",
+        vendor_id=0x5143,
+        disabled=(),
+    )
 
 
 @pytest.fixture
@@ -53,8 +56,12 @@ def trials(monkeypatch):
     monkeypatch.setattr(verify, "TRIALS", {})
 
     def register(extension: str, function: str, *, needs_device: bool = False) -> None:
-        verify.register_trial(extension, f"the trial {function}", f"_verify_trials:{function}",
-                              needs_device=needs_device)  # fmt: skip
+        verify.register_trial(
+            extension,
+            f"the trial {function}",
+            f"_verify_trials:{function}",
+            needs_device=needs_device,
+        )
 
     return register
 
@@ -85,11 +92,14 @@ def test_a_broken_native_extension_takes_its_khronos_tier_then_its_fallback():
         "cl_qcom_recordable_queues advertised, but the trial call crashed (SIGSEGV) in a child "
         "process (verified 2026-01-02); Khronos equivalent cl_khr_command_buffer"
     )
-    both = crashed.with_verdicts({"cl_khr_command_buffer": verdict(
-        "cl_khr_command_buffer", "failed", "CL_INVALID_VALUE")})  # fmt: skip
+    both = crashed.with_verdicts(
+        {"cl_khr_command_buffer": verdict("cl_khr_command_buffer", "failed", "CL_INVALID_VALUE")}
+    )
     assert both.path(RECORDING) == "fallback"
-    assert "cl_khr_command_buffer advertised, but the trial call failed" in both.status(
-        RECORDING).reason  # fmt: skip
+    assert (
+        "cl_khr_command_buffer advertised, but the trial call failed"
+        in both.status(RECORDING).reason
+    )
     assert not both.khronos_usable("cl_khr_command_buffer")
     assert dict(both.limits.broken).keys() == {RECORDING, "cl_khr_command_buffer"}
     assert json.loads(both.to_json())["verdicts"][RECORDING]["outcome"] == "crashed"
@@ -123,8 +133,10 @@ def test_kernel_flags_follow_the_downgrade():
 
 
 def test_trials_needed_are_the_paths_in_use(monkeypatch):
-    needed = {t.extension: (subject, path) for t, subject, path in verify.trials_needed(
-        adreno740(" cl_khr_command_buffer"))}  # fmt: skip
+    needed = {
+        t.extension: (subject, path)
+        for t, subject, path in verify.trials_needed(adreno740(" cl_khr_command_buffer"))
+    }
     assert needed[RECORDING] == (RECORDING, "native")
     assert "cl_khr_command_buffer" not in needed  # native is used, not the tier
     assert "cl_khr_integer_dot_product" not in needed
@@ -134,7 +146,8 @@ def test_trials_needed_are_the_paths_in_use(monkeypatch):
     assert RECORDING not in {t.extension for t, _, _ in verify.trials_needed(disabled)}
     tier = DeviceCaps.from_info(extensions="cl_khr_command_buffer", disabled=())
     assert [(t.extension, s, p) for t, s, p in verify.trials_needed(tier)] == [
-        ("cl_khr_command_buffer", RECORDING, "khr:cl_khr_command_buffer")]  # fmt: skip
+        ("cl_khr_command_buffer", RECORDING, "khr:cl_khr_command_buffer")
+    ]
 
 
 def test_trial_functions_must_be_importable_by_name():
@@ -182,8 +195,9 @@ def test_cache_is_keyed_by_driver_and_corrupt_files_are_ignored(cache, no_child)
         path.write_text(junk)
         assert verify.cached_verdicts(caps) == {}
         assert verify.apply_cached(caps).path(RECORDING) == "native"
-    other = json.loads(json.dumps({"format": 1, "identity": verify.identity(newer),
-                                   "verdicts": {}}))  # fmt: skip
+    other = json.loads(
+        json.dumps({"format": 1, "identity": verify.identity(newer), "verdicts": {}})
+    )
     path.write_text(json.dumps(other))
     assert verify.cached_verdicts(caps) == {}
 
@@ -282,8 +296,12 @@ def test_cli_probe_verify(cache, device_caps, kernel_context, capsys, monkeypatc
     where = verify._locate(device_caps)
     monkeypatch.setenv("PYOPENCL_CTX", "")  # restored after; --device sets it
     clear_cache()
-    assert cli.main(["probe", "--verify", "--json", "--device",
-                     f"{where['platform']}:{where['device']}"]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            ["probe", "--verify", "--json", "--device", f"{where['platform']}:{where['device']}"]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     needed = {t.extension for t, _, _ in verify.trials_needed(device_caps)}
     assert set(report["verdicts"]) == needed
@@ -296,13 +314,19 @@ def test_cli_probe_verify(cache, device_caps, kernel_context, capsys, monkeypatc
 
 # ---- the built-in trial functions, in this process ---------------------------------------
 
-IN_PROCESS = sorted({t.function.split(":")[1]: ext for ext, t in verify.TRIALS.items()
-                     if ext in qcom_ext.REGISTRY}.items())  # fmt: skip
+IN_PROCESS = sorted(
+    {
+        t.function.split(":")[1]: ext
+        for ext, t in verify.TRIALS.items()
+        if ext in qcom_ext.REGISTRY
+    }.items()
+)
 
 
 @pytest.mark.parametrize(("function", "extension"), IN_PROCESS, ids=[f for f, _ in IN_PROCESS])
-def test_builtin_trials_pass_on_the_path_the_device_takes(function, extension, device_caps,
-                                                          kernel_context):  # fmt: skip
+def test_builtin_trials_pass_on_the_path_the_device_takes(
+    function, extension, device_caps, kernel_context
+):
     status = device_caps.status(extension)
     if status.path == "unavailable":
         pytest.skip(f"{extension} is unavailable on {device_caps.label}: {status.reason}")
@@ -312,8 +336,9 @@ def test_builtin_trials_pass_on_the_path_the_device_takes(function, extension, d
 
 def test_a_trial_that_computes_wrong_fails(device_caps, kernel_context, monkeypatch):
     monkeypatch.setattr(_trials, "BF16", _trials.BF16.replace("0x4000", "0x4040"))  # 3, not 2
-    target = TrialTarget("cl_qcom_bfloat16_product", "cl_qcom_bfloat16_product", "fallback",
-                         device_caps.device())  # fmt: skip
+    target = TrialTarget(
+        "cl_qcom_bfloat16_product", "cl_qcom_bfloat16_product", "fallback", device_caps.device()
+    )
     with pytest.raises(_trials.WrongResult, match=r"gave 6\.0"):
         _trials.bfloat16_product(target)
 
@@ -329,8 +354,9 @@ def test_native_onchip_trial_reaches_the_driver(device_caps, cl_context):
 
     name = "cl_qcom_onchip_global_memory"
     info = {C.CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM: u64(1 << 20)}
-    with claiming(device_caps.device_id, extensions=[name], info=info,
-                  clCreateBufferWithProperties=refuse):  # fmt: skip
+    with claiming(
+        device_caps.device_id, extensions=[name], info=info, clCreateBufferWithProperties=refuse
+    ):
         target = TrialTarget(name, name, "native", device_caps.device())
         with pytest.raises(CLError, match="CL_OUT_OF_RESOURCES"):
             _trials.onchip(target)

@@ -41,8 +41,13 @@ def weight_desc_bytes(width, height, phases, cx, cy, flags) -> bytes:
 class FakeImages:
     """``with FakeImages(...) as cl``: the fake Adreno plus the image entry points."""
 
-    def __init__(self, formats=(R_HALF, R_FLOAT), create_status: int = 0,
-                 formats_status: int = 0, extensions: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        formats=(R_HALF, R_FLOAT),
+        create_status: int = 0,
+        formats_status: int = 0,
+        extensions: str | None = None,
+    ):
         self.formats = list(formats)
         self.create_status = create_status
         self.formats_status = formats_status
@@ -75,11 +80,13 @@ class FakeImages:
 
     def __enter__(self) -> FakeImages:
         self._block = fake_driver(
-            self.device_info, platform_info(), [],
+            self.device_info,
+            platform_info(),
+            [],
             clGetSupportedImageFormats=self._formats,
             clCreateImage=self._create,
             clReleaseMemObject=lambda m: self._log("clReleaseMemObject", addr(m)) or 0,
-        )  # fmt: skip
+        )
         self._block.__enter__()
         return self
 
@@ -117,8 +124,9 @@ def test_separable_phases_float32():
     weights[:, 1, 3:] = 0
     with FakeImages() as cl:
         cl.expected_host_bytes = 4 * 2 * 5 * 4
-        w = WeightImage(context(), weights, center=(4, 2), separable=True, dtype=np.float32,
-                        filter_size=(5, 3))  # fmt: skip
+        w = WeightImage(
+            context(), weights, center=(4, 2), separable=True, dtype=np.float32, filter_size=(5, 3)
+        )
     [(_, flags, fmt, desc, data)] = cl.calls["clCreateImage"]
     assert (flags, fmt) == (0x24, R_FLOAT)
     assert desc == weight_desc_bytes(5, 3, 4, 4, 2, C.CL_WEIGHT_IMAGE_SEPARABLE_QCOM)
@@ -174,9 +182,12 @@ def test_format_query_failure_is_a_clerror():
 def test_driver_refusal_is_a_clerror_naming_the_image():
     with FakeImages(create_status=C.CL_INVALID_IMAGE_FORMAT_DESCRIPTOR) as cl:
         cl.expected_host_bytes = 18
-        with pytest.raises(CLError, match=r"clCreateImage failed: "
-                           r"CL_INVALID_IMAGE_FORMAT_DESCRIPTOR \(-39\): weight image 3x3, "
-                           r"1 phase\(s\), centre \(1, 1\), 2-D"):  # fmt: skip
+        with pytest.raises(
+            CLError,
+            match=r"clCreateImage failed: "
+            r"CL_INVALID_IMAGE_FORMAT_DESCRIPTOR \(-39\): weight image 3x3, "
+            r"1 phase\(s\), centre \(1, 1\), 2-D",
+        ):
             WeightImage(context(), np.ones((3, 3)), center=(1, 1))
     assert "clReleaseMemObject" not in cl.calls  # nothing was created
 
@@ -201,8 +212,11 @@ def test_disabled_extension_takes_the_fallback_limits(monkeypatch):
 
 def test_device_without_the_extension_never_reaches_the_driver(monkeypatch):
     created = []
-    monkeypatch.setattr(accelerated_module, "_create_fallback",
-                        lambda ctx, spec: created.append(spec) or (Stand(1), R_FLOAT))  # fmt: skip
+    monkeypatch.setattr(
+        accelerated_module,
+        "_create_fallback",
+        lambda ctx, spec: created.append(spec) or (Stand(1), R_FLOAT),
+    )
     with FakeImages(extensions="cl_khr_fp16 cl_qcom_perf_hint") as cl:
         w = WeightImage(context(), np.ones((3, 3)), center=(1, 1))
     assert w.path == "fallback" and len(created) == 1

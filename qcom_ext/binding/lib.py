@@ -124,8 +124,13 @@ def check(status: int, routine: str) -> None:
         raise CLError(routine, status)
 
 
-def check_handle(handle: Any, err: Any, routine: str, detail: str | None = None,
-                 release: Callable[[Any], Any] | None = None) -> int:  # fmt: skip
+def check_handle(
+    handle: Any,
+    err: Any,
+    routine: str,
+    detail: str | None = None,
+    release: Callable[[Any], Any] | None = None,
+) -> int:
     """The integer value of the handle a ``clCreate*``-style call returned, or CLError.
 
     ``err`` is the ``cl_int *`` passed as ``errcode_ret``. A NULL handle with

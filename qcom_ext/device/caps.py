@@ -45,9 +45,15 @@ QUALCOMM_VENDOR_ID = 0x5143  # "QC"
 _ADRENO_MODEL = re.compile(r"Adreno\s*(?:\(TM\)\s*)?(X\d+-\d+|\d{3,4}[A-Za-z]?)\b")
 _ADRENO_COMPILER = re.compile(r"Compiler\s+([A-Z]+\d*(?:\.[0-9A-Za-z]+)+)")
 _VERSION_NUMBER = re.compile(r"(?<!\d)\d+(?:\.\d+)+")
-_SHORT_NAMES = (("portable computing", "pocl"), ("pocl", "pocl"), ("oclgrind", "oclgrind"),
-                ("nvidia", "nvidia"), ("intel", "intel"), ("rusticl", "rusticl"),
-                ("amd", "amd"))  # fmt: skip
+_SHORT_NAMES = (
+    ("portable computing", "pocl"),
+    ("pocl", "pocl"),
+    ("oclgrind", "oclgrind"),
+    ("nvidia", "nvidia"),
+    ("intel", "intel"),
+    ("rusticl", "rusticl"),
+    ("amd", "amd"),
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ class Limits:
     integer_dot_product_capabilities: int | None = None  # cl_khr_integer_dot_product
     #: (extension, reason) for advertised extensions not to be used on this device: the
     #: Khronos tiers this driver is known to get wrong (extensions.KNOWN_BROKEN) and every
-    #: extension whose trial failed or crashed (qcom_ext.tools.verify.runner). Each takes the path it
+    #: extension whose trial failed or crashed (qcom_ext.verify). Each takes the path it
     #: would take if the device did not advertise it.
     broken: tuple[tuple[str, str], ...] | None = None
     ml_interface_versions: tuple[tuple[int, int], ...] | None = None  # cl_qcom_ml_ops
@@ -139,8 +145,14 @@ def parse_adreno_compiler(*texts: str) -> str | None:
     return None
 
 
-def _label(platform_name: str, device_name: str, driver: str, device_type: str, model: str | None,
-           is_adreno: bool) -> str:  # fmt: skip
+def _label(
+    platform_name: str,
+    device_name: str,
+    driver: str,
+    device_type: str,
+    model: str | None,
+    is_adreno: bool,
+) -> str:
     if is_adreno:
         return f"adreno-{(model or 'unknown').lower()}-{device_type}"
     lowered = f"{platform_name} {device_name}".lower()
@@ -152,22 +164,44 @@ def _label(platform_name: str, device_name: str, driver: str, device_type: str, 
     return f"{short}{version}-{device_type}"
 
 
-def _resolve(name: str, extensions: frozenset[str], platform_extensions: frozenset[str],
-             versions: Mapping[str, str], limits: Limits, image_support: bool,
-             disabled: frozenset[str]) -> ExtensionStatus:  # fmt: skip
+def _resolve(
+    name: str,
+    extensions: frozenset[str],
+    platform_extensions: frozenset[str],
+    versions: Mapping[str, str],
+    limits: Limits,
+    image_support: bool,
+    disabled: frozenset[str],
+) -> ExtensionStatus:
     """The one call of the path rule that every DeviceCaps answer goes through."""
-    return resolve(name, extensions, khronos_available=platform_extensions, versions=versions,
-                   limits=dict(limits.items()), image_support=image_support,
-                   disabled=disabled)  # fmt: skip
+    return resolve(
+        name,
+        extensions,
+        khronos_available=platform_extensions,
+        versions=versions,
+        limits=dict(limits.items()),
+        image_support=image_support,
+        disabled=disabled,
+    )
 
 
-def _statuses(extensions: frozenset[str], platform_extensions: frozenset[str],
-              versions: Mapping[str, str], limits: Limits, image_support: bool,
-              disabled: frozenset[str]) -> Mapping[str, ExtensionStatus]:  # fmt: skip
+def _statuses(
+    extensions: frozenset[str],
+    platform_extensions: frozenset[str],
+    versions: Mapping[str, str],
+    limits: Limits,
+    image_support: bool,
+    disabled: frozenset[str],
+) -> Mapping[str, ExtensionStatus]:
     """The path of every extension of the registry."""
-    return MappingProxyType({name: _resolve(name, extensions, platform_extensions, versions,
-                                            limits, image_support, disabled)
-                             for name in REGISTRY})  # fmt: skip
+    return MappingProxyType(
+        {
+            name: _resolve(
+                name, extensions, platform_extensions, versions, limits, image_support, disabled
+            )
+            for name in REGISTRY
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -194,10 +228,11 @@ class DeviceCaps:
     disabled: frozenset[str]
     problems: tuple[str, ...] = ()
     label: str = ""
-    #: Extension -> the :class:`qcom_ext.tools.verify.runner.Verdict` of its trial in a child process
+    #: Extension -> the :class:`~qcom_ext.verify.Verdict` of its trial in a child process
     #: (empty until ``probe(verify=True)`` ran or cached verdicts exist).
-    verdicts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}),
-                                        hash=False, compare=False)  # fmt: skip
+    verdicts: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({}), hash=False, compare=False
+    )
     platform_id: int = field(default=0, compare=False, repr=False)
     device_id: int = field(default=0, compare=False, repr=False)
 
@@ -309,12 +344,18 @@ class DeviceCaps:
         'khr:cl_khr_command_buffer'
         """
         self.status(extension)  # a KeyError naming the known extensions
-        return _resolve(extension, self.extensions - {extension}, self.platform_extensions,
-                        self.extension_versions, self.limits, self.image_support,
-                        self.disabled)  # fmt: skip
+        return _resolve(
+            extension,
+            self.extensions - {extension},
+            self.platform_extensions,
+            self.extension_versions,
+            self.limits,
+            self.image_support,
+            self.disabled,
+        )
 
     def with_verdicts(self, verdicts: Mapping[str, Any]) -> DeviceCaps:
-        """This report with trial verdicts (:mod:`qcom_ext.tools.verify.runner`) applied: each extension
+        """This report with trial verdicts (:mod:`qcom_ext.verify`) applied: each extension
         whose trial failed, crashed or timed out joins ``limits.broken`` and takes the path
         it would take without it (a protected context becomes ``unavailable``, never a
         fallback).
@@ -337,11 +378,17 @@ class DeviceCaps:
             if verdict.broken:
                 broken.setdefault(name, verdict.reason)
         limits = dataclasses.replace(self.limits, broken=tuple(broken.items()))
-        statuses = _statuses(self.extensions, self.platform_extensions,
-                             self.extension_versions, limits, self.image_support,
-                             self.disabled)  # fmt: skip
-        return dataclasses.replace(self, limits=limits, statuses=statuses,
-                                   verdicts=MappingProxyType(merged))  # fmt: skip
+        statuses = _statuses(
+            self.extensions,
+            self.platform_extensions,
+            self.extension_versions,
+            limits,
+            self.image_support,
+            self.disabled,
+        )
+        return dataclasses.replace(
+            self, limits=limits, statuses=statuses, verdicts=MappingProxyType(merged)
+        )
 
     def compiler_options(self) -> tuple[str, ...]:
         """The ``-D`` flags that pick each kernel-side path in ``kernels/qcom_ext.h``.
@@ -362,8 +409,10 @@ class DeviceCaps:
             from qcom_ext.ext.program.subgroups import half_and_full
 
             half, full = half_and_full(self.limits.sub_group_sizes or ())
-            options += [f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
-                        f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}"]  # fmt: skip
+            options += [
+                f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
+                f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}",
+            ]
         return tuple(options)
 
     def device(self) -> Any:

@@ -37,40 +37,81 @@ _verified: set[tuple[int, str]] = set()  # probe(verify=True) ran for these keys
 # extension is reported in DeviceCaps.problems (advertised is not always usable).
 _LIMIT_QUERIES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("max_mem_alloc_size", None, ("CL_DEVICE_MAX_MEM_ALLOC_SIZE",)),
-    ("image2d_max_size", "images",
-     ("CL_DEVICE_IMAGE2D_MAX_WIDTH", "CL_DEVICE_IMAGE2D_MAX_HEIGHT")),
+    (
+        "image2d_max_size",
+        "images",
+        ("CL_DEVICE_IMAGE2D_MAX_WIDTH", "CL_DEVICE_IMAGE2D_MAX_HEIGHT"),
+    ),
     ("image_pitch_alignment", "images", ("CL_DEVICE_IMAGE_PITCH_ALIGNMENT",)),
     ("image_base_address_alignment", "images", ("CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT",)),
     ("page_size", "cl_qcom_ext_host_ptr", ("CL_DEVICE_PAGE_SIZE_QCOM",)),
     ("ext_mem_padding", "cl_qcom_ext_host_ptr", ("CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM",)),
-    ("recordable_queue_max_size", "cl_qcom_recordable_queues",
-     ("CL_DEVICE_RECORDABLE_QUEUE_MAX_SIZE",)),
-    ("onchip_global_mem_size", "cl_qcom_onchip_global_memory",
-     ("CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM",)),
-    ("hof_max_filter_size", "cl_qcom_accelerated_image_ops",
-     ("CL_DEVICE_HOF_MAX_FILTER_SIZE_X_QCOM", "CL_DEVICE_HOF_MAX_FILTER_SIZE_Y_QCOM")),
-    ("hof_max_num_phases", "cl_qcom_accelerated_image_ops",
-     ("CL_DEVICE_HOF_MAX_NUM_PHASES_QCOM",)),
-    ("block_matching_max_region", "cl_qcom_accelerated_image_ops",
-     ("CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_X_QCOM",
-      "CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_Y_QCOM")),
-    ("extended_image2d_max_size", "cl_qcom_extended_images",
-     ("CL_DEVICE_EXTENDED_IMAGE2D_MAX_WIDTH_QCOM", "CL_DEVICE_EXTENDED_IMAGE2D_MAX_HEIGHT_QCOM")),
-    ("extended_image3d_max_size", "cl_qcom_extended_images",
-     ("CL_DEVICE_EXTENDED_IMAGE3D_MAX_WIDTH_QCOM", "CL_DEVICE_EXTENDED_IMAGE3D_MAX_HEIGHT_QCOM",
-      "CL_DEVICE_EXTENDED_IMAGE3D_MAX_DEPTH_QCOM")),
+    (
+        "recordable_queue_max_size",
+        "cl_qcom_recordable_queues",
+        ("CL_DEVICE_RECORDABLE_QUEUE_MAX_SIZE",),
+    ),
+    (
+        "onchip_global_mem_size",
+        "cl_qcom_onchip_global_memory",
+        ("CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM",),
+    ),
+    (
+        "hof_max_filter_size",
+        "cl_qcom_accelerated_image_ops",
+        ("CL_DEVICE_HOF_MAX_FILTER_SIZE_X_QCOM", "CL_DEVICE_HOF_MAX_FILTER_SIZE_Y_QCOM"),
+    ),
+    (
+        "hof_max_num_phases",
+        "cl_qcom_accelerated_image_ops",
+        ("CL_DEVICE_HOF_MAX_NUM_PHASES_QCOM",),
+    ),
+    (
+        "block_matching_max_region",
+        "cl_qcom_accelerated_image_ops",
+        (
+            "CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_X_QCOM",
+            "CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_Y_QCOM",
+        ),
+    ),
+    (
+        "extended_image2d_max_size",
+        "cl_qcom_extended_images",
+        (
+            "CL_DEVICE_EXTENDED_IMAGE2D_MAX_WIDTH_QCOM",
+            "CL_DEVICE_EXTENDED_IMAGE2D_MAX_HEIGHT_QCOM",
+        ),
+    ),
+    (
+        "extended_image3d_max_size",
+        "cl_qcom_extended_images",
+        (
+            "CL_DEVICE_EXTENDED_IMAGE3D_MAX_WIDTH_QCOM",
+            "CL_DEVICE_EXTENDED_IMAGE3D_MAX_HEIGHT_QCOM",
+            "CL_DEVICE_EXTENDED_IMAGE3D_MAX_DEPTH_QCOM",
+        ),
+    ),
     ("printf_buffer_size", "cl_qcom_limited_printf", ("CL_DEVICE_PRINTF_BUFFER_SIZE_QCOM",)),
     ("sub_group_sizes", "cl_intel_required_subgroup_size", ("CL_DEVICE_SUB_GROUP_SIZES_INTEL",)),
     ("max_num_sub_groups", "cl_khr_subgroups", ("CL_DEVICE_MAX_NUM_SUB_GROUPS",)),
-    ("command_buffer_capabilities", "cl_khr_command_buffer",
-     ("CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR",)),
-    ("integer_dot_product_capabilities", "cl_khr_integer_dot_product",
-     ("CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR",)),
-)  # fmt: skip
+    (
+        "command_buffer_capabilities",
+        "cl_khr_command_buffer",
+        ("CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR",),
+    ),
+    (
+        "integer_dot_product_capabilities",
+        "cl_khr_integer_dot_product",
+        ("CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR",),
+    ),
+)
 
-_DEVICE_TYPES = (("gpu", "CL_DEVICE_TYPE_GPU"), ("cpu", "CL_DEVICE_TYPE_CPU"),
-                 ("accelerator", "CL_DEVICE_TYPE_ACCELERATOR"),
-                 ("custom", "CL_DEVICE_TYPE_CUSTOM"))  # fmt: skip
+_DEVICE_TYPES = (
+    ("gpu", "CL_DEVICE_TYPE_GPU"),
+    ("cpu", "CL_DEVICE_TYPE_CPU"),
+    ("accelerator", "CL_DEVICE_TYPE_ACCELERATOR"),
+    ("custom", "CL_DEVICE_TYPE_CUSTOM"),
+)
 
 
 def _device_type(bits: int) -> str:
@@ -204,7 +245,7 @@ def default_device() -> int:
 def probe(device: Any = None, *, verify: bool = False) -> DeviceCaps:
     """The capability report of ``device`` (default: the device pyopencl would pick).
 
-    Cached trial verdicts (:mod:`qcom_ext.tools.verify.runner`) are applied: an advertised extension
+    Cached trial verdicts (:mod:`qcom_ext.verify`) are applied: an advertised extension
     whose trial crashed or failed takes the path it would take without it.
     ``verify=True`` first runs, in child processes, the trials that have no cached
     verdict yet (once per device and process), so a driver crash cannot end the caller.

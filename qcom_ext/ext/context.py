@@ -48,13 +48,19 @@ PROTECTED, RECORDABLE = "cl_qcom_protected_context", "cl_qcom_recordable_queues"
 # context hint -> (Qualcomm extension, context property key, queue-hint kind, Khronos tier)
 _CONTEXT_HINTS = {
     "perf_hint": (PERF, "CL_CONTEXT_PERF_HINT_QCOM", "throttle", "cl_khr_throttle_hints"),
-    "priority_hint": (PRIORITY, "CL_CONTEXT_PRIORITY_HINT_QCOM", "priority",
-                      "cl_khr_priority_hints"),
-}  # fmt: skip
+    "priority_hint": (
+        PRIORITY,
+        "CL_CONTEXT_PRIORITY_HINT_QCOM",
+        "priority",
+        "cl_khr_priority_hints",
+    ),
+}
 _QUEUE_HINTS = {"priority": "cl_khr_priority_hints", "throttle": "cl_khr_throttle_hints"}
-_QUEUE_BITS = (("out_of_order", "CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE"),
-               ("profiling", "CL_QUEUE_PROFILING_ENABLE"),
-               ("recordable", "CL_QUEUE_RECORDABLE_QCOM"))  # fmt: skip
+_QUEUE_BITS = (
+    ("out_of_order", "CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE"),
+    ("profiling", "CL_QUEUE_PROFILING_ENABLE"),
+    ("recordable", "CL_QUEUE_RECORDABLE_QCOM"),
+)
 
 
 @dataclass(frozen=True)
@@ -138,8 +144,10 @@ def _device_caps(devices: Any) -> tuple[DeviceCaps, ...]:
         raise ConfigError("devices lists the same device more than once")
     found = tuple(probe(h) for h in handles)
     if len({c.platform_id for c in found}) > 1:
-        raise ConfigError(f"devices span several platforms ({_labels(found)}); "
-                          "one context takes the devices of one platform")  # fmt: skip
+        raise ConfigError(
+            f"devices span several platforms ({_labels(found)}); "
+            "one context takes the devices of one platform"
+        )
     return found
 
 
@@ -161,8 +169,10 @@ def _explain(kind: str, level: str, path: str, devices: Sequence[DeviceCaps]) ->
         key = _hints.QUEUE_KEYS[queue_kind]
         how = f"{key}={_hints.token_name(queue_kind, level)} on queues from qcom_ext.create_queue"
     else:
-        how = next((c.status(extension).reason for c in devices if c.path(extension) != "native"),
-                   f"{extension} entry point missing")  # fmt: skip
+        how = next(
+            (c.status(extension).reason for c in devices if c.path(extension) != "native"),
+            f"{extension} entry point missing",
+        )
     return f"{kind}={level!r} -> {path} ({how})"
 
 
@@ -210,8 +220,10 @@ def create_context(
     >>> len(ctx.devices), qcom_ext.context_info(ctx).perf_hint
     (1, None)
     """
-    levels = {"perf_hint": _hints.parse("perf_hint", perf_hint),
-              "priority_hint": _hints.parse("priority_hint", priority_hint)}  # fmt: skip
+    levels = {
+        "perf_hint": _hints.parse("perf_hint", perf_hint),
+        "priority_hint": _hints.parse("priority_hint", priority_hint),
+    }
     if not isinstance(protected, bool):
         raise ConfigError(f"protected must be True or False, got {protected!r}")
     found = _device_caps(devices)
@@ -221,8 +233,10 @@ def create_context(
             raise ExtensionUnavailable(
                 PROTECTED, _labels(refused), refused[0].status(PROTECTED).reason
             )
-    paths = {kind: _path(found, _CONTEXT_HINTS[kind][0]) if level else None
-             for kind, level in levels.items()}  # fmt: skip
+    paths = {
+        kind: _path(found, _CONTEXT_HINTS[kind][0]) if level else None
+        for kind, level in levels.items()
+    }
     properties: list[tuple[str, int, str]] = []  # (key name, value, value name)
     for kind, level in levels.items():
         if level and paths[kind] == "native":
@@ -233,19 +247,31 @@ def create_context(
     platform = found[0].platform_id
     handle = _cl_create_context(platform, found, properties)
     context = _adopt(handle, _wrap_context, "clReleaseContext", "cl_context")
-    info = ContextInfo(levels["perf_hint"], paths["perf_hint"], levels["priority_hint"],
-                       paths["priority_hint"], protected)  # fmt: skip
+    info = ContextInfo(
+        levels["perf_hint"],
+        paths["perf_hint"],
+        levels["priority_hint"],
+        paths["priority_hint"],
+        protected,
+    )
     _register(context, _State(info, platform, found))
-    notes = [_explain(kind, lv, paths[kind] or "", found)
-             for kind, lv in levels.items() if lv and paths[kind] != "native"]  # fmt: skip
+    notes = [
+        _explain(kind, lv, paths[kind] or "", found)
+        for kind, lv in levels.items()
+        if lv and paths[kind] != "native"
+    ]
     if notes:
-        warnings.warn(f"create_context on {_labels(found)}: " + "; ".join(notes),
-                      QcomExtWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"create_context on {_labels(found)}: " + "; ".join(notes),
+            QcomExtWarning,
+            stacklevel=2,
+        )
     return context
 
 
-def _cl_create_context(platform: int, found: Sequence[DeviceCaps],
-                       properties: Sequence[tuple[str, int, str]]) -> int:  # fmt: skip
+def _cl_create_context(
+    platform: int, found: Sequence[DeviceCaps], properties: Sequence[tuple[str, int, str]]
+) -> int:
     if properties:  # vendor keys need the list; without them, pass none (as pyopencl does)
         words = [C.CL_CONTEXT_PLATFORM, platform]
         for key, value, _ in properties:
@@ -317,8 +343,9 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
         _register(context, state)
     if path != "native":
         note = _explain("perf_hint", level, path, state.devices)
-        warnings.warn(f"set_perf_hint on {_labels(state.devices)}: {note}", QcomExtWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"set_perf_hint on {_labels(state.devices)}: {note}", QcomExtWarning, stacklevel=2
+        )
 
 
 def _queue_device(context: Any, state: _State | None, device: Any) -> DeviceCaps:
@@ -358,19 +385,25 @@ def create_queue(
     True
     """
     handle = _context_handle(context)
-    levels = {"priority": _hints.parse("priority", priority),
-              "throttle": _hints.parse("throttle", throttle)}  # fmt: skip
+    levels = {
+        "priority": _hints.parse("priority", priority),
+        "throttle": _hints.parse("throttle", throttle),
+    }
     flags = {"recordable": recordable, "profiling": profiling, "out_of_order": out_of_order}
     for name, flag in flags.items():
         if not isinstance(flag, bool):
             raise ConfigError(f"{name} must be True or False, got {flag!r}")
     if recordable and out_of_order:
-        raise ConfigError("recordable=True needs an in-order queue: recordings replay in order "
-                          "(drop out_of_order=True)")  # fmt: skip
+        raise ConfigError(
+            "recordable=True needs an in-order queue: recordings replay in order "
+            "(drop out_of_order=True)"
+        )
     state = _lookup(handle)
     if state and state.info.protected and profiling:
-        raise ConfigError("queues of a protected context cannot profile (the driver answers "
-                          "CL_INVALID_QUEUE_PROPERTIES): drop profiling=True")  # fmt: skip
+        raise ConfigError(
+            "queues of a protected context cannot profile (the driver answers "
+            "CL_INVALID_QUEUE_PROPERTIES): drop profiling=True"
+        )
     caps = _queue_device(context, state, device)
     if state:  # context hints that took a Khronos path, unless given here
         for kind, (_, _, queue_kind, tier) in _CONTEXT_HINTS.items():
@@ -395,13 +428,15 @@ def create_queue(
     bits = [token for name, token in _QUEUE_BITS if flags[name]]
     queue = _cl_create_queue(handle, caps, bits, applied, legacy)
     if dropped:
-        warnings.warn(f"create_queue on {caps.label}: " + "; ".join(dropped), QcomExtWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"create_queue on {caps.label}: " + "; ".join(dropped), QcomExtWarning, stacklevel=2
+        )
     return queue
 
 
-def _cl_create_queue(context: int, caps: DeviceCaps, bits: list[str],
-                     hints: list[tuple[str, str]], legacy: bool) -> Any:  # fmt: skip
+def _cl_create_queue(
+    context: int, caps: DeviceCaps, bits: list[str], hints: list[tuple[str, str]], legacy: bool
+) -> Any:
     mask = 0
     for name in bits:
         mask |= getattr(C, name)

@@ -30,11 +30,17 @@ _TOKENS = {
         "CL_PRIORITY_HINT_NORMAL_QCOM",
         "CL_PRIORITY_HINT_LOW_QCOM",
     ),
-    "priority": ("CL_QUEUE_PRIORITY_HIGH_KHR", "CL_QUEUE_PRIORITY_MED_KHR",
-                 "CL_QUEUE_PRIORITY_LOW_KHR"),
-    "throttle": ("CL_QUEUE_THROTTLE_HIGH_KHR", "CL_QUEUE_THROTTLE_MED_KHR",
-                 "CL_QUEUE_THROTTLE_LOW_KHR"),
-}  # fmt: skip
+    "priority": (
+        "CL_QUEUE_PRIORITY_HIGH_KHR",
+        "CL_QUEUE_PRIORITY_MED_KHR",
+        "CL_QUEUE_PRIORITY_LOW_KHR",
+    ),
+    "throttle": (
+        "CL_QUEUE_THROTTLE_HIGH_KHR",
+        "CL_QUEUE_THROTTLE_MED_KHR",
+        "CL_QUEUE_THROTTLE_LOW_KHR",
+    ),
+}
 
 # Khronos queue property key of each queue-hint kind.
 QUEUE_KEYS = {"priority": "CL_QUEUE_PRIORITY_KHR", "throttle": "CL_QUEUE_THROTTLE_KHR"}

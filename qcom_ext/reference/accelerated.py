@@ -144,8 +144,9 @@ def _shifted(image: np.ndarray, dx: int, dy: int, addressing: str) -> np.ndarray
     return pixels(image, xs + dx, ys + dy, addressing)
 
 
-def box_filter_image(image: np.ndarray, size: tuple[float, float],
-                     addressing: str = "clamp_to_edge") -> np.ndarray:  # fmt: skip
+def box_filter_image(
+    image: np.ndarray, size: tuple[float, float], addressing: str = "clamp_to_edge"
+) -> np.ndarray:
     """``qcom_box_filter_imagef`` at every integer coordinate (x, y) of ``image``: the
     whole-image form of :func:`box_filter` (same weights, vectorised by shifts)."""
     w, h = (float(np.float32(v)) for v in size)
@@ -155,14 +156,21 @@ def box_filter_image(image: np.ndarray, size: tuple[float, float],
     out = np.zeros((*image.shape[:2], 4))
     for j, weight_y in enumerate(wy):
         if weight_y:
-            row = sum(weight_x * _shifted(image, first_x + i, first_y + j, addressing)
-                      for i, weight_x in enumerate(wx) if weight_x)  # fmt: skip
+            row = sum(
+                weight_x * _shifted(image, first_x + i, first_y + j, addressing)
+                for i, weight_x in enumerate(wx)
+                if weight_x
+            )
             out += weight_y * row
     return out / (w * h)
 
 
-def convolve_image(image: np.ndarray, kernel: np.ndarray, center: tuple[int, int],
-                   addressing: str = "clamp_to_edge") -> np.ndarray:  # fmt: skip
+def convolve_image(
+    image: np.ndarray,
+    kernel: np.ndarray,
+    center: tuple[int, int],
+    addressing: str = "clamp_to_edge",
+) -> np.ndarray:
     """``qcom_convolve_imagef`` with the 2-D filter ``kernel`` (fy, fx) at every integer
     coordinate of ``image`` (phase 0; a separable slice as its outer product)."""
     kernel = np.asarray(kernel, dtype=np.float64)

@@ -28,12 +28,14 @@ def catmull_rom_weights(a: np.ndarray) -> np.ndarray:
     """``(..., 4)`` weights w0..w3 of the guide for fractions ``a``."""
     a = np.asarray(a, np.float64)
     return np.stack(
-        [-0.5 * a + a**2 - 0.5 * a**3,
-         1.0 - 2.5 * a**2 + 1.5 * a**3,
-         0.5 * a + 2.0 * a**2 - 1.5 * a**3,
-         -0.5 * a**2 + 0.5 * a**3],
+        [
+            -0.5 * a + a**2 - 0.5 * a**3,
+            1.0 - 2.5 * a**2 + 1.5 * a**3,
+            0.5 * a + 2.0 * a**2 - 1.5 * a**3,
+            -0.5 * a**2 + 0.5 * a**3,
+        ],
         axis=-1,
-    )  # fmt: skip
+    )
 
 
 def _address(index: np.ndarray, size: int, addressing: str) -> tuple[np.ndarray, np.ndarray]:
@@ -49,8 +51,13 @@ def _address(index: np.ndarray, size: int, addressing: str) -> tuple[np.ndarray,
     return np.clip(index, 0, size - 1), inside  # clamp / none: border colour outside
 
 
-def bicubic(image: np.ndarray, coords: np.ndarray, *, addressing: str = "clamp",
-            border: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)) -> np.ndarray:  # fmt: skip
+def bicubic(
+    image: np.ndarray,
+    coords: np.ndarray,
+    *,
+    addressing: str = "clamp",
+    border: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0),
+) -> np.ndarray:
     """``out[n, c]``: the guide's formula at texel-space ``coords[n] = (x, y)`` of
     ``image[y, x, c]`` (float64); texels outside follow ``addressing`` (``clamp``: the
     border colour, as in the guide)."""

@@ -79,11 +79,13 @@ class PointOps:
 
         return make_sampler(self.context, sampler) if isinstance(sampler, str) else sampler
 
-    def _run(self, queue: Any, name: str, count: int, args: Sequence[Any],
-             outputs: int = 1) -> list[np.ndarray]:  # fmt: skip
+    def _run(
+        self, queue: Any, name: str, count: int, args: Sequence[Any], outputs: int = 1
+    ) -> list[np.ndarray]:
         cl = self._cl
-        buffers = [cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, 16 * count)
-                   for _ in range(outputs)]  # fmt: skip
+        buffers = [
+            cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, 16 * count) for _ in range(outputs)
+        ]
         kernel = self._kernels[name]
         kernel.set_args(*args, *buffers)
         cl.enqueue_nd_range_kernel(queue, kernel, (count,), None)
@@ -97,27 +99,47 @@ class PointOps:
     def _coords(self, coords: Any, dtype: Any) -> Any:
         cl = self._cl
         data = np.ascontiguousarray(np.asarray(coords, dtype=dtype).reshape(-1, 2))
-        return cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                         hostbuf=data), len(data)  # fmt: skip
+        return cl.Buffer(
+            self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=data
+        ), len(data)
 
-    def convolve(self, queue: Any, image: Any, weights: WeightImage, coords: Any,
-                 sampler: Any = "clamp_to_edge") -> np.ndarray:  # fmt: skip
+    def convolve(
+        self,
+        queue: Any,
+        image: Any,
+        weights: WeightImage,
+        coords: Any,
+        sampler: Any = "clamp_to_edge",
+    ) -> np.ndarray:
         """``qcom_convolve_imagef`` at each (x, y) of ``coords``: (N, 4) float32."""
         buffer, count = self._coords(coords, np.float32)
         args = (image, self._sampler(sampler), weights.image, buffer)
         return self._run(queue, "qe_convolve_at", count, args)[0]
 
-    def box_filter(self, queue: Any, image: Any, size: tuple[float, float], coords: Any,
-                   sampler: Any = "clamp_to_edge") -> np.ndarray:  # fmt: skip
+    def box_filter(
+        self,
+        queue: Any,
+        image: Any,
+        size: tuple[float, float],
+        coords: Any,
+        sampler: Any = "clamp_to_edge",
+    ) -> np.ndarray:
         """``qcom_box_filter_imagef`` at each (x, y) of ``coords``: (N, 4) float32."""
         buffer, count = self._coords(coords, np.float32)
         packed = box_size(*size, device=self.context)
         args = (image, self._sampler(sampler), packed, buffer)
         return self._run(queue, "qe_box_filter_at", count, args)[0]
 
-    def block_match(self, queue: Any, target: Any, reference: Any, region: tuple[int, int],
-                    target_coords: Any, reference_coords: Any,
-                    sampler: Any = "clamp_to_edge") -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    def block_match(
+        self,
+        queue: Any,
+        target: Any,
+        reference: Any,
+        region: tuple[int, int],
+        target_coords: Any,
+        reference_coords: Any,
+        sampler: Any = "clamp_to_edge",
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(SAD, SSD) of each target/reference coordinate pair: two (N, 4) float32."""
         import pyopencl.cltypes as cltypes
 
@@ -125,7 +147,13 @@ class PointOps:
         references, count_r = self._coords(reference_coords, np.uint32)
         if count != count_r:
             raise ValueError(f"{count} target coordinates but {count_r} reference coordinates")
-        args = (target, self._sampler(sampler), cltypes.make_uint2(*region), reference,
-                targets, references)  # fmt: skip
+        args = (
+            target,
+            self._sampler(sampler),
+            cltypes.make_uint2(*region),
+            reference,
+            targets,
+            references,
+        )
         sad, ssd = self._run(queue, "qe_block_match_at", count, args, outputs=2)
         return sad, ssd

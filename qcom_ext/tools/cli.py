@@ -23,7 +23,6 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from qcom_ext._resources import data_dir
 from qcom_ext._version import __version__
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.probe import probe, probe_all
@@ -66,8 +65,9 @@ def _render(caps: DeviceCaps, console: Console) -> None:
             trials.add_column(column, overflow="fold")
         for name, verdict in sorted(caps.verdicts.items()):
             style = "green" if verdict.outcome == "ok" else "bold red"
-            trials.add_row(name, f"[{style}]{verdict.outcome}[/]", verdict.verified,
-                           verdict.detail)  # fmt: skip
+            trials.add_row(
+                name, f"[{style}]{verdict.outcome}[/]", verdict.verified, verdict.detail
+            )
         console.print(trials)
     for problem in caps.problems:
         console.print(f"[red]problem:[/] {problem}")
@@ -146,10 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="first try the risky native calls in a child process (probe --verify)",
     )
     selftest_parser.add_argument(
-        "--only", action="append", metavar="EXT",
+        "--only",
+        action="append",
+        metavar="EXT",
         help="check only this extension (cl_qcom_bitreverse or bitreverse; repeat or "
         "separate with commas)",
-    )  # fmt: skip
+    )
     selftest_parser.add_argument(
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )

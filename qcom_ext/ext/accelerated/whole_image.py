@@ -179,33 +179,57 @@ class _Plan:
     exact_local: bool  # the tiled kernels are compiled for exactly this work-group size
 
 
-def _plan(queue: Any, method: str, taps: tuple[int, int], offset: tuple[int, int],
-          block: Any, local_size: Any, separable: bool = False) -> _Plan:  # fmt: skip
+def _plan(
+    queue: Any,
+    method: str,
+    taps: tuple[int, int],
+    offset: tuple[int, int],
+    block: Any,
+    local_size: Any,
+    separable: bool = False,
+) -> _Plan:
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     block = _pair("block", block if block is not None else DEFAULT_BLOCKS[method])
     local = _pair("local_size", local_size if local_size is not None else DEFAULT_LOCALS[method])
-    defines = {"QE_FX": taps[0], "QE_FY": taps[1], "QE_OX": offset[0], "QE_OY": offset[1],
-               "QE_BX": block[0], "QE_BY": block[1], "QE_SEPARABLE": int(separable),
-               "QE_PER_PIXEL": method == "per_pixel"}  # fmt: skip
+    defines = {
+        "QE_FX": taps[0],
+        "QE_FY": taps[1],
+        "QE_OX": offset[0],
+        "QE_OY": offset[1],
+        "QE_BX": block[0],
+        "QE_BY": block[1],
+        "QE_SEPARABLE": int(separable),
+        "QE_PER_PIXEL": method == "per_pixel",
+    }
     tiled = method == "tiled" and path(queue.context) == "fallback"
     if tiled:
         device = queue.device
         if local[0] * local[1] > device.max_work_group_size:
-            raise ConfigError(f"local_size {local[0]}x{local[1]} is more than the device's "
-                              f"{device.max_work_group_size} work-items a group")  # fmt: skip
+            raise ConfigError(
+                f"local_size {local[0]}x{local[1]} is more than the device's "
+                f"{device.max_work_group_size} work-items a group"
+            )
         tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
         if tile > device.local_mem_size:
-            raise ConfigError(f"method='tiled' needs {tile} bytes of local memory for a "
-                              f"{local[0]}x{local[1]} group of {block[0]}x{block[1]} blocks; "
-                              f"the device has {device.local_mem_size}: use a smaller "
-                              "local_size or block, or method='blocked'")  # fmt: skip
+            raise ConfigError(
+                f"method='tiled' needs {tile} bytes of local memory for a "
+                f"{local[0]}x{local[1]} group of {block[0]}x{block[1]} blocks; "
+                f"the device has {device.local_mem_size}: use a smaller "
+                "local_size or block, or method='blocked'"
+            )
         defines.update(QE_TILED=True, QE_LX=local[0], QE_LY=local[1])
     return _Plan(defines, block, local, tiled)
 
 
-def _launch(queue: Any, kernel: Any, args: tuple[Any, ...], shape: tuple[int, int],
-            plan: _Plan, wait_for: Any) -> Any:  # fmt: skip
+def _launch(
+    queue: Any,
+    kernel: Any,
+    args: tuple[Any, ...],
+    shape: tuple[int, int],
+    plan: _Plan,
+    wait_for: Any,
+) -> Any:
     import pyopencl as cl
 
     lx, ly = plan.local
@@ -264,12 +288,15 @@ def convolve_image(
     if weights.context != queue.context:
         raise ConfigError("weights belong to another context than the queue")
     if weights.path != path(queue.context):
-        raise ConfigError(f"weights were made for the {weights.path} path but the kernels now "
-                          f"take the {path(queue.context)} path (QCOM_EXT_DISABLE changed?): "
-                          "make the WeightImage again")  # fmt: skip
+        raise ConfigError(
+            f"weights were made for the {weights.path} path but the kernels now "
+            f"take the {path(queue.context)} path (QCOM_EXT_DISABLE changed?): "
+            "make the WeightImage again"
+        )
     cx, cy = weights.center
-    plan = _plan(queue, method, weights.filter_size, (-cx, -cy), block, local_size,
-                 weights.separable)  # fmt: skip
+    plan = _plan(
+        queue, method, weights.filter_size, (-cx, -cy), block, local_size, weights.separable
+    )
     kernel = _kernel(queue.context, "qe_convolve_image", plan.defines)
     args = (src, _check_sampler(sampler, queue.context), weights.image, dst)
     return _launch(queue, kernel, args, shape, plan, wait_for)
@@ -432,19 +459,30 @@ def block_match_image(
     lsize = local_size or min(limit, 256, -(-candidates // 32) * 32)
     window = (region[0] + 2 * radius) * (region[1] + 2 * radius)
     tile_bytes = 16 * (region[0] * region[1] + window)
-    tiled = (path(queue.context) == "fallback"
-             and tile_bytes + 8 * lsize <= queue.device.local_mem_size // 2)  # fmt: skip
-    args = [target, reference, _check_sampler(sampler, queue.context), _uint2(region),
-            np.int32(radius), np.int32(metric == "ssd"), out.vectors, out.costs,
-            cl.LocalMemory(8 * lsize)]  # fmt: skip
+    tiled = (
+        path(queue.context) == "fallback"
+        and tile_bytes + 8 * lsize <= queue.device.local_mem_size // 2
+    )
+    args = [
+        target,
+        reference,
+        _check_sampler(sampler, queue.context),
+        _uint2(region),
+        np.int32(radius),
+        np.int32(metric == "ssd"),
+        out.vectors,
+        out.costs,
+        cl.LocalMemory(8 * lsize),
+    ]
     if tiled:  # the portable path reads each pixel once, from local memory
         args.append(cl.LocalMemory(tile_bytes))
     name = "qe_block_match_search_tiled" if tiled else "qe_block_match_search"
     kernel = _kernel(queue.context, name, {})
     with _launch_lock:
         kernel.set_args(*args)
-        out.event = cl.enqueue_nd_range_kernel(queue, kernel, (shape[1] * lsize, shape[0]),
-                                               (lsize, 1), wait_for=wait_for)  # fmt: skip
+        out.event = cl.enqueue_nd_range_kernel(
+            queue, kernel, (shape[1] * lsize, shape[0]), (lsize, 1), wait_for=wait_for
+        )
     return out
 
 
@@ -471,8 +509,9 @@ def rgba_supported(context: Any, dtype: Any) -> bool:
     formats = cl.get_supported_image_formats(
         context, cl.mem_flags.READ_ONLY, cl.mem_object_type.IMAGE2D
     )
-    return any(f.channel_order == cl.channel_order.RGBA and f.channel_data_type == wanted
-               for f in formats)  # fmt: skip
+    return any(
+        f.channel_order == cl.channel_order.RGBA and f.channel_data_type == wanted for f in formats
+    )
 
 
 def rgba_image(context: Any, pixels: np.ndarray, dtype: Any = np.float32) -> Any:
@@ -487,8 +526,13 @@ def rgba_image(context: Any, pixels: np.ndarray, dtype: Any = np.float32) -> Any
     fmt = cl.ImageFormat(cl.channel_order.RGBA, getattr(cl.channel_type, _TYPES[data.dtype]))
     create = getattr(cl, "create_image", cl.Image)  # create_image: pyopencl 2024.3+
     mf = cl.mem_flags
-    return create(context, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt,
-                  shape=(data.shape[1], data.shape[0]), hostbuf=data)  # fmt: skip
+    return create(
+        context,
+        mf.READ_ONLY | mf.COPY_HOST_PTR,
+        fmt,
+        shape=(data.shape[1], data.shape[0]),
+        hostbuf=data,
+    )
 
 
 def empty_rgba_image(context: Any, width: int, height: int) -> Any:

@@ -67,9 +67,28 @@ __all__ = [
     "parse_image_format",
 ]
 
-_ORDERS = ("R", "A", "RG", "RA", "RGB", "RGBA", "BGRA", "ARGB", "INTENSITY", "LUMINANCE",
-           "Rx", "RGx", "RGBx", "DEPTH", "DEPTH_STENCIL", "sRGB", "sRGBx", "sRGBA", "sBGRA",
-           "ABGR")  # fmt: skip
+_ORDERS = (
+    "R",
+    "A",
+    "RG",
+    "RA",
+    "RGB",
+    "RGBA",
+    "BGRA",
+    "ARGB",
+    "INTENSITY",
+    "LUMINANCE",
+    "Rx",
+    "RGx",
+    "RGBx",
+    "DEPTH",
+    "DEPTH_STENCIL",
+    "sRGB",
+    "sRGBx",
+    "sRGBA",
+    "sBGRA",
+    "ABGR",
+)
 # channel data type -> (bytes per channel, numpy dtype); None: a packed type
 _TYPES: dict[str, tuple[int, str] | None] = {
     "SNORM_INT8": (1, "int8"),
@@ -91,17 +110,29 @@ _TYPES: dict[str, tuple[int, str] | None] = {
     "UNORM_INT24": None,
 }
 # packed type -> (element size, numpy dtype of one element)
-_PACKED = {"UNORM_SHORT_565": (2, "uint16"), "UNORM_SHORT_555": (2, "uint16"),
-           "UNORM_INT_101010": (4, "uint32"), "UNORM_INT_101010_2": (4, "uint32"),
-           "UNORM_INT24": (4, "uint32")}  # fmt: skip
+_PACKED = {
+    "UNORM_SHORT_565": (2, "uint16"),
+    "UNORM_SHORT_555": (2, "uint16"),
+    "UNORM_INT_101010": (4, "uint32"),
+    "UNORM_INT_101010_2": (4, "uint32"),
+    "UNORM_INT24": (4, "uint32"),
+}
 _UNPACKED = tuple(name for name, spec in _TYPES.items() if spec is not None)
-_NORMALIZED_OR_FLOAT = ("UNORM_INT8", "UNORM_INT16", "SNORM_INT8", "SNORM_INT16",
-                        "HALF_FLOAT", "FLOAT")  # fmt: skip
+_NORMALIZED_OR_FLOAT = (
+    "UNORM_INT8",
+    "UNORM_INT16",
+    "SNORM_INT8",
+    "SNORM_INT16",
+    "HALF_FLOAT",
+    "FLOAT",
+)
 _BYTE_TYPES = ("UNORM_INT8", "SNORM_INT8", "SIGNED_INT8", "UNSIGNED_INT8")
 # channel order -> (channels in memory, the data types it takes)
 _LEGAL: dict[str, tuple[int, tuple[str, ...]]] = {
-    **{order: (n, _UNPACKED) for order, n in (("R", 1), ("A", 1), ("RG", 2), ("RA", 2),
-                                              ("RGBA", 4))},
+    **{
+        order: (n, _UNPACKED)
+        for order, n in (("R", 1), ("A", 1), ("RG", 2), ("RA", 2), ("RGBA", 4))
+    },
     "RGB": (1, ("UNORM_SHORT_565", "UNORM_SHORT_555", "UNORM_INT_101010")),
     "RGBx": (1, ("UNORM_SHORT_565", "UNORM_SHORT_555", "UNORM_INT_101010")),
     "INTENSITY": (1, _NORMALIZED_OR_FLOAT),
@@ -110,7 +141,7 @@ _LEGAL: dict[str, tuple[int, tuple[str, ...]]] = {
     "sRGB": (3, ("UNORM_INT8",)),
     **{order: (4, ("UNORM_INT8",)) for order in ("sRGBx", "sRGBA", "sBGRA")},
     "DEPTH": (1, ("UNORM_INT16", "FLOAT", "UNORM_INT24")),
-}  # fmt: skip
+}
 _REFUSED = {
     "Rx": "implementations disagree on its element size (1 or 2 channels)",
     "RGx": "implementations disagree on its element size (2 or 3 channels)",
@@ -177,8 +208,10 @@ def _layout(order: int, data_type: int) -> tuple[int, int]:
         raise ConfigError(f"format {shown} has no element size here: {_VENDOR_LAYOUT}")
     order_name, type_name = _ORDER_BY_VALUE.get(order), _TYPE_BY_VALUE.get(data_type)
     if order_name is None or type_name is None:
-        raise ConfigError(f"format {shown} has no element size here: qcom_ext does not know "
-                          "that channel order or data type")  # fmt: skip
+        raise ConfigError(
+            f"format {shown} has no element size here: qcom_ext does not know "
+            "that channel order or data type"
+        )
     error = _legal_pair_error(order_name, type_name)
     if error is not None:
         raise ConfigError(f"{error}; it has no element size here")
@@ -239,8 +272,9 @@ class ImageFormat(NamedTuple):
         type_name = _TYPE_BY_VALUE.get(self.channel_data_type)
         spec = _PACKED.get(type_name) or _TYPES.get(type_name)  # type: ignore[arg-type]
         if spec is None:
-            raise ConfigError(f"channel data type {self.type_name} has no numpy equivalent "
-                              f"(format {self.name})")  # fmt: skip
+            raise ConfigError(
+                f"channel data type {self.type_name} has no numpy equivalent (format {self.name})"
+            )
         return np.dtype(spec[1])
 
     @property
@@ -265,8 +299,9 @@ class ImageFormat(NamedTuple):
         return f"ImageFormat({self.order_name}, {self.type_name})"
 
 
-def _lookup(value: Any, by_value: dict[int, str], keys: dict[str, str], what: str,
-            qcom: tuple[int, int]) -> str:  # fmt: skip
+def _lookup(
+    value: Any, by_value: dict[int, str], keys: dict[str, str], what: str, qcom: tuple[int, int]
+) -> str:
     """The name (without ``CL_``) of a channel order or data type given as token or name."""
     if isinstance(value, str):
         name = keys.get(value.strip().upper().removeprefix("CL_"))
@@ -307,8 +342,7 @@ def image_format_tokens(value: Any) -> ImageFormat:
         return value
     order, data_type = _pair(value)
     order_name = _lookup(order, _ORDER_BY_VALUE, _ORDER_KEYS, "channel order", _QCOM_ORDERS)
-    type_name = _lookup(data_type, _TYPE_BY_VALUE, _TYPE_KEYS, "channel data type",
-                        _QCOM_TYPES)  # fmt: skip
+    type_name = _lookup(data_type, _TYPE_BY_VALUE, _TYPE_KEYS, "channel data type", _QCOM_TYPES)
     return ImageFormat(int(getattr(C, f"CL_{order_name}")), int(getattr(C, f"CL_{type_name}")))
 
 
@@ -319,8 +353,9 @@ def check_image_format(fmt: ImageFormat) -> ImageFormat:
     order = _ORDER_BY_VALUE.get(fmt.channel_order)
     data_type = _TYPE_BY_VALUE.get(fmt.channel_data_type)
     if order is None or data_type is None:
-        raise ConfigError(f"image format {fmt}: qcom_ext does not know that channel order or "
-                          "data type")  # fmt: skip
+        raise ConfigError(
+            f"image format {fmt}: qcom_ext does not know that channel order or data type"
+        )
     error = _legal_pair_error(order, data_type)
     if error is not None:
         raise ConfigError(error)
@@ -431,8 +466,9 @@ def image_extent(kind: Any, shape: Any) -> ImageExtent:
     return ImageExtent(**values)
 
 
-def image_desc(kind: Any, extent: ImageExtent, *, row_pitch: int = 0,
-               mem_object: Any = None) -> Any:  # fmt: skip
+def image_desc(
+    kind: Any, extent: ImageExtent, *, row_pitch: int = 0, mem_object: Any = None
+) -> Any:
     """A fresh ``cl_image_desc *`` (unused sizes 0, as the core API expects);
     ``mem_object``: the buffer of an image over a buffer, or the parent of a plane image
     (one union in ``cl_image_desc``)."""

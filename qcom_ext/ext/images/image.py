@@ -45,18 +45,24 @@ __all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_f
 
 COMPRESSED = "cl_qcom_compressed_image"
 # flag argument -> (cl_mem_flags bit, extension whose formats it lists)
-QCOM_FLAGS = {"other": ("CL_MEM_OTHER_IMAGE_QCOM", "cl_qcom_other_image"),
-              "compressed": ("CL_MEM_COMPRESSED_IMAGE_QCOM", COMPRESSED),
-              "compressed_yuv": ("CL_MEM_COMPRESSED_YUV_IMAGE_QCOM",
-                                 "cl_qcom_compressed_yuv_image_read")}  # fmt: skip
+QCOM_FLAGS = {
+    "other": ("CL_MEM_OTHER_IMAGE_QCOM", "cl_qcom_other_image"),
+    "compressed": ("CL_MEM_COMPRESSED_IMAGE_QCOM", COMPRESSED),
+    "compressed_yuv": ("CL_MEM_COMPRESSED_YUV_IMAGE_QCOM", "cl_qcom_compressed_yuv_image_read"),
+}
 # uncompressed order -> its compressed equivalent (section 12)
 COMPRESSED_ORDERS = {"CL_RGBA": "CL_QCOM_COMPRESSED_RGBA", "CL_RGBx": "CL_QCOM_COMPRESSED_RGBx"}
 
 
-def supported_image_formats(context: Any, *, flags: str | int = "read_only",
-                            image_type: str | int = "image2d", other: bool = False,
-                            compressed: bool = False,
-                            compressed_yuv: bool = False) -> list[ImageFormat]:  # fmt: skip
+def supported_image_formats(
+    context: Any,
+    *,
+    flags: str | int = "read_only",
+    image_type: str | int = "image2d",
+    other: bool = False,
+    compressed: bool = False,
+    compressed_yuv: bool = False,
+) -> list[ImageFormat]:
     """The formats ``clGetSupportedImageFormats`` lists for ``flags`` plus the Qualcomm
     flag bits asked for (``other``: planar/packed formats, ``compressed``: UBWC,
     ``compressed_yuv``: compressed planar reads).
@@ -88,14 +94,15 @@ def supported_image_formats(context: Any, *, flags: str | int = "read_only",
     if count[0] == 0:
         return []
     formats = ffi.new("cl_image_format[]", count[0])
-    check(driver.clGetSupportedImageFormats(ctx, flags, kind, count[0], formats, ffi.NULL),
-          routine)  # fmt: skip
-    return [ImageFormat(int(f.image_channel_order), int(f.image_channel_data_type))
-            for f in formats]  # fmt: skip
+    check(
+        driver.clGetSupportedImageFormats(ctx, flags, kind, count[0], formats, ffi.NULL), routine
+    )
+    return [
+        ImageFormat(int(f.image_channel_order), int(f.image_channel_data_type)) for f in formats
+    ]
 
 
-def require_listed(context: Any, caps: Any, fmt: ImageFormat, what: str,
-                   **query: Any) -> None:  # fmt: skip
+def require_listed(context: Any, caps: Any, fmt: ImageFormat, what: str, **query: Any) -> None:
     """ConfigError naming the list unless ``supported_image_formats(context, **query)``
     lists ``fmt`` (``what`` describes the list)."""
     listed = supported_image_formats(context, **query)
@@ -121,9 +128,11 @@ class QcomImage:
 
     def _host_access(self, what: str) -> tuple[int, int, int]:
         if self.compressed:
-            raise ConfigError(f"{what}: a compressed image has no host access (only kernels "
-                              "read and write it); copy through an uncompressed image with "
-                              "a kernel")  # fmt: skip
+            raise ConfigError(
+                f"{what}: a compressed image has no host access (only kernels "
+                "read and write it); copy through an uncompressed image with "
+                "a kernel"
+            )
         width, height = self.shape
         return width, height, self.format.element_size
 
@@ -134,8 +143,10 @@ class QcomImage:
         width, height, element = self._host_access("write")
         pixels = np.ascontiguousarray(pixels)
         if pixels.nbytes != width * height * element or pixels.shape[:2] != (height, width):
-            raise ConfigError(f"pixels of shape {pixels.shape} ({pixels.nbytes} bytes) do not "
-                              f"fill a {width}x{height} {self.format} image")  # fmt: skip
+            raise ConfigError(
+                f"pixels of shape {pixels.shape} ({pixels.nbytes} bytes) do not "
+                f"fill a {width}x{height} {self.format} image"
+            )
         pyopencl.enqueue_copy(queue, self.image, pixels, origin=(0, 0), region=(width, height))
 
     def read(self, queue: Any) -> np.ndarray:
@@ -154,14 +165,22 @@ def compressed_format(fmt: ImageFormat) -> ImageFormat:
         raise ConfigError(f"format {fmt}: pass the uncompressed format with compressed=True")
     name = COMPRESSED_ORDERS.get(fmt.order_name)
     if name is None:
-        raise ConfigError(f"format {fmt} has no compressed equivalent; cl_qcom_compressed_image "
-                          f"compresses {', '.join(COMPRESSED_ORDERS)}")  # fmt: skip
+        raise ConfigError(
+            f"format {fmt} has no compressed equivalent; cl_qcom_compressed_image "
+            f"compresses {', '.join(COMPRESSED_ORDERS)}"
+        )
     return ImageFormat(getattr(C, name), fmt.channel_data_type)
 
 
-def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA/UNORM_INT8", *,
-                 compressed: bool = False, memory: ExternalMemory | None = None,
-                 flags: str | int = "read_write") -> QcomImage:  # fmt: skip
+def create_image(
+    context: Any,
+    shape: tuple[int, int],
+    image_format: Any = "RGBA/UNORM_INT8",
+    *,
+    compressed: bool = False,
+    memory: ExternalMemory | None = None,
+    flags: str | int = "read_write",
+) -> QcomImage:
     """A 2-D image of ``shape=(width, height)``, compressed where the device can.
 
     ``compressed=True``: natively (``cl_qcom_compressed_image`` on every device and
@@ -189,9 +208,11 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
     reason = ""
     if not compressed:
         if requested.vendor:
-            raise ConfigError(f"format {requested}: Qualcomm formats are made by "
-                              "qcom_ext.planar_image (planar) or compressed=True "
-                              "(compressed)")  # fmt: skip
+            raise ConfigError(
+                f"format {requested}: Qualcomm formats are made by "
+                "qcom_ext.planar_image (planar) or compressed=True "
+                "(compressed)"
+            )
         fmt = check_image_format(requested)
     else:
         target = compressed_format(requested)
@@ -199,25 +220,36 @@ def create_image(context: Any, shape: tuple[int, int], image_format: Any = "RGBA
         if not _memobj.all_native(caps, COMPRESSED):
             reason = _memobj.why_not_native(caps, COMPRESSED)[1]
         elif memory is None:
-            reason = ("native compressed images live in external memory: pass memory="
-                      "qcom_ext.ExternalMemory.dmabuf(fd) (sized with "
-                      "clQueryImageInfoQCOM)")  # fmt: skip
+            reason = (
+                "native compressed images live in external memory: pass memory="
+                "qcom_ext.ExternalMemory.dmabuf(fd) (sized with "
+                "clQueryImageInfoQCOM)"
+            )
         elif import_route(caps, memory)[0] != "native":
             reason = import_route(caps, memory)[2]
         else:
-            require_listed(context, caps, target, "compressed formats for this access",
-                           flags=flags, compressed=True)  # fmt: skip
-            image = import_memory(context, memory, flags=flags, image_format=target,
-                                  shape=(width, height))  # fmt: skip
+            require_listed(
+                context,
+                caps,
+                target,
+                "compressed formats for this access",
+                flags=flags,
+                compressed=True,
+            )
+            image = import_memory(
+                context, memory, flags=flags, image_format=target, shape=(width, height)
+            )
             return QcomImage(image, target, (width, height), True)
         try:
             fmt = check_image_format(requested)
         except ConfigError as exc:
-            raise ConfigError(f"{exc}; compressed=True falls back to this uncompressed format "
-                              f"here ({reason})") from None  # fmt: skip
+            raise ConfigError(
+                f"{exc}; compressed=True falls back to this uncompressed format here ({reason})"
+            ) from None
     if memory is not None:
-        image = import_memory(context, memory, flags=flags, image_format=fmt,
-                              shape=(width, height))  # fmt: skip
+        image = import_memory(
+            context, memory, flags=flags, image_format=fmt, shape=(width, height)
+        )
     else:
         image = _create_plain(context, flags, fmt, width, height)
     return QcomImage(image, fmt, (width, height), False, reason)
@@ -236,11 +268,15 @@ def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height
         extended = caps.limits.extended_image2d_max_size or (0, 0)  # cl_qcom_extended_images
         if core is None:
             continue
-        for value, limit, token in ((width, max(core[0], extended[0]), "WIDTH"),
-                                    (height, max(core[1], extended[1]), "HEIGHT")):  # fmt: skip
+        for value, limit, token in (
+            (width, max(core[0], extended[0]), "WIDTH"),
+            (height, max(core[1], extended[1]), "HEIGHT"),
+        ):
             if value > limit:
-                raise ConfigError(f"a {width}x{height} image exceeds CL_DEVICE_IMAGE2D_MAX_"
-                                  f"{token} = {limit} of {caps.label}")  # fmt: skip
+                raise ConfigError(
+                    f"a {width}x{height} image exceeds CL_DEVICE_IMAGE2D_MAX_"
+                    f"{token} = {limit} of {caps.label}"
+                )
     try:
         return pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))
     except pyopencl.Error as exc:

@@ -74,7 +74,8 @@ def query_image_info(
 
     ``image_format``: ``"ORDER/TYPE"``, a ``pyopencl.ImageFormat`` or ``(order,
     data_type)`` (tokens or names; Qualcomm formats natively only, see
-    :mod:`qcom_ext.ext.images.formats`); ``shape`` in pyopencl order (``(width, height)`` for 2D, see
+    :mod:`qcom_ext.ext.images.formats`); ``shape`` in pyopencl order (``(width,
+    height)`` for 2D, see
     :func:`qcom_ext.ext.images.formats.image_extent`); ``flags``: device/host access bits;
     ``image_type``: ``"1d"``, ``"1d_buffer"``, ``"1d_array"``, ``"2d"``, ``"2d_array"``,
     ``"3d"`` or a ``CL_MEM_OBJECT_IMAGE*`` token. Nothing is allocated.
@@ -124,8 +125,9 @@ def read_scalar(routine: str, call: Any) -> int:
     return _info.decode_uint(ffi.buffer(value, width)[:])
 
 
-def _native(query: Any, device: int, flags: int, fmt: ImageFormat, kind: str,
-            extent: ImageExtent) -> ImageInfo:  # fmt: skip
+def _native(
+    query: Any, device: int, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+) -> ImageInfo:
     cfmt, desc = fmt.cdata(), image_desc(kind, extent)
     dev = ffi.cast("cl_device_id", device)
 
@@ -137,9 +139,12 @@ def _native(query: Any, device: int, flags: int, fmt: ImageFormat, kind: str,
                 lambda size, value, ret: query(dev, flags, cfmt, desc, param, size, value, ret),
             )
         except CLError as exc:
-            raise CLError(exc.routine, exc.code,
-                          f"{name} of a {kind} {fmt.name} image {_shape_text(kind, extent)}"
-                          + (f" ({exc.detail})" if exc.detail else "")) from None  # fmt: skip
+            raise CLError(
+                exc.routine,
+                exc.code,
+                f"{name} of a {kind} {fmt.name} image {_shape_text(kind, extent)}"
+                + (f" ({exc.detail})" if exc.detail else ""),
+            ) from None
 
     sliced = kind in _SLICED
     return ImageInfo(
@@ -164,8 +169,9 @@ def pitch_alignment(caps: DeviceCaps) -> int:
     return max(caps.limits.image_pitch_alignment or 0, 1)
 
 
-def computed_image_info(caps: DeviceCaps, fmt: ImageFormat, kind: Any,
-                        extent: ImageExtent) -> ImageInfo:  # fmt: skip
+def computed_image_info(
+    caps: DeviceCaps, fmt: ImageFormat, kind: Any, extent: ImageExtent
+) -> ImageInfo:
     """The fallback layout (module docstring), after checking the device's size limits."""
     kind = _image_type_name(kind)
     _check_limits(caps, kind, extent)
@@ -194,12 +200,19 @@ def _base_addr_align(device: int) -> int:
 
 @cache
 def _device_limits(device: int) -> dict[str, int]:
-    names = {"2d_width": "IMAGE2D_MAX_WIDTH", "2d_height": "IMAGE2D_MAX_HEIGHT",
-             "3d_width": "IMAGE3D_MAX_WIDTH", "3d_height": "IMAGE3D_MAX_HEIGHT",
-             "3d_depth": "IMAGE3D_MAX_DEPTH", "array": "IMAGE_MAX_ARRAY_SIZE",
-             "buffer": "IMAGE_MAX_BUFFER_SIZE"}  # fmt: skip
-    return {key: _info.device_uint(device, getattr(C, f"CL_DEVICE_{token}"))
-            for key, token in names.items()}  # fmt: skip
+    names = {
+        "2d_width": "IMAGE2D_MAX_WIDTH",
+        "2d_height": "IMAGE2D_MAX_HEIGHT",
+        "3d_width": "IMAGE3D_MAX_WIDTH",
+        "3d_height": "IMAGE3D_MAX_HEIGHT",
+        "3d_depth": "IMAGE3D_MAX_DEPTH",
+        "array": "IMAGE_MAX_ARRAY_SIZE",
+        "buffer": "IMAGE_MAX_BUFFER_SIZE",
+    }
+    return {
+        key: _info.device_uint(device, getattr(C, f"CL_DEVICE_{token}"))
+        for key, token in names.items()
+    }
 
 
 def _check_limits(caps: DeviceCaps, kind: str, extent: ImageExtent) -> None:
@@ -229,9 +242,10 @@ def _limit_table(device: int, kind: str, extended: tuple[Any, Any]) -> tuple[tup
         "1d_array": (width, layers),
         "2d": (width, height),
         "2d_array": (width, height, layers),
-        "3d": (("width", max(limits["3d_width"], extended3d[0]), "CL_DEVICE_IMAGE3D_MAX_WIDTH"),
-               ("height", max(limits["3d_height"], extended3d[1]),
-                "CL_DEVICE_IMAGE3D_MAX_HEIGHT"),
-               ("depth", max(limits["3d_depth"], extended3d[2]), "CL_DEVICE_IMAGE3D_MAX_DEPTH")),
-    }  # fmt: skip
+        "3d": (
+            ("width", max(limits["3d_width"], extended3d[0]), "CL_DEVICE_IMAGE3D_MAX_WIDTH"),
+            ("height", max(limits["3d_height"], extended3d[1]), "CL_DEVICE_IMAGE3D_MAX_HEIGHT"),
+            ("depth", max(limits["3d_depth"], extended3d[2]), "CL_DEVICE_IMAGE3D_MAX_DEPTH"),
+        ),
+    }
     return table[kind]

@@ -69,22 +69,46 @@ class PlanarLayout:
     data_type: str
 
     def formats(self, compressed: bool) -> tuple[ImageFormat, ImageFormat, ImageFormat]:
-        names = ((self.compressed_parent, self.compressed_y, self.compressed_uv) if compressed
-                 else (self.parent, self.y, self.uv))  # fmt: skip
+        names = (
+            (self.compressed_parent, self.compressed_y, self.compressed_uv)
+            if compressed
+            else (self.parent, self.y, self.uv)
+        )
         return tuple(parse_image_format((n, self.data_type)) for n in names)  # type: ignore[return-value]
 
 
 LAYOUTS = {
-    "nv12": PlanarLayout("nv12", "CL_QCOM_NV12", "CL_QCOM_NV12_Y", "CL_QCOM_NV12_UV",
-                         "CL_QCOM_COMPRESSED_NV12", "CL_QCOM_COMPRESSED_NV12_Y",
-                         "CL_QCOM_COMPRESSED_NV12_UV", "CL_UNORM_INT8"),
-    "p010": PlanarLayout("p010", "CL_QCOM_P010", "CL_QCOM_P010_Y", "CL_QCOM_P010_UV",
-                         "CL_QCOM_COMPRESSED_P010", "CL_QCOM_COMPRESSED_P010_Y",
-                         "CL_QCOM_COMPRESSED_P010_UV", "CL_QCOM_UNORM_INT10"),
-    "tp10": PlanarLayout("tp10", "CL_QCOM_TP10", "CL_QCOM_TP10_Y", "CL_QCOM_TP10_UV",
-                         "CL_QCOM_COMPRESSED_TP10", "CL_QCOM_COMPRESSED_TP10_Y",
-                         "CL_QCOM_COMPRESSED_TP10_UV", "CL_QCOM_UNORM_INT10"),
-}  # fmt: skip
+    "nv12": PlanarLayout(
+        "nv12",
+        "CL_QCOM_NV12",
+        "CL_QCOM_NV12_Y",
+        "CL_QCOM_NV12_UV",
+        "CL_QCOM_COMPRESSED_NV12",
+        "CL_QCOM_COMPRESSED_NV12_Y",
+        "CL_QCOM_COMPRESSED_NV12_UV",
+        "CL_UNORM_INT8",
+    ),
+    "p010": PlanarLayout(
+        "p010",
+        "CL_QCOM_P010",
+        "CL_QCOM_P010_Y",
+        "CL_QCOM_P010_UV",
+        "CL_QCOM_COMPRESSED_P010",
+        "CL_QCOM_COMPRESSED_P010_Y",
+        "CL_QCOM_COMPRESSED_P010_UV",
+        "CL_QCOM_UNORM_INT10",
+    ),
+    "tp10": PlanarLayout(
+        "tp10",
+        "CL_QCOM_TP10",
+        "CL_QCOM_TP10_Y",
+        "CL_QCOM_TP10_UV",
+        "CL_QCOM_COMPRESSED_TP10",
+        "CL_QCOM_COMPRESSED_TP10_Y",
+        "CL_QCOM_COMPRESSED_TP10_UV",
+        "CL_QCOM_UNORM_INT10",
+    ),
+}
 
 R8 = ImageFormat(C.CL_R, C.CL_UNORM_INT8)
 RG8 = ImageFormat(C.CL_RG, C.CL_UNORM_INT8)
@@ -132,8 +156,10 @@ class Nv12Image(PlanarImage):
 
     def _check_host_access(self) -> None:
         if self.compressed:
-            raise ConfigError("a compressed NV12 frame has no host access: write its planes "
-                              "with a kernel (qcom_write_imagefv_* on Adreno)")  # fmt: skip
+            raise ConfigError(
+                "a compressed NV12 frame has no host access: write its planes "
+                "with a kernel (qcom_write_imagefv_* on Adreno)"
+            )
 
     def write(self, queue: Any, frame: np.ndarray | tuple[np.ndarray, np.ndarray]) -> None:
         """Copy a frame (one ``(H*3/2, W)`` array or ``(y, uv)`` planes) into the planes."""
@@ -144,12 +170,16 @@ class Nv12Image(PlanarImage):
             frame = nv12_frame(*frame)
         y, uv = nv12_planes(np.ascontiguousarray(frame))
         if y.shape != (self.height, self.width):
-            raise ConfigError(f"frame of {y.shape[1]}x{y.shape[0]} pixels written to a "
-                              f"{self.width}x{self.height} NV12 image")  # fmt: skip
-        pyopencl.enqueue_copy(queue, self.y, np.ascontiguousarray(y), origin=(0, 0),
-                              region=(self.width, self.height))  # fmt: skip
-        pyopencl.enqueue_copy(queue, self.uv, np.ascontiguousarray(uv), origin=(0, 0),
-                              region=self._uv_region())  # fmt: skip
+            raise ConfigError(
+                f"frame of {y.shape[1]}x{y.shape[0]} pixels written to a "
+                f"{self.width}x{self.height} NV12 image"
+            )
+        pyopencl.enqueue_copy(
+            queue, self.y, np.ascontiguousarray(y), origin=(0, 0), region=(self.width, self.height)
+        )
+        pyopencl.enqueue_copy(
+            queue, self.uv, np.ascontiguousarray(uv), origin=(0, 0), region=self._uv_region()
+        )
 
     def read(self, queue: Any) -> np.ndarray:
         """The frame as one ``(H*3/2, W)`` uint8 array (blocking)."""
@@ -186,18 +216,34 @@ def _adopt_all(handles: list[tuple[int, tuple[Any, ...]]]) -> list[Any]:
     return objects
 
 
-def _native(context: Any, caps: Any, spec: PlanarLayout, width: int, height: int,
-            memory: ExternalMemory, compressed: bool, flags: int,
-            cls: type) -> PlanarImage:  # fmt: skip
+def _native(
+    context: Any,
+    caps: Any,
+    spec: PlanarLayout,
+    width: int,
+    height: int,
+    memory: ExternalMemory,
+    compressed: bool,
+    flags: int,
+    cls: type,
+) -> PlanarImage:
     from qcom_ext.ext.memory.host_ptr import image_spec
 
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
-        require_listed(context, caps, parent_fmt, "read-only compressed planar formats",
-                       flags="read_only", other=True, compressed=True)  # fmt: skip
+        require_listed(
+            context,
+            caps,
+            parent_fmt,
+            "read-only compressed planar formats",
+            flags="read_only",
+            other=True,
+            compressed=True,
+        )
     # The planar parent is read-only (section 13); planes are written through children.
-    parent, keep = native_handle(context, caps, memory, None, C.CL_MEM_READ_ONLY,
-                                 image_spec(parent_fmt, (width, height), 0))  # fmt: skip
+    parent, keep = native_handle(
+        context, caps, memory, None, C.CL_MEM_READ_ONLY, image_spec(parent_fmt, (width, height), 0)
+    )
     made = [(parent, keep)]
     try:
         for fmt in (y_fmt, uv_fmt):  # children: the parent's dimensions, no host pointer
@@ -210,8 +256,18 @@ def _native(context: Any, caps: Any, spec: PlanarLayout, width: int, height: int
     native, y, uv = _adopt_all(made)
     for child in (y, uv):  # a child alone keeps its parent (and the memory) alive
         setattr(child, _memobj.KEEPALIVE, (native,))
-    return cls(spec.name, width, height, y, uv, native, compressed, "native",
-               f"{OTHER} and {PLANES} are native", "native")  # fmt: skip
+    return cls(
+        spec.name,
+        width,
+        height,
+        y,
+        uv,
+        native,
+        compressed,
+        "native",
+        f"{OTHER} and {PLANES} are native",
+        "native",
+    )
 
 
 def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
@@ -220,13 +276,21 @@ def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
         return RG8, "rg"
     if R8 in listed:
         return R8, "interleaved"
-    raise ConfigError("the device supports neither CL_RG nor CL_R UNORM_INT8 images for "
-                      f"access {flag_names(flags)}: no portable NV12 layout")  # fmt: skip
+    raise ConfigError(
+        "the device supports neither CL_RG nor CL_R UNORM_INT8 images for "
+        f"access {flag_names(flags)}: no portable NV12 layout"
+    )
 
 
-def _portable(context: Any, width: int, height: int, memory: ExternalMemory | None,
-              flags: int, row_pitch: int | None,
-              uv_offset: int | None) -> tuple[Any, Any, str]:  # fmt: skip
+def _portable(
+    context: Any,
+    width: int,
+    height: int,
+    memory: ExternalMemory | None,
+    flags: int,
+    row_pitch: int | None,
+    uv_offset: int | None,
+) -> tuple[Any, Any, str]:
     import pyopencl
 
     uv_fmt, uv_layout = _uv_format(context, flags)
@@ -242,23 +306,44 @@ def _portable(context: Any, width: int, height: int, memory: ExternalMemory | No
         raise ConfigError(f"row_pitch {row_pitch!r}: expected an int of at least {width}")
     offset = pitch * height if uv_offset is None else uv_offset
     if not isinstance(offset, int) or offset < pitch * height:
-        raise ConfigError(f"uv_offset {uv_offset!r}: the chroma plane starts after the "
-                          f"{pitch * height} bytes of luma")  # fmt: skip
+        raise ConfigError(
+            f"uv_offset {uv_offset!r}: the chroma plane starts after the "
+            f"{pitch * height} bytes of luma"
+        )
     need = offset + pitch * (height // 2)
     check_fits(memory, need, 0)
     view = memoryview(map_fd(memory.fd, need, flags, "dma-buf"))
     flags |= C.CL_MEM_USE_HOST_PTR
-    y = pyopencl.create_image(context, flags, R8.to_pyopencl(), shape=(width, height),
-                              pitches=(pitch,), hostbuf=view[: pitch * height])  # fmt: skip
-    uv = pyopencl.create_image(context, flags, uv_fmt.to_pyopencl(), shape=uv_shape,
-                               pitches=(pitch,), hostbuf=view[offset:need])  # fmt: skip
+    y = pyopencl.create_image(
+        context,
+        flags,
+        R8.to_pyopencl(),
+        shape=(width, height),
+        pitches=(pitch,),
+        hostbuf=view[: pitch * height],
+    )
+    uv = pyopencl.create_image(
+        context,
+        flags,
+        uv_fmt.to_pyopencl(),
+        shape=uv_shape,
+        pitches=(pitch,),
+        hostbuf=view[offset:need],
+    )
     return y, uv, uv_layout
 
 
-def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
-                 memory: ExternalMemory | None = None, compressed: bool = False,
-                 flags: str | int = "read_only", row_pitch: int | None = None,
-                 uv_offset: int | None = None) -> PlanarImage:  # fmt: skip
+def planar_image(
+    context: Any,
+    shape: tuple[int, int],
+    layout: str = "nv12",
+    *,
+    memory: ExternalMemory | None = None,
+    compressed: bool = False,
+    flags: str | int = "read_only",
+    row_pitch: int | None = None,
+    uv_offset: int | None = None,
+) -> PlanarImage:
     """A planar frame of ``shape=(width, height)`` (even) and ``layout`` nv12/p010/tp10.
 
     Native when every device has ``cl_qcom_other_image``, ``cl_qcom_extract_image_plane``
@@ -297,22 +382,35 @@ def planar_image(context: Any, shape: tuple[int, int], layout: str = "nv12", *,
         import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
         reason = _memobj.why_not_native(caps, *needed)[1]
     if spec.name != "nv12":
-        raise ExtensionUnavailable(OTHER, _memobj.labels(caps), f"{reason}; the portable "
-                                   f"planar layout covers NV12 only ({spec.name.upper()} needs "
-                                   "10-bit planar formats)")  # fmt: skip
+        raise ExtensionUnavailable(
+            OTHER,
+            _memobj.labels(caps),
+            f"{reason}; the portable "
+            f"planar layout covers NV12 only ({spec.name.upper()} needs "
+            "10-bit planar formats)",
+        )
     if any(c.path(OTHER) == "unavailable" for c in caps):
         raise ExtensionUnavailable(OTHER, _memobj.labels(caps), reason)
     if memory is not None and memory.kind != "dmabuf":
-        raise ExtensionUnavailable(OTHER, _memobj.labels(caps), f"{reason}; only a dma-buf "
-                                   "can back the portable planes (it is mapped)")  # fmt: skip
+        raise ExtensionUnavailable(
+            OTHER,
+            _memobj.labels(caps),
+            f"{reason}; only a dma-buf can back the portable planes (it is mapped)",
+        )
     y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
     return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
 
 
-def nv12_image(context: Any, shape: tuple[int, int], *, memory: ExternalMemory | None = None,
-               compressed: bool = False, flags: str | int = "read_only",
-               row_pitch: int | None = None,
-               uv_offset: int | None = None) -> Nv12Image:  # fmt: skip
+def nv12_image(
+    context: Any,
+    shape: tuple[int, int],
+    *,
+    memory: ExternalMemory | None = None,
+    compressed: bool = False,
+    flags: str | int = "read_only",
+    row_pitch: int | None = None,
+    uv_offset: int | None = None,
+) -> Nv12Image:
     """An NV12 frame: :func:`planar_image` with ``layout="nv12"``.
 
     >>> import pyopencl as cl, qcom_ext
@@ -322,7 +420,15 @@ def nv12_image(context: Any, shape: tuple[int, int], *, memory: ExternalMemory |
     ...
     qcom_ext.errors.ConfigError: NV12 frame 641x480: width and height must be even ...
     """
-    image = planar_image(context, shape, "nv12", memory=memory, compressed=compressed,
-                         flags=flags, row_pitch=row_pitch, uv_offset=uv_offset)  # fmt: skip
+    image = planar_image(
+        context,
+        shape,
+        "nv12",
+        memory=memory,
+        compressed=compressed,
+        flags=flags,
+        row_pitch=row_pitch,
+        uv_offset=uv_offset,
+    )
     assert isinstance(image, Nv12Image)
     return image

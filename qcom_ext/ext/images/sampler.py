@@ -71,12 +71,16 @@ def _context_devices(context: int) -> list[int]:
     """The device handles of ``context``, asked through cffi (works on any handle)."""
     size = ffi.new("size_t *")
     get = driver.clGetContextInfo
-    check(get(ffi.cast("cl_context", context), C.CL_CONTEXT_DEVICES, 0, ffi.NULL, size),
-          "clGetContextInfo")  # fmt: skip
+    check(
+        get(ffi.cast("cl_context", context), C.CL_CONTEXT_DEVICES, 0, ffi.NULL, size),
+        "clGetContextInfo",
+    )
     count = size[0] // ffi.sizeof("cl_device_id")
     devices = ffi.new("cl_device_id[]", count)
-    check(get(ffi.cast("cl_context", context), C.CL_CONTEXT_DEVICES, size[0], devices, ffi.NULL),
-          "clGetContextInfo")  # fmt: skip
+    check(
+        get(ffi.cast("cl_context", context), C.CL_CONTEXT_DEVICES, size[0], devices, ffi.NULL),
+        "clGetContextInfo",
+    )
     return [int(ffi.cast("uintptr_t", devices[i])) for i in range(count)]
 
 
@@ -145,8 +149,10 @@ def create_sampler(
     if path == "native":
         return _native(handle, normalized, address)
     labels = ", ".join(f"{c.label} ({c.device_name.strip()})" for c in devices)
-    reason = next((c.status(EXTENSION).reason for c in devices if c.path(EXTENSION) == path),
-                  "the devices of the context take different paths")  # fmt: skip
+    reason = next(
+        (c.status(EXTENSION).reason for c in devices if c.path(EXTENSION) == path),
+        "the devices of the context take different paths",
+    )
     if path == "unavailable":
         raise ExtensionUnavailable(EXTENSION, labels, reason)
     warnings.warn(
@@ -163,11 +169,14 @@ def create_sampler(
 def _native(context: int, normalized: bool, address: int) -> Any:
     """``clCreateSampler`` with ``CL_FILTER_BICUBIC_QCOM``, wrapped for pyopencl."""
     status = ffi.new("cl_int *")
-    sampler = driver.clCreateSampler(ffi.cast("cl_context", context), normalized, address,
-                                     C.CL_FILTER_BICUBIC_QCOM, status)  # fmt: skip
+    sampler = driver.clCreateSampler(
+        ffi.cast("cl_context", context), normalized, address, C.CL_FILTER_BICUBIC_QCOM, status
+    )
     name = next(k for k, v in ADDRESSING_MODES.items() if v == address)
-    detail = (f"normalized={normalized}, addressing=CL_ADDRESS_{name.upper()}, "
-              "filter=CL_FILTER_BICUBIC_QCOM")  # fmt: skip
+    detail = (
+        f"normalized={normalized}, addressing=CL_ADDRESS_{name.upper()}, "
+        "filter=CL_FILTER_BICUBIC_QCOM"
+    )
     handle = check_handle(sampler, status, "clCreateSampler", detail, driver.clReleaseSampler)
     try:
         return _wrap_sampler(handle)

@@ -58,8 +58,10 @@ def nv12_frame(y: np.ndarray, uv: np.ndarray) -> np.ndarray:
     height, width = y.shape
     check_nv12_shape(width, height)
     if uv.size != width * height // 2 or uv.shape[0] != height // 2:
-        raise ConfigError(f"uv plane shape {uv.shape} does not match a {width}x{height} frame: "
-                          f"expected ({height // 2}, {width // 2}, 2)")  # fmt: skip
+        raise ConfigError(
+            f"uv plane shape {uv.shape} does not match a {width}x{height} frame: "
+            f"expected ({height // 2}, {width // 2}, 2)"
+        )
     return np.concatenate([y, uv.reshape(height // 2, width)])
 
 
@@ -105,8 +107,19 @@ def rgb_to_nv12(rgb: np.ndarray, *, full_range: bool = False) -> np.ndarray:
 def test_pattern(width: int, height: int) -> np.ndarray:
     """An ``(H, W, 3)`` uint8 RGB test card: eight colour bars over a grey ramp, with a disc."""
     y, x = np.mgrid[0:height, 0:width]
-    bars = np.array([[255, 255, 255], [255, 255, 0], [0, 255, 255], [0, 255, 0],
-                     [255, 0, 255], [255, 0, 0], [0, 0, 255], [0, 0, 0]], np.float64)  # fmt: skip
+    bars = np.array(
+        [
+            [255, 255, 255],
+            [255, 255, 0],
+            [0, 255, 255],
+            [0, 255, 0],
+            [255, 0, 255],
+            [255, 0, 0],
+            [0, 0, 255],
+            [0, 0, 0],
+        ],
+        np.float64,
+    )
     image = bars[np.minimum(x * 8 // max(width, 1), 7)] * 0.75
     lower = y >= (2 * height) // 3
     image[lower] = (x[lower] * 255 // max(width - 1, 1))[:, None]

@@ -47,8 +47,11 @@ _NAMES = (
 ACCESS = C.CL_MEM_READ_WRITE | C.CL_MEM_WRITE_ONLY | C.CL_MEM_READ_ONLY
 HOST_ACCESS = C.CL_MEM_HOST_WRITE_ONLY | C.CL_MEM_HOST_READ_ONLY | C.CL_MEM_HOST_NO_ACCESS
 HOST_POINTER = C.CL_MEM_USE_HOST_PTR | C.CL_MEM_ALLOC_HOST_PTR | C.CL_MEM_COPY_HOST_PTR
-ACCESS_NAMES = {"read_write": C.CL_MEM_READ_WRITE, "read_only": C.CL_MEM_READ_ONLY,
-                "write_only": C.CL_MEM_WRITE_ONLY}  # fmt: skip
+ACCESS_NAMES = {
+    "read_write": C.CL_MEM_READ_WRITE,
+    "read_only": C.CL_MEM_READ_ONLY,
+    "write_only": C.CL_MEM_WRITE_ONLY,
+}
 
 
 def flag_names(flags: int) -> str:
@@ -64,8 +67,13 @@ def flag_names(flags: int) -> str:
     return " | ".join(names) or "0"
 
 
-def check_flags(flags: Any, what: str, *, allowed: int = ACCESS | HOST_ACCESS,
-                reason: str = "no host pointer is passed") -> int:  # fmt: skip
+def check_flags(
+    flags: Any,
+    what: str,
+    *,
+    allowed: int = ACCESS | HOST_ACCESS,
+    reason: str = "no host pointer is passed",
+) -> int:
     """``flags`` as an int, or ConfigError: bits outside ``allowed`` (the host-pointer
     bits get ``reason``), or more than one device- or host-access bit."""
     if type(flags) is not int and (isinstance(flags, bool) or not isinstance(flags, Integral)):
@@ -78,8 +86,10 @@ def check_flags(flags: Any, what: str, *, allowed: int = ACCESS | HOST_ACCESS,
         pointer = flags & HOST_POINTER & ~allowed
         if pointer:
             raise ConfigError(f"{shown}: {flag_names(pointer)} is not accepted here ({reason})")
-        raise ConfigError(f"{shown}: {flag_names(flags & ~allowed)} not accepted; "
-                          f"expected a combination of {flag_names(allowed)}")  # fmt: skip
+        raise ConfigError(
+            f"{shown}: {flag_names(flags & ~allowed)} not accepted; "
+            f"expected a combination of {flag_names(allowed)}"
+        )
     for group, kind in ((ACCESS, "device-access"), (HOST_ACCESS, "host-access")):
         bits = flags & group
         if bits & (bits - 1):  # more than one bit set
@@ -127,9 +137,11 @@ def access_flags(flags: Any, what: str = "flags") -> int:
             raise ConfigError(f"{what} {flags!r}: expected one of {', '.join(ACCESS_NAMES)}")
         return ACCESS_NAMES[key]
     if isinstance(flags, bool) or not isinstance(flags, Integral):
-        raise ConfigError(f"{what} must be a name ({', '.join(ACCESS_NAMES)}) or "
-                          f"cl_mem_flags, got {flags!r}")  # fmt: skip
-    reason = ("it is set by qcom_ext itself: external memory and host buffers use "
-              "CL_MEM_USE_HOST_PTR")  # fmt: skip
+        raise ConfigError(
+            f"{what} must be a name ({', '.join(ACCESS_NAMES)}) or cl_mem_flags, got {flags!r}"
+        )
+    reason = (
+        "it is set by qcom_ext itself: external memory and host buffers use CL_MEM_USE_HOST_PTR"
+    )
     flags = check_flags(flags, what, reason=reason)
     return flags if flags & ACCESS else flags | C.CL_MEM_READ_WRITE

@@ -74,18 +74,28 @@ class _Kind:
 
 
 _KINDS = {
-    "dmabuf": _Kind("cl_qcom_dmabuf_host_ptr", "CL_MEM_DMABUF_HOST_PTR_QCOM",
-                    "cl_mem_dmabuf_host_ptr", "dma-buf"),
-    "ion": _Kind("cl_qcom_ion_host_ptr", "CL_MEM_ION_HOST_PTR_QCOM", "cl_mem_ion_host_ptr",
-                 "ION buffer"),
-    "ahardwarebuffer": _Kind("cl_qcom_android_ahardwarebuffer_host_ptr",
-                             "CL_MEM_ANDROID_AHARDWAREBUFFER_HOST_PTR_QCOM",
-                             "cl_mem_ahardwarebuffer_host_ptr", "AHardwareBuffer"),
-    "android_native_buffer": _Kind("cl_qcom_android_native_buffer_host_ptr",
-                                   "CL_MEM_ANDROID_NATIVE_BUFFER_HOST_PTR_QCOM",
-                                   "cl_mem_android_native_buffer_host_ptr",
-                                   "ANativeWindowBuffer"),
-}  # fmt: skip
+    "dmabuf": _Kind(
+        "cl_qcom_dmabuf_host_ptr",
+        "CL_MEM_DMABUF_HOST_PTR_QCOM",
+        "cl_mem_dmabuf_host_ptr",
+        "dma-buf",
+    ),
+    "ion": _Kind(
+        "cl_qcom_ion_host_ptr", "CL_MEM_ION_HOST_PTR_QCOM", "cl_mem_ion_host_ptr", "ION buffer"
+    ),
+    "ahardwarebuffer": _Kind(
+        "cl_qcom_android_ahardwarebuffer_host_ptr",
+        "CL_MEM_ANDROID_AHARDWAREBUFFER_HOST_PTR_QCOM",
+        "cl_mem_ahardwarebuffer_host_ptr",
+        "AHardwareBuffer",
+    ),
+    "android_native_buffer": _Kind(
+        "cl_qcom_android_native_buffer_host_ptr",
+        "CL_MEM_ANDROID_NATIVE_BUFFER_HOST_PTR_QCOM",
+        "cl_mem_android_native_buffer_host_ptr",
+        "ANativeWindowBuffer",
+    ),
+}
 
 
 def _policy_name(policy: str) -> str:
@@ -136,19 +146,23 @@ class ExternalMemory:
             raise ConfigError(f"memory kind {self.kind!r}: expected one of {', '.join(_KINDS)}")
         object.__setattr__(self, "cache_policy", _policy_name(self.cache_policy))
         if self.protected and self.kind != "dmabuf":
-            raise ConfigError("protected=True exists for dma-bufs only "
-                              "(CL_MEM_DMABUF_HOST_PTR_PROTECTED_QCOM)")  # fmt: skip
+            raise ConfigError(
+                "protected=True exists for dma-bufs only (CL_MEM_DMABUF_HOST_PTR_PROTECTED_QCOM)"
+            )
 
     @classmethod
-    def dmabuf(cls, fd: int, *, cache_policy: str = "writeback",
-               protected: bool = False) -> ExternalMemory:  # fmt: skip
+    def dmabuf(
+        cls, fd: int, *, cache_policy: str = "writeback", protected: bool = False
+    ) -> ExternalMemory:
         """A dma-buf file descriptor (``protected``: for protected contexts, never mapped)."""
-        return cls("dmabuf", fd=_fd(fd, "dma-buf"), cache_policy=cache_policy,
-                   protected=bool(protected))  # fmt: skip
+        return cls(
+            "dmabuf", fd=_fd(fd, "dma-buf"), cache_policy=cache_policy, protected=bool(protected)
+        )
 
     @classmethod
-    def ion(cls, fd: int, host_ptr: Any = None, *,
-            cache_policy: str = "writeback") -> ExternalMemory:  # fmt: skip
+    def ion(
+        cls, fd: int, host_ptr: Any = None, *, cache_policy: str = "writeback"
+    ) -> ExternalMemory:
         """An ION buffer: its fd and, if mapped, its page-aligned host address."""
         pointer = None if host_ptr is None else _pointer(host_ptr, "ION host")
         return cls("ion", fd=_fd(fd, "ION"), pointer=pointer, cache_policy=cache_policy)
@@ -156,15 +170,22 @@ class ExternalMemory:
     @classmethod
     def ahardwarebuffer(cls, ahb_ptr: Any, *, cache_policy: str = "writeback") -> ExternalMemory:
         """An ``AHardwareBuffer*``."""
-        return cls("ahardwarebuffer", pointer=_pointer(ahb_ptr, "AHardwareBuffer"),
-                   cache_policy=cache_policy)  # fmt: skip
+        return cls(
+            "ahardwarebuffer",
+            pointer=_pointer(ahb_ptr, "AHardwareBuffer"),
+            cache_policy=cache_policy,
+        )
 
     @classmethod
-    def android_native_buffer(cls, anb_ptr: Any, *,
-                              cache_policy: str = "writeback") -> ExternalMemory:  # fmt: skip
+    def android_native_buffer(
+        cls, anb_ptr: Any, *, cache_policy: str = "writeback"
+    ) -> ExternalMemory:
         """An ``ANativeWindowBuffer*`` (``GraphicBuffer::getNativeBuffer()``)."""
-        return cls("android_native_buffer", pointer=_pointer(anb_ptr, "ANativeWindowBuffer"),
-                   cache_policy=cache_policy)  # fmt: skip
+        return cls(
+            "android_native_buffer",
+            pointer=_pointer(anb_ptr, "ANativeWindowBuffer"),
+            cache_policy=cache_policy,
+        )
 
     @property
     def extension(self) -> str:
@@ -189,18 +210,24 @@ def _policy_token(name: str, caps: Sequence[DeviceCaps]) -> int:
     if name == "iocoherent" and not _memobj.all_native(caps, IOCOHERENT):
         ext, reason = _memobj.why_not_native(caps, IOCOHERENT)
         raise ExtensionUnavailable(
-            ext, _memobj.labels(caps),
+            ext,
+            _memobj.labels(caps),
             f"{reason}; use cache_policy='writeback' and map/unmap around host access",
-        )  # fmt: skip
+        )
     return getattr(C, CACHE_POLICIES[name])
 
 
 # ---- page-aligned host memory --------------------------------------------------------
 
 
-def aligned_empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, context: Any = None,
-                  alignment: int | None = None,
-                  padding: int | None = None) -> np.ndarray:  # fmt: skip
+def aligned_empty(
+    shape: int | Sequence[int],
+    dtype: Any = np.uint8,
+    *,
+    context: Any = None,
+    alignment: int | None = None,
+    padding: int | None = None,
+) -> np.ndarray:
     """An uninitialised C-contiguous array starting on a page boundary.
 
     ``alignment`` defaults to the page size (the larger of the host's and, with
@@ -259,8 +286,10 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
     if not isinstance(array, np.ndarray):
         raise ConfigError(f"host_buffer wraps a numpy array, got {type(array).__name__}")
     if not array.flags.c_contiguous or array.nbytes == 0:
-        raise ConfigError(f"host_buffer needs a non-empty C-contiguous array, got shape "
-                          f"{array.shape} with strides {array.strides}")  # fmt: skip
+        raise ConfigError(
+            f"host_buffer needs a non-empty C-contiguous array, got shape "
+            f"{array.shape} with strides {array.strides}"
+        )
     if not flags & C.CL_MEM_READ_ONLY and not array.flags.writeable:
         raise ConfigError("the array is read-only: pass flags='read_only' or a writeable array")
     caps = _memobj.context_caps(context)
@@ -313,14 +342,18 @@ def image_spec(image_format: Any, shape: Any, row_pitch: int) -> ImageSpec:
     spec = ImageSpec(fmt, width, height, row_pitch)
     if spec.vendor:
         if row_pitch:
-            raise ConfigError(f"format {fmt}: Qualcomm planar and compressed images take "
-                              "row_pitch 0 (the driver's layout)")  # fmt: skip
+            raise ConfigError(
+                f"format {fmt}: Qualcomm planar and compressed images take "
+                "row_pitch 0 (the driver's layout)"
+            )
         return spec
     element = fmt.element_size
     pitch = row_pitch or width * element
     if pitch < width * element or pitch % element:
-        raise ConfigError(f"row_pitch {row_pitch} for {width} pixels of {fmt}: expected a "
-                          f"multiple of {element} of at least {width * element}")  # fmt: skip
+        raise ConfigError(
+            f"row_pitch {row_pitch} for {width} pixels of {fmt}: expected a "
+            f"multiple of {element} of at least {width * element}"
+        )
     return ImageSpec(fmt, width, height, pitch)
 
 
@@ -349,8 +382,9 @@ def _writable(fd: int) -> bool:
 def map_fd(fd: int, length: int, flags: int, what: str) -> mmap.mmap:
     writable = _writable(fd)
     if not writable and not flags & C.CL_MEM_READ_ONLY:
-        raise ConfigError(f"{what} fd {fd} is open read-only; pass flags='read_only' or "
-                          "open it for writing")  # fmt: skip
+        raise ConfigError(
+            f"{what} fd {fd} is open read-only; pass flags='read_only' or open it for writing"
+        )
     prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
     return mmap.mmap(fd, length, mmap.MAP_SHARED, prot)
 
@@ -375,8 +409,10 @@ def _default_size(memory: ExternalMemory, size: int | None, padding: int) -> int
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ConfigError(f"size must be a non-negative int, got {size!r}")
         if size == 0 and memory.kind != "ahardwarebuffer":
-            raise ConfigError("size 0 is accepted for AHardwareBuffers only (the driver "
-                              "infers it); give the buffer size")  # fmt: skip
+            raise ConfigError(
+                "size 0 is accepted for AHardwareBuffers only (the driver "
+                "infers it); give the buffer size"
+            )
         return size
     if memory.kind == "ahardwarebuffer":
         return 0  # "Driver can calculate buffer size, if '0' is passed" (section 14.5)
@@ -401,9 +437,16 @@ def import_route(caps: Sequence[DeviceCaps], memory: ExternalMemory) -> tuple[st
     return "mapped", ext, reason
 
 
-def import_memory(context: Any, memory: ExternalMemory, size: int | None = None, *,
-                  flags: str | int = "read_write", image_format: Any = None,
-                  shape: tuple[int, int] | None = None, row_pitch: int = 0) -> Any:  # fmt: skip
+def import_memory(
+    context: Any,
+    memory: ExternalMemory,
+    size: int | None = None,
+    *,
+    flags: str | int = "read_write",
+    image_format: Any = None,
+    shape: tuple[int, int] | None = None,
+    row_pitch: int = 0,
+) -> Any:
     """A ``pyopencl.Buffer`` (or, with ``image_format`` and ``shape=(width, height)``, a
     2-D ``pyopencl.Image``) whose store is ``memory``, zero-copy.
 
@@ -437,10 +480,11 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
         format_ext = vendor_format_extension(image.fmt)
         if not _memobj.all_native(caps, format_ext):
             raise ExtensionUnavailable(
-                format_ext, _memobj.labels(caps),
+                format_ext,
+                _memobj.labels(caps),
                 f"{_memobj.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
                 "only there (qcom_ext.nv12_image makes a portable NV12 frame)",
-            )  # fmt: skip
+            )
     route, ext, reason = import_route(caps, memory)
     if route == "native":
         return _import_native(context, caps, memory, size, flags, image)
@@ -454,14 +498,25 @@ def import_memory(context: Any, memory: ExternalMemory, size: int | None = None,
     return result
 
 
-def _import_native(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemory,
-                   size: int | None, flags: int, image: ImageSpec | None) -> Any:  # fmt: skip
+def _import_native(
+    context: Any,
+    caps: Sequence[DeviceCaps],
+    memory: ExternalMemory,
+    size: int | None,
+    flags: int,
+    image: ImageSpec | None,
+) -> Any:
     return _memobj.adopt(*native_handle(context, caps, memory, size, flags, image))
 
 
-def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemory,
-                  size: int | None, flags: int,
-                  image: ImageSpec | None) -> tuple[int, tuple[Any, ...]]:  # fmt: skip
+def native_handle(
+    context: Any,
+    caps: Sequence[DeviceCaps],
+    memory: ExternalMemory,
+    size: int | None,
+    flags: int,
+    image: ImageSpec | None,
+) -> tuple[int, tuple[Any, ...]]:
     """A raw handle of ``memory`` imported natively, and what must live as long as it."""
     policy = _policy_token(memory.cache_policy, caps)
     padding = ext_mem_padding(caps)
@@ -488,8 +543,9 @@ def native_handle(context: Any, caps: Sequence[DeviceCaps], memory: ExternalMemo
     return handle, tuple(keep)
 
 
-def _host_struct(memory: ExternalMemory, flags: int, keep: list[Any], policy: int, page: int,
-                 length: int) -> tuple[Any, int]:  # fmt: skip
+def _host_struct(
+    memory: ExternalMemory, flags: int, keep: list[Any], policy: int, page: int, length: int
+) -> tuple[Any, int]:
     """The ``cl_mem_*_host_ptr`` struct of ``memory`` and the flags that pass it; what
     must outlive the call goes to ``keep`` (``length``: the bytes a dma-buf maps)."""
     kind = _KINDS[memory.kind]
@@ -511,15 +567,19 @@ def _host_struct(memory: ExternalMemory, flags: int, keep: list[Any], policy: in
             keep.append(pointer)
             address = int(ffi.cast("uintptr_t", pointer))
             if address % page:  # mmap aligns to the host page, the device may want more
-                raise ConfigError(f"the mapping of dma-buf fd {memory.fd} at {address:#x} is not "
-                                  f"aligned to the device's {page}-byte page "
-                                  "(CL_DEVICE_PAGE_SIZE_QCOM)")  # fmt: skip
+                raise ConfigError(
+                    f"the mapping of dma-buf fd {memory.fd} at {address:#x} is not "
+                    f"aligned to the device's {page}-byte page "
+                    "(CL_DEVICE_PAGE_SIZE_QCOM)"
+                )
             struct.dmabuf_hostptr = pointer
     elif memory.kind == "ion":
         struct.ion_filedesc = memory.fd
         if memory.pointer is not None and memory.pointer % page:
-            raise ConfigError(f"ION host pointer {memory.pointer:#x} is not aligned to the "
-                              f"{page}-byte page (CL_DEVICE_PAGE_SIZE_QCOM)")  # fmt: skip
+            raise ConfigError(
+                f"ION host pointer {memory.pointer:#x} is not aligned to the "
+                f"{page}-byte page (CL_DEVICE_PAGE_SIZE_QCOM)"
+            )
         struct.ion_hostptr = ffi.cast("void *", memory.pointer or 0)
     elif memory.kind == "ahardwarebuffer":
         struct.ahb_ptr = ffi.cast("void *", memory.pointer)
@@ -538,8 +598,9 @@ def _unmap(keep: list[Any]) -> None:
             ffi.release(item)
 
 
-def _import_mapped(context: Any, memory: ExternalMemory, size: int | None, flags: int,
-                   image: ImageSpec | None) -> Any:  # fmt: skip
+def _import_mapped(
+    context: Any, memory: ExternalMemory, size: int | None, flags: int, image: ImageSpec | None
+) -> Any:
     import pyopencl
 
     need = _default_size(memory, size, 0) if image is None else image.nbytes()
@@ -548,15 +609,28 @@ def _import_mapped(context: Any, memory: ExternalMemory, size: int | None, flags
     flags |= C.CL_MEM_USE_HOST_PTR
     if image is None:
         return pyopencl.Buffer(context, flags, size=need, hostbuf=mapping)
-    return pyopencl.create_image(context, flags, image.fmt.to_pyopencl(),
-                                 shape=(image.width, image.height), pitches=(image.row_pitch,),
-                                 hostbuf=mapping)  # fmt: skip
+    return pyopencl.create_image(
+        context,
+        flags,
+        image.fmt.to_pyopencl(),
+        shape=(image.width, image.height),
+        pitches=(image.row_pitch,),
+        hostbuf=mapping,
+    )
 
 
-def import_dmabuf(context: Any, fd: int, size: int | None = None, *,
-                  cache_policy: str = "writeback", flags: str | int = "read_write",
-                  protected: bool = False, image_format: Any = None,
-                  shape: tuple[int, int] | None = None, row_pitch: int = 0) -> Any:  # fmt: skip
+def import_dmabuf(
+    context: Any,
+    fd: int,
+    size: int | None = None,
+    *,
+    cache_policy: str = "writeback",
+    flags: str | int = "read_write",
+    protected: bool = False,
+    image_format: Any = None,
+    shape: tuple[int, int] | None = None,
+    row_pitch: int = 0,
+) -> Any:
     """Import a dma-buf (``cl_qcom_dmabuf_host_ptr``); elsewhere on Linux, mmap + USE_HOST_PTR.
 
     The fd stays the caller's (a mapping keeps its own reference). ``protected=True``
@@ -575,14 +649,29 @@ def import_dmabuf(context: Any, fd: int, size: int | None = None, *,
     >>> os.close(fd)  # the mapping keeps its own reference
     """
     memory = ExternalMemory.dmabuf(fd, cache_policy=cache_policy, protected=protected)
-    return import_memory(context, memory, size, flags=flags, image_format=image_format,
-                         shape=shape, row_pitch=row_pitch)  # fmt: skip
+    return import_memory(
+        context,
+        memory,
+        size,
+        flags=flags,
+        image_format=image_format,
+        shape=shape,
+        row_pitch=row_pitch,
+    )
 
 
-def import_ion(context: Any, fd: int, host_ptr: Any, size: int | None = None, *,
-               cache_policy: str = "writeback", flags: str | int = "read_write",
-               image_format: Any = None, shape: tuple[int, int] | None = None,
-               row_pitch: int = 0) -> Any:  # fmt: skip
+def import_ion(
+    context: Any,
+    fd: int,
+    host_ptr: Any,
+    size: int | None = None,
+    *,
+    cache_policy: str = "writeback",
+    flags: str | int = "read_write",
+    image_format: Any = None,
+    shape: tuple[int, int] | None = None,
+    row_pitch: int = 0,
+) -> Any:
     """Import an ION buffer (``cl_qcom_ion_host_ptr``; native only: ION is Adreno's).
 
     ``host_ptr`` is its page-aligned host mapping, or None for no host access.
@@ -596,14 +685,28 @@ def import_ion(context: Any, fd: int, host_ptr: Any, size: int | None = None, *,
     cl_qcom_ion_host_ptr
     """
     memory = ExternalMemory.ion(fd, host_ptr, cache_policy=cache_policy)
-    return import_memory(context, memory, size, flags=flags, image_format=image_format,
-                         shape=shape, row_pitch=row_pitch)  # fmt: skip
+    return import_memory(
+        context,
+        memory,
+        size,
+        flags=flags,
+        image_format=image_format,
+        shape=shape,
+        row_pitch=row_pitch,
+    )
 
 
-def import_ahardwarebuffer(context: Any, ahb_ptr: Any, size: int = 0, *,
-                           cache_policy: str = "writeback", flags: str | int = "read_write",
-                           image_format: Any = None, shape: tuple[int, int] | None = None,
-                           row_pitch: int = 0) -> Any:  # fmt: skip
+def import_ahardwarebuffer(
+    context: Any,
+    ahb_ptr: Any,
+    size: int = 0,
+    *,
+    cache_policy: str = "writeback",
+    flags: str | int = "read_write",
+    image_format: Any = None,
+    shape: tuple[int, int] | None = None,
+    row_pitch: int = 0,
+) -> Any:
     """Import an ``AHardwareBuffer*`` (``cl_qcom_android_ahardwarebuffer_host_ptr``; native
     only). ``size`` 0 lets the driver infer it; for images ``row_pitch`` is the AHB stride
     times the bytes per pixel (0 for planar YUV).
@@ -617,15 +720,28 @@ def import_ahardwarebuffer(context: Any, ahb_ptr: Any, size: int = 0, *,
     cl_qcom_android_ahardwarebuffer_host_ptr
     """
     memory = ExternalMemory.ahardwarebuffer(ahb_ptr, cache_policy=cache_policy)
-    return import_memory(context, memory, size, flags=flags, image_format=image_format,
-                         shape=shape, row_pitch=row_pitch)  # fmt: skip
+    return import_memory(
+        context,
+        memory,
+        size,
+        flags=flags,
+        image_format=image_format,
+        shape=shape,
+        row_pitch=row_pitch,
+    )
 
 
-def import_android_native_buffer(context: Any, anb_ptr: Any, size: int | None = None, *,
-                                 cache_policy: str = "writeback",
-                                 flags: str | int = "read_write", image_format: Any = None,
-                                 shape: tuple[int, int] | None = None,
-                                 row_pitch: int = 0) -> Any:  # fmt: skip
+def import_android_native_buffer(
+    context: Any,
+    anb_ptr: Any,
+    size: int | None = None,
+    *,
+    cache_policy: str = "writeback",
+    flags: str | int = "read_write",
+    image_format: Any = None,
+    shape: tuple[int, int] | None = None,
+    row_pitch: int = 0,
+) -> Any:
     """Import an ``ANativeWindowBuffer*`` (``cl_qcom_android_native_buffer_host_ptr``;
     native only; buffers and 2-D images).
 
@@ -638,5 +754,12 @@ def import_android_native_buffer(context: Any, anb_ptr: Any, size: int | None = 
     cl_qcom_android_native_buffer_host_ptr
     """
     memory = ExternalMemory.android_native_buffer(anb_ptr, cache_policy=cache_policy)
-    return import_memory(context, memory, size, flags=flags, image_format=image_format,
-                         shape=shape, row_pitch=row_pitch)  # fmt: skip
+    return import_memory(
+        context,
+        memory,
+        size,
+        flags=flags,
+        image_format=image_format,
+        shape=shape,
+        row_pitch=row_pitch,
+    )

@@ -115,47 +115,72 @@ class ImageBuffer:
     def _region(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         return (0,) * len(self.shape), self.shape
 
-    def sync_to_buffer(self, queue: cl.CommandQueue,
-                       wait_for: Sequence[cl.Event] | None = None) -> cl.Event | None:  # fmt: skip
+    def sync_to_buffer(
+        self, queue: cl.CommandQueue, wait_for: Sequence[cl.Event] | None = None
+    ) -> cl.Event | None:
         """Make writes through the image visible through the buffer: a copy on the
         fallback path (its event), nothing when the two alias (None)."""
         self._check_queue(queue)
         if self.zero_copy:
             return None
         origin, region = self._region()
-        return cl.enqueue_copy(queue, self.buffer, self.image, offset=0, origin=origin,
-                               region=region, wait_for=wait_for)  # fmt: skip
+        return cl.enqueue_copy(
+            queue,
+            self.buffer,
+            self.image,
+            offset=0,
+            origin=origin,
+            region=region,
+            wait_for=wait_for,
+        )
 
-    def sync_to_image(self, queue: cl.CommandQueue,
-                      wait_for: Sequence[cl.Event] | None = None) -> cl.Event | None:  # fmt: skip
+    def sync_to_image(
+        self, queue: cl.CommandQueue, wait_for: Sequence[cl.Event] | None = None
+    ) -> cl.Event | None:
         """Make writes through the buffer visible through the image (see sync_to_buffer)."""
         self._check_queue(queue)
         if self.zero_copy:
             return None
         origin, region = self._region()
-        return cl.enqueue_copy(queue, self.image, self.buffer, offset=0, origin=origin,
-                               region=region, wait_for=wait_for)  # fmt: skip
+        return cl.enqueue_copy(
+            queue,
+            self.image,
+            self.buffer,
+            offset=0,
+            origin=origin,
+            region=region,
+            wait_for=wait_for,
+        )
 
     def _rect(self) -> dict[str, Any]:
         e, size = self.extent, self.format.element_size
         slice_pitch = self.slice_pitch or self.row_pitch * e.height
-        return {"buffer_origin": (0, 0, 0), "host_origin": (0, 0, 0),
-                "region": (e.width * size, e.height, e.slices),
-                "buffer_pitches": (self.row_pitch, slice_pitch),
-                "host_pitches": (e.width * size, e.width * size * e.height)}  # fmt: skip
+        return {
+            "buffer_origin": (0, 0, 0),
+            "host_origin": (0, 0, 0),
+            "region": (e.width * size, e.height, e.slices),
+            "buffer_pitches": (self.row_pitch, slice_pitch),
+            "host_pitches": (e.width * size, e.width * size * e.height),
+        }
 
-    def read_buffer(self, queue: cl.CommandQueue,
-                    wait_for: Sequence[cl.Event] | None = None) -> np.ndarray:  # fmt: skip
+    def read_buffer(
+        self, queue: cl.CommandQueue, wait_for: Sequence[cl.Event] | None = None
+    ) -> np.ndarray:
         """The pixels as the buffer holds them (row pitch honoured), as a numpy array of
         :attr:`array_shape` (blocking; sync first where the image was written)."""
         self._check_queue(queue)
         out = np.empty(self.array_shape, self.format.dtype)
-        cl.enqueue_copy(queue, out, self.buffer, **self._rect(), wait_for=wait_for,
-                        is_blocking=True)  # fmt: skip
+        cl.enqueue_copy(
+            queue, out, self.buffer, **self._rect(), wait_for=wait_for, is_blocking=True
+        )
         return out
 
-    def write_buffer(self, queue: cl.CommandQueue, pixels: np.ndarray,
-                     wait_for: Sequence[cl.Event] | None = None) -> cl.Event:  # fmt: skip
+    def write_buffer(
+        self,
+        queue: cl.CommandQueue,
+        pixels: np.ndarray,
+        wait_for: Sequence[cl.Event] | None = None,
+    ) -> cl.Event:
         """Write ``pixels`` (of :attr:`array_shape`) into the buffer at its pitches, leaving
         the row padding alone (blocking; call sync_to_image before reading the image)."""
         self._check_queue(queue)
@@ -166,8 +191,9 @@ class ImageBuffer:
                 f"{self.format.name} image, got {array.dtype} of shape {array.shape}"
             )
         array = np.ascontiguousarray(array)
-        return cl.enqueue_copy(queue, self.buffer, array, **self._rect(), wait_for=wait_for,
-                               is_blocking=True)  # fmt: skip
+        return cl.enqueue_copy(
+            queue, self.buffer, array, **self._rect(), wait_for=wait_for, is_blocking=True
+        )
 
     def __repr__(self) -> str:
         return (
@@ -253,28 +279,37 @@ def buffer_from_image(image: cl.Image, flags: int | None = None) -> ImageBuffer:
 
 def _warn_missing(found: Sequence[DeviceCaps], exc: Exception) -> None:
     labels = ", ".join(c.label for c in found)
-    warnings.warn(f"{labels}: {exc}; the buffer is a copy kept in sync instead",
-                  QcomExtWarning, stacklevel=3)  # fmt: skip
+    warnings.warn(
+        f"{labels}: {exc}; the buffer is a copy kept in sync instead", QcomExtWarning, stacklevel=3
+    )
 
 
-def _native_pair(image: Any, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent,
-                 caps: DeviceCaps) -> ImageBuffer:  # fmt: skip
+def _native_pair(
+    image: Any, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent, caps: DeviceCaps
+) -> ImageBuffer:
     create = driver.extension_function(caps.platform_id, "clCreateBufferFromImageQCOM")
     if create is None:
-        raise EntryPointMissing(f"{EXTENSION} is advertised but clCreateBufferFromImageQCOM "
-                                "is missing")  # fmt: skip
+        raise EntryPointMissing(
+            f"{EXTENSION} is advertised but clCreateBufferFromImageQCOM is missing"
+        )
     err = ffi.new("cl_int *")
     handle = create(ffi.cast("cl_mem", image.int_ptr), flags, err)
-    buffer = _memobj.adopt(_memobj.checked_handle(
-        handle, err, "clCreateBufferFromImageQCOM",
-        f"flags {flag_names(flags)} on a {kind} {fmt.name} image"))  # fmt: skip
+    buffer = _memobj.adopt(
+        _memobj.checked_handle(
+            handle,
+            err,
+            "clCreateBufferFromImageQCOM",
+            f"flags {flag_names(flags)} on a {kind} {fmt.name} image",
+        )
+    )
     with _memobj.released_on_error(buffer):
         row_pitch, slice_pitch = _native_pitches(image, fmt, kind, extent, caps)
     return ImageBuffer(image, buffer, row_pitch, slice_pitch, True, "native", fmt, kind, extent)
 
 
-def _native_pitches(image: Any, fmt: ImageFormat, kind: str, extent: ImageExtent,
-                    caps: DeviceCaps) -> tuple[int, int]:  # fmt: skip
+def _native_pitches(
+    image: Any, fmt: ImageFormat, kind: str, extent: ImageExtent, caps: DeviceCaps
+) -> tuple[int, int]:
     """Pitches from clGetDeviceImageInfoQCOM (clGetImageInfo's where it is missing)."""
     info = driver.extension_function(caps.platform_id, "clGetDeviceImageInfoQCOM")
     if info is None:
@@ -283,18 +318,23 @@ def _native_pitches(image: Any, fmt: ImageFormat, kind: str, extent: ImageExtent
         device, cfmt = ffi.cast("cl_device_id", caps.device_id), fmt.cdata()
 
         def ask(param: int) -> int:
-            return read_scalar("clGetDeviceImageInfoQCOM", lambda size, value, ret: info(
-                device, extent.width, extent.height, cfmt, param, size, value, ret))  # fmt: skip
+            return read_scalar(
+                "clGetDeviceImageInfoQCOM",
+                lambda size, value, ret: info(
+                    device, extent.width, extent.height, cfmt, param, size, value, ret
+                ),
+            )
 
         row_pitch = ask(C.CL_BUFFER_FROM_IMAGE_ROW_PITCH_QCOM)
         slice_pitch = ask(C.CL_BUFFER_FROM_IMAGE_SLICE_PITCH_QCOM) if kind != "2d" else 0
     row = extent.width * fmt.element_size
     if row_pitch < row or (kind != "2d" and slice_pitch < row_pitch * extent.height):
         raise CLError(
-            "clGetDeviceImageInfoQCOM", C.CL_INVALID_VALUE,
+            "clGetDeviceImageInfoQCOM",
+            C.CL_INVALID_VALUE,
             f"row pitch {row_pitch} / slice pitch {slice_pitch} cannot hold a {kind} "
             f"{fmt.name} image of {extent.width}x{extent.height} ({row} bytes a row)",
-        )  # fmt: skip
+        )
     return row_pitch, (slice_pitch if kind != "2d" else 0)
 
 
@@ -305,12 +345,12 @@ def _tight(fmt: ImageFormat, kind: str, extent: ImageExtent) -> tuple[int, int, 
     return row, slice_pitch, row * extent.height * extent.slices
 
 
-def _copy_pair(image: Any, flags: int, fmt: ImageFormat, kind: str,
-               extent: ImageExtent) -> ImageBuffer:  # fmt: skip
+def _copy_pair(
+    image: Any, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+) -> ImageBuffer:
     row_pitch, slice_pitch, size = _tight(fmt, kind, extent)
     buffer = cl.Buffer(image.context, flags, size)
-    return ImageBuffer(image, buffer, row_pitch, slice_pitch, False, "fallback", fmt, kind,
-                       extent)  # fmt: skip
+    return ImageBuffer(image, buffer, row_pitch, slice_pitch, False, "fallback", fmt, kind, extent)
 
 
 def image_with_buffer(
@@ -339,8 +379,9 @@ def image_with_buffer(
     fmt = parse_image_format(format)
     if image_type is None:
         if not isinstance(shape, (tuple, list)) or len(shape) not in (2, 3):
-            raise ConfigError(f"shape must be (width, height) or (width, height, depth), "
-                              f"got {shape!r}")  # fmt: skip
+            raise ConfigError(
+                f"shape must be (width, height) or (width, height, depth), got {shape!r}"
+            )
         image_type = "2d" if len(shape) == 2 else "3d"
     kind = image_type_name(image_type)
     if kind not in _TYPES:
@@ -364,27 +405,50 @@ def image_with_buffer(
     return _copy_pair(_new_image(context, flags, fmt, kind, extent), flags, fmt, kind, extent)
 
 
-def _new_image(context: cl.Context, flags: int, fmt: ImageFormat, kind: str,
-               extent: ImageExtent) -> cl.Image:  # fmt: skip
+def _new_image(
+    context: cl.Context, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+) -> cl.Image:
     desc = cl.ImageDescriptor()
-    desc.image_type = {"2d": cl.mem_object_type.IMAGE2D, "3d": cl.mem_object_type.IMAGE3D,
-                       "2d_array": cl.mem_object_type.IMAGE2D_ARRAY}[kind]  # fmt: skip
-    desc.shape = (extent.width, extent.height) if kind == "2d" else (
-        extent.width, extent.height, extent.slices)  # fmt: skip
+    desc.image_type = {
+        "2d": cl.mem_object_type.IMAGE2D,
+        "3d": cl.mem_object_type.IMAGE3D,
+        "2d_array": cl.mem_object_type.IMAGE2D_ARRAY,
+    }[kind]
+    desc.shape = (
+        (extent.width, extent.height)
+        if kind == "2d"
+        else (extent.width, extent.height, extent.slices)
+    )
     desc.pitches = (0, 0)
     return cl.Image(context, flags, fmt.to_pyopencl(), desc=desc)
 
 
-def _khr_pair(context: cl.Context, flags: int, fmt: ImageFormat, extent: ImageExtent,
-              found: Sequence[DeviceCaps]) -> ImageBuffer:  # fmt: skip
+def _khr_pair(
+    context: cl.Context,
+    flags: int,
+    fmt: ImageFormat,
+    extent: ImageExtent,
+    found: Sequence[DeviceCaps],
+) -> ImageBuffer:
     """The buffer first, then a 2D image over it at the pitch every device accepts."""
     strictest = max(found, key=pitch_alignment)
     layout = computed_image_info(strictest, fmt, "2d", extent)
     buffer = _memobj.adopt(_memobj.create_buffer(context, flags, layout.size, ffi.NULL))
-    detail = (f"{KHR}: a {extent.width}x{extent.height} {fmt.name} image at row pitch "
-              f"{layout.row_pitch} over a {layout.size}-byte buffer")  # fmt: skip
+    detail = (
+        f"{KHR}: a {extent.width}x{extent.height} {fmt.name} image at row pitch "
+        f"{layout.row_pitch} over a {layout.size}-byte buffer"
+    )
     with _memobj.released_on_error(buffer):
-        image = _memobj.adopt(_memobj.create_image(
-            context, flags, fmt, extent.width, extent.height, layout.row_pitch,
-            parent=buffer.int_ptr, detail=detail))  # fmt: skip
+        image = _memobj.adopt(
+            _memobj.create_image(
+                context,
+                flags,
+                fmt,
+                extent.width,
+                extent.height,
+                layout.row_pitch,
+                parent=buffer.int_ptr,
+                detail=detail,
+            )
+        )
     return ImageBuffer(image, buffer, layout.row_pitch, 0, True, f"khr:{KHR}", fmt, "2d", extent)

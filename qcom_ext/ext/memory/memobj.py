@@ -77,18 +77,30 @@ def create_buffer(context: Any, flags: int, size: int, host_ptr: Any) -> int:
     return checked_handle(handle, err, "clCreateBuffer", f"flags {flag_names(flags)}, size {size}")
 
 
-def create_image(context: Any, flags: int, fmt: ImageFormat, width: int, height: int,
-                 row_pitch: int = 0, host_ptr: Any = None, parent: int | None = None,
-                 detail: str | None = None) -> int:  # fmt: skip
+def create_image(
+    context: Any,
+    flags: int,
+    fmt: ImageFormat,
+    width: int,
+    height: int,
+    row_pitch: int = 0,
+    host_ptr: Any = None,
+    parent: int | None = None,
+    detail: str | None = None,
+) -> int:
     """``clCreateImage`` of a 2-D image through cffi (``parent``: ``image_desc.mem_object``,
     the parent image of a plane or the buffer under an image); ``detail`` describes the
     image in the CLError (default: flags, format, size and parent)."""
     desc = image_desc("2d", ImageExtent(width, height), row_pitch=row_pitch, mem_object=parent)
     err = ffi.new("cl_int *")
     handle = driver.clCreateImage(
-        ffi.cast("cl_context", handle_int(context)), flags, fmt.cdata(), desc,
-        ffi.NULL if host_ptr is None else host_ptr, err,
-    )  # fmt: skip
+        ffi.cast("cl_context", handle_int(context)),
+        flags,
+        fmt.cdata(),
+        desc,
+        ffi.NULL if host_ptr is None else host_ptr,
+        err,
+    )
     if detail is None:
         of = f" of {parent:#x}" if parent is not None else ""
         detail = f"flags {flag_names(flags)}, format {fmt}, {width}x{height}{of}"

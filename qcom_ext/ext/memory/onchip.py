@@ -82,8 +82,9 @@ def onchip_buffer(
             return _native(context, size, offset, flags)
         except EntryPointMissing as exc:
             labels = ", ".join(caps.label for caps in found)
-            warnings.warn(f"{labels}: {exc}; the buffer is in global memory",
-                          QcomExtWarning, stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"{labels}: {exc}; the buffer is in global memory", QcomExtWarning, stacklevel=2
+            )
     return _tag(cl.Buffer(context, flags, size), False, None, "fallback")
 
 
@@ -106,12 +107,16 @@ def _native(context: cl.Context, size: int, offset: int, flags: int) -> cl.Buffe
     words = [C.CL_MEM_ONCHIP_GLOBAL_QCOM, 1, C.CL_MEM_ONCHIP_GLOBAL_OFFSET_QCOM, offset, 0]
     properties = ffi.new("cl_mem_properties[]", words)
     err = ffi.new("cl_int *")
-    handle = create(ffi.cast("cl_context", context.int_ptr), properties, flags, size, ffi.NULL,
-                    err)  # fmt: skip
-    detail = (f"properties: CL_MEM_ONCHIP_GLOBAL_QCOM=1, CL_MEM_ONCHIP_GLOBAL_OFFSET_QCOM="
-              f"{offset}; flags {flag_names(flags)}; size {size}")  # fmt: skip
-    value = check_handle(handle, err, "clCreateBufferWithProperties", detail,
-                         driver.clReleaseMemObject)  # fmt: skip
+    handle = create(
+        ffi.cast("cl_context", context.int_ptr), properties, flags, size, ffi.NULL, err
+    )
+    detail = (
+        f"properties: CL_MEM_ONCHIP_GLOBAL_QCOM=1, CL_MEM_ONCHIP_GLOBAL_OFFSET_QCOM="
+        f"{offset}; flags {flag_names(flags)}; size {size}"
+    )
+    value = check_handle(
+        handle, err, "clCreateBufferWithProperties", detail, driver.clReleaseMemObject
+    )
     try:
         buffer = cl.MemoryObject.from_int_ptr(value, retain=False)
     except BaseException:
@@ -127,8 +132,9 @@ def _tag(buffer: cl.Buffer, onchip: bool, offset: int | None, path: str) -> cl.B
     return buffer
 
 
-def scrub_onchip(queue: cl.CommandQueue, buffer: cl.Buffer,
-                 wait_for: Sequence[cl.Event] | None = None) -> cl.Event | None:  # fmt: skip
+def scrub_onchip(
+    queue: cl.CommandQueue, buffer: cl.Buffer, wait_for: Sequence[cl.Event] | None = None
+) -> cl.Event | None:
     """Overwrite a fallback on-chip buffer with :data:`SCRUB_BYTE`; returns the fill's
     event. Natively a no-op returning None: the hardware keeps nothing between replays.
 
@@ -152,5 +158,6 @@ def scrub_onchip(queue: cl.CommandQueue, buffer: cl.Buffer,
         )
     if onchip:
         return None
-    return cl.enqueue_fill_buffer(queue, buffer, np.uint8(SCRUB_BYTE), 0, buffer.size,
-                                  wait_for=wait_for)  # fmt: skip
+    return cl.enqueue_fill_buffer(
+        queue, buffer, np.uint8(SCRUB_BYTE), 0, buffer.size, wait_for=wait_for
+    )

@@ -221,18 +221,21 @@ def cache_identity(
         "qcom_ext": __version__,
         "pyopencl": pyopencl.VERSION_TEXT,
     }
-    key = program_cache.key_of({
-        "source": text,
-        "options": list(options),
-        "pyopencl_build_options": os.environ.get("PYOPENCL_BUILD_OPTIONS", ""),
-        "headers": headers,
-        **meta,
-    })  # fmt: skip
+    key = program_cache.key_of(
+        {
+            "source": text,
+            "options": list(options),
+            "pyopencl_build_options": os.environ.get("PYOPENCL_BUILD_OPTIONS", ""),
+            "headers": headers,
+            **meta,
+        }
+    )
     return key, meta
 
 
-def _build_from_source(context: Any, devices: Sequence[Any], text: str,
-                       options: Sequence[str]) -> Any:  # fmt: skip
+def _build_from_source(
+    context: Any, devices: Sequence[Any], text: str, options: Sequence[str]
+) -> Any:
     import pyopencl as cl
 
     program = cl.Program(context, text)
@@ -249,8 +252,9 @@ def _build_from_source(context: Any, devices: Sequence[Any], text: str,
         raise BuildError("\n".join(logs), options) from exc
 
 
-def _build_from_binaries(context: Any, devices: Sequence[Any], binaries: Sequence[bytes],
-                         options: Sequence[str]) -> Any | None:  # fmt: skip
+def _build_from_binaries(
+    context: Any, devices: Sequence[Any], binaries: Sequence[bytes], options: Sequence[str]
+) -> Any | None:
     """The program built from cached binaries, or None when the driver refuses them."""
     import pyopencl as cl
 

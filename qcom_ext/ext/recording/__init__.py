@@ -228,8 +228,11 @@ class Recording:
         anything is enqueued; a bad one raises ConfigError.
         """
         if self._state != "ready":
-            what = {"new": "nothing was recorded yet", "recording": "still recording",
-                    "released": "it was released"}[self._state]  # fmt: skip
+            what = {
+                "new": "nothing was recorded yet",
+                "recording": "still recording",
+                "released": "it was released",
+            }[self._state]
             raise RecordingStateError(f"cannot replay this Recording: {what}")
         if queue is not self._checked_queue:
             self._check_queue(queue)

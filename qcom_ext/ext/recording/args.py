@@ -126,9 +126,13 @@ class KernelArg:
     def describe(self) -> str:
         if self.kind == "bytes":
             return f"a {self.dtype} scalar" if self.dtype is not None else f"{self.size} bytes"
-        return {"mem": "a memory object", "null": "None (a NULL cl_mem)",
-                "local": f"cl.LocalMemory({self.size})", "svm": "an SVM pointer",
-                "sampler": "a sampler"}[self.kind]  # fmt: skip
+        return {
+            "mem": "a memory object",
+            "null": "None (a NULL cl_mem)",
+            "local": f"cl.LocalMemory({self.size})",
+            "svm": "an SVM pointer",
+            "sampler": "a sampler",
+        }[self.kind]
 
 
 def _to_dtype(value: bool | int | float, dtype: np.dtype, where: str) -> np.generic:
@@ -308,8 +312,12 @@ def normalize_updates(
         return NO_UPDATES
     count = len(dispatches)
     out = Updates()
-    tables = {"args": args, "global_size": global_size, "local_size": local_size,
-              "global_offset": global_offset}  # fmt: skip
+    tables = {
+        "args": args,
+        "global_size": global_size,
+        "local_size": local_size,
+        "global_offset": global_offset,
+    }
     for name, table in tables.items():
         if table and not isinstance(table, Mapping):
             keys = "(dispatch_index, arg_index)" if name == "args" else "dispatch_index"
@@ -328,8 +336,11 @@ def normalize_updates(
             )
         where = f"dispatch {d} argument {a}"
         out.args[(d, int(a))] = dispatch.args[a].replaced_by(value, where)
-    for name, table, minimum in (("global_size", global_size, 1), ("local_size", local_size, 1),
-                                 ("global_offset", global_offset, 0)):  # fmt: skip
+    for name, table, minimum in (
+        ("global_size", global_size, 1),
+        ("local_size", local_size, 1),
+        ("global_offset", global_offset, 0),
+    ):
         target = getattr(out, name)
         for key, value in dict(table or {}).items():
             d = _index(key, count, name)

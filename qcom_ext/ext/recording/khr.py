@@ -36,9 +36,13 @@ from qcom_ext.ext.recording.replay import ReplayBackend
 
 __all__ = ["KhrBackend", "wrap_event"]
 
-_FUNCTIONS = ("clCreateCommandBufferKHR", "clCommandNDRangeKernelKHR",
-              "clFinalizeCommandBufferKHR", "clEnqueueCommandBufferKHR",
-              "clReleaseCommandBufferKHR")  # fmt: skip
+_FUNCTIONS = (
+    "clCreateCommandBufferKHR",
+    "clCommandNDRangeKernelKHR",
+    "clFinalizeCommandBufferKHR",
+    "clEnqueueCommandBufferKHR",
+    "clReleaseCommandBufferKHR",
+)
 _CAPABILITY_SIMULTANEOUS = 0x4  # CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR (1 << 2)
 
 
@@ -109,15 +113,26 @@ class KhrBackend:
         dims = len(dispatch.global_size)
         gws = ffi.new("size_t[]", dispatch.global_size)
         lws = ffi.NULL if dispatch.local_size is None else ffi.new("size_t[]", dispatch.local_size)
-        off = ffi.NULL if dispatch.global_offset is None else ffi.new(
-            "size_t[]", dispatch.global_offset
-        )  # fmt: skip
+        off = (
+            ffi.NULL
+            if dispatch.global_offset is None
+            else ffi.new("size_t[]", dispatch.global_offset)
+        )
         first = not self._kernels
         status = self._ndrange(
-            self._handle, ffi.NULL, ffi.NULL, ffi.cast("cl_kernel", kernel.int_ptr), dims, off,
-            gws, lws, 0 if first else 1, ffi.NULL if first else self._sync, self._sync + 1,
+            self._handle,
             ffi.NULL,
-        )  # fmt: skip
+            ffi.NULL,
+            ffi.cast("cl_kernel", kernel.int_ptr),
+            dims,
+            off,
+            gws,
+            lws,
+            0 if first else 1,
+            ffi.NULL if first else self._sync,
+            self._sync + 1,
+            ffi.NULL,
+        )
         check(status, "clCommandNDRangeKernelKHR")
         self._sync[0] = self._sync[1]
         self._kernels.append(kernel)
@@ -147,9 +162,13 @@ class KhrBackend:
         if not same:
             self._queues[0] = ffi.cast("cl_command_queue", queue.int_ptr)
         status = self._enqueue(
-            0 if same else 1, ffi.NULL if same else self._queues, self._handle, count, events,
+            0 if same else 1,
+            ffi.NULL if same else self._queues,
+            self._handle,
+            count,
+            events,
             self._event,
-        )  # fmt: skip
+        )
         if status == C.CL_INCOMPATIBLE_COMMAND_QUEUE_KHR:
             self.last_path = "replay"
             return self._direct_backend().replay(queue, updates, wait_for)

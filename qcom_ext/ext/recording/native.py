@@ -28,8 +28,12 @@ from qcom_ext.ext.recording.khr import _cast_events, wrap_event
 
 __all__ = ["NativeBackend", "c_arg", "set_kernel_arg"]
 
-_FUNCTIONS = ("clNewRecordingQCOM", "clEndRecordingQCOM", "clReleaseRecordingQCOM",
-              "clEnqueueRecordingQCOM")  # fmt: skip
+_FUNCTIONS = (
+    "clNewRecordingQCOM",
+    "clEndRecordingQCOM",
+    "clReleaseRecordingQCOM",
+    "clEnqueueRecordingQCOM",
+)
 
 
 def c_arg(arg: KernelArg) -> tuple[int, Any]:
@@ -92,8 +96,12 @@ class NativeBackend:
         self._recording: Any = None
         self._kernels: list[cl.Kernel] = []
         self._dispatches: list[Dispatch] = []
-        self._dirty: dict[str, set] = {"args": set(), "global_size": set(), "local_size": set(),
-                                       "global_offset": set()}  # fmt: skip
+        self._dirty: dict[str, set] = {
+            "args": set(),
+            "global_size": set(),
+            "local_size": set(),
+            "global_offset": set(),
+        }
         self._event = ffi.new("cl_event *")
 
     def begin(self) -> None:
@@ -102,10 +110,16 @@ class NativeBackend:
         err = ffi.new("cl_int *")
         queue = driver.clCreateCommandQueue(
             ffi.cast("cl_context", self._context.int_ptr),
-            ffi.cast("cl_device_id", self._device.int_ptr), C.CL_QUEUE_RECORDABLE_QCOM, err,
-        )  # fmt: skip
-        check_handle(queue, err, "clCreateCommandQueue(CL_QUEUE_RECORDABLE_QCOM)",
-                     release=driver.clReleaseCommandQueue)  # fmt: skip
+            ffi.cast("cl_device_id", self._device.int_ptr),
+            C.CL_QUEUE_RECORDABLE_QCOM,
+            err,
+        )
+        check_handle(
+            queue,
+            err,
+            "clCreateCommandQueue(CL_QUEUE_RECORDABLE_QCOM)",
+            release=driver.clReleaseCommandQueue,
+        )
         try:
             recording = self._new(queue, err)
             check_handle(recording, err, "clNewRecordingQCOM", release=self._release)
@@ -121,9 +135,11 @@ class NativeBackend:
             set_kernel_arg(handle, i, arg)
         gws = ffi.new("size_t[]", dispatch.global_size)
         lws = ffi.NULL if dispatch.local_size is None else ffi.new("size_t[]", dispatch.local_size)
-        off = ffi.NULL if dispatch.global_offset is None else ffi.new(
-            "size_t[]", dispatch.global_offset
-        )  # fmt: skip
+        off = (
+            ffi.NULL
+            if dispatch.global_offset is None
+            else ffi.new("size_t[]", dispatch.global_offset)
+        )
         status = driver.clEnqueueNDRangeKernel(
             self._queue, handle, len(dispatch.global_size), off, gws, lws, 0, ffi.NULL, ffi.NULL
         )
@@ -136,8 +152,12 @@ class NativeBackend:
 
     def _with_reverts(self, updates: Updates) -> Updates:
         """The updates plus recorded values for whatever an earlier replay changed."""
-        out = Updates(dict(updates.args), dict(updates.global_size), dict(updates.local_size),
-                      dict(updates.global_offset))  # fmt: skip
+        out = Updates(
+            dict(updates.args),
+            dict(updates.global_size),
+            dict(updates.local_size),
+            dict(updates.global_offset),
+        )
         for d, a in self._dirty["args"]:
             out.args.setdefault((d, a), self._dispatches[d].args[a])
         for d in self._dirty["global_size"]:
@@ -156,10 +176,11 @@ class NativeBackend:
             "global_size": {d for d, v in updates.global_size.items() if v != ds[d].global_size},
             "local_size": {d for d, v in updates.local_size.items() if v != ds[d].local_size},
             "global_offset": {
-                d for d, v in updates.global_offset.items()
+                d
+                for d, v in updates.global_offset.items()
                 if v != (ds[d].global_offset or (0,) * len(ds[d].global_size))
             },
-        }  # fmt: skip
+        }
 
     def replay(self, queue: cl.CommandQueue, updates: Updates, wait_for: Any) -> cl.Event:
         sent = self._with_reverts(updates) if any(self._dirty.values()) else updates
@@ -167,9 +188,10 @@ class NativeBackend:
         svm = [(k, v) for k, v in sent.args.items() if v.kind == "svm"]
         if svm and self._enqueue_svm is None:
             raise ExtensionUnavailable(
-                "cl_qcom_recordable_queues", self._device_name,
+                "cl_qcom_recordable_queues",
+                self._device_name,
                 "the driver lacks clEnqueueRecordingSVMQCOM, needed to update SVM arguments",
-            )  # fmt: skip
+            )
         keep: list[Any] = []  # every buffer the driver reads, alive until the call returns
         arrays = []
         for items in (plain, svm):
@@ -193,21 +215,49 @@ class NativeBackend:
         (n_plain, plain_array), (n_svm, svm_array) = arrays
         if svm:
             status = self._enqueue_svm(
-                q, self._recording, n_plain, plain_array, n_svm, svm_array,
-                len(sent.global_offset), offsets, n_global, global_array, n_local, local_array,
-                0, ffi.NULL, n_events, events, self._event,
-            )  # fmt: skip
+                q,
+                self._recording,
+                n_plain,
+                plain_array,
+                n_svm,
+                svm_array,
+                len(sent.global_offset),
+                offsets,
+                n_global,
+                global_array,
+                n_local,
+                local_array,
+                0,
+                ffi.NULL,
+                n_events,
+                events,
+                self._event,
+            )
             routine = "clEnqueueRecordingSVMQCOM"
         else:
             status = self._enqueue(
-                q, self._recording, n_plain, plain_array, len(sent.global_offset), offsets,
-                n_global, global_array, n_local, local_array, n_events, events, self._event,
-            )  # fmt: skip
+                q,
+                self._recording,
+                n_plain,
+                plain_array,
+                len(sent.global_offset),
+                offsets,
+                n_global,
+                global_array,
+                n_local,
+                local_array,
+                n_events,
+                events,
+                self._event,
+            )
             routine = "clEnqueueRecordingQCOM"
         if status != 0:  # the driver may hold any of these now: send them back next time
-            for name, keys in (("args", sent.args), ("global_size", sent.global_size),
-                               ("local_size", sent.local_size),
-                               ("global_offset", sent.global_offset)):  # fmt: skip
+            for name, keys in (
+                ("args", sent.args),
+                ("global_size", sent.global_size),
+                ("local_size", sent.local_size),
+                ("global_offset", sent.global_offset),
+            ):
                 self._dirty[name].update(keys)
             raise CLError(routine, status)
         self._dirty = self._changed(sent)

@@ -88,22 +88,33 @@ def _local_size(device: Any, global_size: tuple[int, int]) -> tuple[int, int] | 
 def setup_images(caps: qcom_ext.DeviceCaps, which: str = "copy") -> dict[str, Any]:
     """Context, queue, the source image and what the case ``which`` enqueues."""
     if not caps.image_support:
-        raise qcom_ext.ExtensionUnavailable("cl_qcom_filter_bicubic", caps.label,
-                                            "the device has no image support")  # fmt: skip
+        raise qcom_ext.ExtensionUnavailable(
+            "cl_qcom_filter_bicubic", caps.label, "the device has no image support"
+        )
     width, height = size()
     context = cl.Context([caps.device()])
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
     mf = cl.mem_flags
-    src = cl.create_image(context, mf.READ_ONLY | mf.COPY_HOST_PTR, RGBA_FLOAT,
-                          shape=(width, height), hostbuf=source_pixels(width, height))  # fmt: skip
-    state: dict[str, Any] = {"context": context, "queue": queue, "src": src,
-                             "size": (width, height)}  # fmt: skip
+    src = cl.create_image(
+        context,
+        mf.READ_ONLY | mf.COPY_HOST_PTR,
+        RGBA_FLOAT,
+        shape=(width, height),
+        hostbuf=source_pixels(width, height),
+    )
+    state: dict[str, Any] = {
+        "context": context,
+        "queue": queue,
+        "src": src,
+        "size": (width, height),
+    }
     if which == "copy":
         state["dst"] = cl.create_image(context, mf.WRITE_ONLY, RGBA_FLOAT, shape=(width, height))
     else:
         source = (kernels_dir() / "bicubic.cl").read_text()
-        program = qcom_ext.build_program(context, source,
-                                         defines={"QCOM_EXT_BICUBIC_NORMALIZED": 1})  # fmt: skip
+        program = qcom_ext.build_program(
+            context, source, defines={"QCOM_EXT_BICUBIC_NORMALIZED": 1}
+        )
         dst = cl.create_image(context, mf.WRITE_ONLY, RGBA_FLOAT, shape=(2 * width, 2 * height))
         if which == "blocks":
             kernel = cl.Kernel(program, "upscale2x_blocks")
@@ -112,8 +123,9 @@ def setup_images(caps: qcom_ext.DeviceCaps, which: str = "copy") -> dict[str, An
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", qcom_ext.QcomExtWarning)
-                state["sampler"] = qcom_ext.create_sampler(context, normalized=True,
-                                                           addressing="clamp")  # fmt: skip
+                state["sampler"] = qcom_ext.create_sampler(
+                    context, normalized=True, addressing="clamp"
+                )
             kernel = cl.Kernel(program, "upscale2x")
             kernel.set_args(src, state["sampler"], dst)
             state["global_size"] = (2 * width, 2 * height)
@@ -134,11 +146,18 @@ def setup_blocks(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 def enqueue(state: dict[str, Any]) -> cl.Event:
     """One copy or one upscale, enqueued; its event."""
     if "kernel" in state:
-        return cl.enqueue_nd_range_kernel(state["queue"], state["kernel"], state["global_size"],
-                                          state["local_size"])  # fmt: skip
+        return cl.enqueue_nd_range_kernel(
+            state["queue"], state["kernel"], state["global_size"], state["local_size"]
+        )
     width, height = state["size"]
-    return cl.enqueue_copy(state["queue"], state["dst"], state["src"], src_origin=(0, 0),
-                           dest_origin=(0, 0), region=(width, height))  # fmt: skip
+    return cl.enqueue_copy(
+        state["queue"],
+        state["dst"],
+        state["src"],
+        src_origin=(0, 0),
+        dest_origin=(0, 0),
+        region=(width, height),
+    )
 
 
 def run_once(state: dict[str, Any]) -> None:
@@ -170,8 +189,9 @@ def setup_torch(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 
 def run_torch(state: dict[str, Any]) -> None:
     torch = state["torch"]
-    state["y"] = torch.nn.functional.interpolate(state["x"], scale_factor=2, mode="bicubic",
-                                                 align_corners=False)  # fmt: skip
+    state["y"] = torch.nn.functional.interpolate(
+        state["x"], scale_factor=2, mode="bicubic", align_corners=False
+    )
     torch.cuda.synchronize()
 
 
@@ -190,24 +210,49 @@ def _work(kind: str) -> dict[str, float]:
 
 
 _SPECS = [
-    {"name": "bicubic_image_copy", "group": "bicubic", "setup": setup_images, "run": run_once,
-     "baseline": True, "note": "clEnqueueCopyImage of the source; " + _note("copy"),
-     "work": lambda state: _work("copy")},
-    {"name": "bicubic_2x", "group": "bicubic", "setup": setup_bicubic, "run": run_once,
-     "baseline": False,
-     "note": "kernels/bicubic.cl upscale2x; fraction of copy bandwidth = 2.5 / ratio; "
-             + _note("bicubic"), "work": lambda state: _work("bicubic")},
-    {"name": "bicubic_2x_blocks", "group": "bicubic", "setup": setup_blocks, "run": run_once,
-     "baseline": False,
-     "note": "kernels/bicubic.cl upscale2x_blocks (2x2 outputs from 5x5 texels per "
-             "work-item); " + _note("bicubic"), "work": lambda state: _work("bicubic")},
-]  # fmt: skip
+    {
+        "name": "bicubic_image_copy",
+        "group": "bicubic",
+        "setup": setup_images,
+        "run": run_once,
+        "baseline": True,
+        "note": "clEnqueueCopyImage of the source; " + _note("copy"),
+        "work": lambda state: _work("copy"),
+    },
+    {
+        "name": "bicubic_2x",
+        "group": "bicubic",
+        "setup": setup_bicubic,
+        "run": run_once,
+        "baseline": False,
+        "note": "kernels/bicubic.cl upscale2x; fraction of copy bandwidth = 2.5 / ratio; "
+        + _note("bicubic"),
+        "work": lambda state: _work("bicubic"),
+    },
+    {
+        "name": "bicubic_2x_blocks",
+        "group": "bicubic",
+        "setup": setup_blocks,
+        "run": run_once,
+        "baseline": False,
+        "note": "kernels/bicubic.cl upscale2x_blocks (2x2 outputs from 5x5 texels per "
+        "work-item); " + _note("bicubic"),
+        "work": lambda state: _work("bicubic"),
+    },
+]
 if torch_cuda_available():
-    _SPECS.append({"name": "torch_bicubic_2x", "group": "bicubic", "setup": setup_torch,
-                   "run": run_torch, "baseline": False,
-                   "note": "torch.nn.functional.interpolate(mode='bicubic') on CUDA, "
-                           "another API on the same GPU; " + _note("bicubic"),
-                   "work": lambda state: _work("bicubic")})  # fmt: skip
+    _SPECS.append(
+        {
+            "name": "torch_bicubic_2x",
+            "group": "bicubic",
+            "setup": setup_torch,
+            "run": run_torch,
+            "baseline": False,
+            "note": "torch.nn.functional.interpolate(mode='bicubic') on CUDA, "
+            "another API on the same GPU; " + _note("bicubic"),
+            "work": lambda state: _work("bicubic"),
+        }
+    )
 
 CASES: list[Any] = [Case(**spec) for spec in _SPECS]
 
@@ -228,8 +273,9 @@ def torch_seconds(state: dict[str, Any], runs: int) -> list[float]:
     for _ in range(runs):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        torch.nn.functional.interpolate(state["x"], scale_factor=2, mode="bicubic",
-                                        align_corners=False)  # fmt: skip
+        torch.nn.functional.interpolate(
+            state["x"], scale_factor=2, mode="bicubic", align_corners=False
+        )
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) * 1e-3)
@@ -242,8 +288,9 @@ def check_result(state: dict[str, Any], samples: int = 256) -> float:
 
     width, height = state["size"]
     out = np.empty((2 * height, 2 * width, 4), np.float32)
-    cl.enqueue_copy(state["queue"], out, state["dst"], origin=(0, 0),
-                    region=(2 * width, 2 * height))  # fmt: skip
+    cl.enqueue_copy(
+        state["queue"], out, state["dst"], origin=(0, 0), region=(2 * width, 2 * height)
+    )
     rng = np.random.default_rng(0)
     xs, ys = rng.integers(0, 2 * width, samples), rng.integers(0, 2 * height, samples)
     coords = np.stack([(xs + 0.5) / 2, (ys + 0.5) / 2], axis=1)
@@ -278,8 +325,12 @@ def measure_suite(caps: qcom_ext.DeviceCaps, runs: int) -> dict[str, Any]:
     rows = {}
     for kind, t in seconds.items():
         bandwidth = moved["copy" if kind == "copy" else "bicubic"] / t
-        rows[kind] = {"seconds": t, "GBps": bandwidth / 1e9, "of_image_copy": bandwidth / image_bw,
-                      "of_buffer_copy": bandwidth / buffer_copy["buffer_copy_Bps"]}  # fmt: skip
+        rows[kind] = {
+            "seconds": t,
+            "GBps": bandwidth / 1e9,
+            "of_image_copy": bandwidth / image_bw,
+            "of_buffer_copy": bandwidth / buffer_copy["buffer_copy_Bps"],
+        }
     return {
         "size": [width, height],
         "runs": runs,
@@ -305,17 +356,23 @@ def suite_markdown(data: dict[str, Any]) -> str:
     for kind, label in _ROWS:
         if kind in rows:
             r = rows[kind]
-            lines.append(f"| {label} | {format_seconds(r['seconds'])} | {r['GBps']:.3g} "
-                         f"| {r['of_image_copy']:.2f} | {r['of_buffer_copy']:.2f} |")  # fmt: skip
+            lines.append(
+                f"| {label} | {format_seconds(r['seconds'])} | {r['GBps']:.3g} "
+                f"| {r['of_image_copy']:.2f} | {r['of_buffer_copy']:.2f} |"
+            )
     lines.append("")
     for kind in ("bicubic", "blocks"):
         fraction = rows[kind]["of_image_copy"]
         verdict = "met" if fraction >= TARGET_FRACTION else "NOT met"
-        lines.append(f"* {dict(_ROWS)[kind]}: {fraction:.0%} of the image copy (target >= "
-                     f"{TARGET_FRACTION:.0%}: {verdict})")  # fmt: skip
+        lines.append(
+            f"* {dict(_ROWS)[kind]}: {fraction:.0%} of the image copy (target >= "
+            f"{TARGET_FRACTION:.0%}: {verdict})"
+        )
     errors = data["max_error"]
-    lines.append(f"* max difference from numpy at 256 sampled pixels: {errors['bicubic']:.2g} "
-                 f"(per pixel), {errors['blocks']:.2g} (blocks)")  # fmt: skip
+    lines.append(
+        f"* max difference from numpy at 256 sampled pixels: {errors['bicubic']:.2g} "
+        f"(per pixel), {errors['blocks']:.2g} (blocks)"
+    )
     return "\n".join(lines) + "\n"
 
 

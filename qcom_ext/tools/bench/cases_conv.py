@@ -2,7 +2,8 @@
 
     qcom-ext bench conv-suite --device nvidia --batch 32 --update-doc docs/BENCHMARKS.md
     qcom-ext bench conv-suite --small --device 0:0     # a quick run on a CPU device (pocl)
-    python -m qcom_ext.tools.bench.cases_conv --device nvidia --batch 32 --markdown conv.md --json conv.json
+    python -m qcom_ext.tools.bench.cases_conv --device nvidia --batch 32 \
+        --markdown conv.md --json conv.json
 
 For every layer of :func:`qcom_ext.ops.suite.suite` (conv0 3x3/2, depthwise 3x3, 1x1,
 int8 1x1) and kernel variant (1x1: register tiles 2x4 (MACE), 4x8 and 8x8; KxK: image
@@ -344,7 +345,7 @@ def markdown(result: dict[str, Any], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---- cases for python -m qcom_ext.tools.bench.run ------------------------------------------------
+# ---- cases for python -m qcom_ext.tools.bench.run -----------------------------------------------
 
 _CASE_LAYERS = {
     "conv_depthwise": ("dw144_s1_56", "4 px"),
@@ -421,7 +422,7 @@ _SPECS += [
 CASES: list[Any] = [Case(**spec) for spec in _SPECS]
 
 
-# ---- the suite: qcom-ext bench conv-suite, or python -m qcom_ext.tools.bench.cases_conv -----------
+# ---- the suite: qcom-ext bench conv-suite, or python -m qcom_ext.tools.bench.cases_conv ---------
 
 DEFAULT_ROUNDS = 20
 

@@ -1,7 +1,7 @@
 """2x2-gather 2x downscale of a 4K RGBA float image, against the device's own image copy.
 
-    python -m qcom_ext.tools.bench.run gather --device nvidia        # times and ratios (the runner)
-    python -m qcom_ext.tools.bench.cases_gather --device nvidia      # GB/s, fraction of copy, target
+    qcom-ext bench gather --device nvidia                          # times and ratios (the runner)
+    python -m qcom_ext.tools.bench.cases_gather --device nvidia    # GB/s, fraction of copy, target
 
 Cases (group ``gather``; every ``run`` enqueues ``REPEATS`` operations back to back,
 then waits for them, so launch latency overlaps the device work):
@@ -81,17 +81,26 @@ def _images(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
     mf = cl.mem_flags
     data = source_image(width, height)
-    src = cl.create_image(context, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt, shape=(width, height),
-                          hostbuf=data)  # fmt: skip
-    return {"context": context, "queue": queue, "src": src, "fmt": fmt, "data": data,
-            "width": width, "height": height}  # fmt: skip
+    src = cl.create_image(
+        context, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt, shape=(width, height), hostbuf=data
+    )
+    return {
+        "context": context,
+        "queue": queue,
+        "src": src,
+        "fmt": fmt,
+        "data": data,
+        "width": width,
+        "height": height,
+    }
 
 
 def setup_copy(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
     state = _images(caps)
     shape = (state["width"], state["height"])
-    state["dst"] = cl.create_image(state["context"], cl.mem_flags.READ_WRITE, state["fmt"],
-                                   shape=shape)  # fmt: skip
+    state["dst"] = cl.create_image(
+        state["context"], cl.mem_flags.READ_WRITE, state["fmt"], shape=shape
+    )
     state["queue"].finish()
     return state
 
@@ -109,8 +118,9 @@ def _setup_downscale(caps: qcom_ext.DeviceCaps, kernel_name: str) -> dict[str, A
     source = (kernels_dir() / "downscale.cl").read_text()
     program = qcom_ext.build_program(state["context"], source)
     out_shape = (state["width"] // 2, state["height"] // 2)
-    state["dst"] = cl.create_image(state["context"], cl.mem_flags.WRITE_ONLY, state["fmt"],
-                                   shape=out_shape)  # fmt: skip
+    state["dst"] = cl.create_image(
+        state["context"], cl.mem_flags.WRITE_ONLY, state["fmt"], shape=out_shape
+    )
     state["out_shape"] = out_shape
     kernel = cl.Kernel(program, kernel_name)
     kernel.set_args(state["src"], state["dst"])
@@ -169,22 +179,44 @@ def run_torch(state: dict[str, Any]) -> None:
 
 
 _SPECS = [
-    {"name": "gather_image_copy", "group": "gather", "setup": setup_copy, "run": run_copy,
-     "baseline": True, "note": f"{REPEATS} x clEnqueueCopyImage, RGBA float: 32 B/pixel"},
-    {"name": "gather_downscale", "group": "gather", "setup": setup_gather,
-     "run": run_downscale, "baseline": False,
-     "note": f"{REPEATS} x downscale2x_gather (qcom_read_imagef_2x2 x 4): 20 B per input "
-             "pixel; fraction of copy bandwidth = 0.625 / ratio; target >= 0.60"},
-    {"name": "read_downscale", "group": "gather", "setup": setup_read, "run": run_downscale,
-     "baseline": False, "note": f"{REPEATS} x downscale2x_read (read_imagef x 4): 20 B per "
-                                "input pixel"},
-]  # fmt: skip
+    {
+        "name": "gather_image_copy",
+        "group": "gather",
+        "setup": setup_copy,
+        "run": run_copy,
+        "baseline": True,
+        "note": f"{REPEATS} x clEnqueueCopyImage, RGBA float: 32 B/pixel",
+    },
+    {
+        "name": "gather_downscale",
+        "group": "gather",
+        "setup": setup_gather,
+        "run": run_downscale,
+        "baseline": False,
+        "note": f"{REPEATS} x downscale2x_gather (qcom_read_imagef_2x2 x 4): 20 B per input "
+        "pixel; fraction of copy bandwidth = 0.625 / ratio; target >= 0.60",
+    },
+    {
+        "name": "read_downscale",
+        "group": "gather",
+        "setup": setup_read,
+        "run": run_downscale,
+        "baseline": False,
+        "note": f"{REPEATS} x downscale2x_read (read_imagef x 4): 20 B per input pixel",
+    },
+]
 if torch_cuda_available():
     _SPECS.append(
-        {"name": "torch_avg_pool2d", "group": "gather", "setup": setup_torch, "run": run_torch,
-         "baseline": False, "note": f"{REPEATS} x torch avg_pool2d(x, 2), (1, 4, H, W) "
-                                    "channels-last float32 on CUDA: 20 B per input pixel"}
-    )  # fmt: skip
+        {
+            "name": "torch_avg_pool2d",
+            "group": "gather",
+            "setup": setup_torch,
+            "run": run_torch,
+            "baseline": False,
+            "note": f"{REPEATS} x torch avg_pool2d(x, 2), (1, 4, H, W) "
+            "channels-last float32 on CUDA: 20 B per input pixel",
+        }
+    )
 
 for _spec in _SPECS:  # bytes moved per call, for the runner's GB/s
     _spec["work"] = lambda state, name=_spec["name"]: {
@@ -224,21 +256,37 @@ def main(argv: list[str] | None = None) -> int:
     width, height = image_size()
     report = measure(CASES, caps, rounds=args.rounds)
     rows = bandwidth_report(report)
-    print(f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}; "
-          f"{width}x{height} RGBA float -> {width // 2}x{height // 2}; "
-          f"cl_qcom_vector_image_ops: {caps.path('cl_qcom_vector_image_ops')}")  # fmt: skip
+    print(
+        f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}; "
+        f"{width}x{height} RGBA float -> {width // 2}x{height // 2}; "
+        f"cl_qcom_vector_image_ops: {caps.path('cl_qcom_vector_image_ops')}"
+    )
     print(f"{'case':<20}{'per operation':>15}{'GB/s':>10}{'of copy':>10}")
     for row in rows:
-        print(f"{row['name']:<20}{row['median_s'] * 1e6:>12.1f} µs{row['gb_per_s']:>10.1f}"
-              f"{row['fraction_of_copy']:>10.2f}")  # fmt: skip
+        print(
+            f"{row['name']:<20}{row['median_s'] * 1e6:>12.1f} µs{row['gb_per_s']:>10.1f}"
+            f"{row['fraction_of_copy']:>10.2f}"
+        )
     gather = next(row for row in rows if row["name"] == "gather_downscale")
     met = gather["fraction_of_copy"] >= TARGET_FRACTION
-    print(f"target: gather_downscale >= {TARGET_FRACTION:.0%} of the image-copy bandwidth: "
-          f"{gather['fraction_of_copy']:.0%}, {'met' if met else 'NOT met'}")  # fmt: skip
+    print(
+        f"target: gather_downscale >= {TARGET_FRACTION:.0%} of the image-copy bandwidth: "
+        f"{gather['fraction_of_copy']:.0%}, {'met' if met else 'NOT met'}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"header": stamps(caps), "size": [width, height],
-                                         "repeats": REPEATS, "results": rows,
-                                         "target_met": met}, indent=2) + "\n")  # fmt: skip
+        args.json.write_text(
+            json.dumps(
+                {
+                    "header": stamps(caps),
+                    "size": [width, height],
+                    "repeats": REPEATS,
+                    "results": rows,
+                    "target_met": met,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

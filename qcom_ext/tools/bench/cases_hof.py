@@ -53,11 +53,15 @@ LAUNCHES = 10
 BYTES_PER_PIXEL = 16  # RGBA float
 RADIUS, BLOCK = 4, (8, 8)
 SWEEP = {  # method -> (blocks, work-group sizes) that --sweep times
-    "blocked": (((1, 1), (2, 2), (4, 2), (2, 4), (4, 4), (8, 2), (4, 8), (8, 4)),
-                ((16, 8), (32, 4), (16, 16), (32, 8), (64, 4), (8, 8))),
-    "tiled": (((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4)),
-              ((32, 8), (64, 4), (16, 16), (32, 4), (16, 8))),
-}  # fmt: skip
+    "blocked": (
+        ((1, 1), (2, 2), (4, 2), (2, 4), (4, 4), (8, 2), (4, 8), (8, 4)),
+        ((16, 8), (32, 4), (16, 16), (32, 8), (64, 4), (8, 8)),
+    ),
+    "tiled": (
+        ((1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4)),
+        ((32, 8), (64, 4), (16, 16), (32, 4), (16, 8)),
+    ),
+}
 
 
 def parse_size(text: str | None) -> tuple[int, int]:
@@ -85,37 +89,55 @@ def state_for(caps: qcom_ext.DeviceCaps, size: tuple[int, int] | None = None) ->
         pixels = (rng.integers(0, 256, (height, width, 4)) / 256).astype(np.float32)
         reference = np.roll(pixels, (1, -2), axis=(0, 1))
         _states[key] = {
-            "context": context, "queue": queue, "size": size, "pixels": pixels,
+            "context": context,
+            "queue": queue,
+            "size": size,
+            "pixels": pixels,
             "reference_pixels": reference,
-            "src": rgba_image(context, pixels), "reference": rgba_image(context, reference),
+            "src": rgba_image(context, pixels),
+            "reference": rgba_image(context, reference),
             "dst": empty_rgba_image(context, width, height),
             "weights": qcom_ext.WeightImage(context, rng.uniform(-1, 1, (5, 5)), center=(2, 2)),
             "box": qcom_ext.box_size(7, 7, device=context),
             "path": path(context),
-        }  # fmt: skip
+        }
     return _states[key]
 
 
 def copy_image(state: dict[str, Any]) -> Any:
     width, height = state["size"]
-    return cl.enqueue_copy(state["queue"], state["dst"], state["src"], src_origin=(0, 0),
-                           dest_origin=(0, 0), region=(width, height))  # fmt: skip
+    return cl.enqueue_copy(
+        state["queue"],
+        state["dst"],
+        state["src"],
+        src_origin=(0, 0),
+        dest_origin=(0, 0),
+        region=(width, height),
+    )
 
 
 def convolve(state: dict[str, Any], **options: Any) -> Any:
-    return qcom_ext.convolve_image(state["queue"], state["src"], state["weights"], state["dst"],
-                                   **options)  # fmt: skip
+    return qcom_ext.convolve_image(
+        state["queue"], state["src"], state["weights"], state["dst"], **options
+    )
 
 
 def box(state: dict[str, Any], **options: Any) -> Any:
-    return qcom_ext.box_filter_image(state["queue"], state["src"], state["box"], state["dst"],
-                                     **options)  # fmt: skip
+    return qcom_ext.box_filter_image(
+        state["queue"], state["src"], state["box"], state["dst"], **options
+    )
 
 
 def block_match(state: dict[str, Any], **options: Any) -> Any:
-    field = qcom_ext.block_match_image(state["queue"], state["src"], state["reference"],
-                                       region=BLOCK, radius=RADIUS, out=state.get("field"),
-                                       **options)  # fmt: skip
+    field = qcom_ext.block_match_image(
+        state["queue"],
+        state["src"],
+        state["reference"],
+        region=BLOCK,
+        radius=RADIUS,
+        out=state.get("field"),
+        **options,
+    )
     state["field"] = field
     return field.event
 
@@ -152,14 +174,19 @@ def opencv() -> Any:
     return cv2
 
 
-def torch_state(torch: Any, pixels: np.ndarray, reference: np.ndarray,
-                device: str = "cuda") -> dict[str, Any]:  # fmt: skip
+def torch_state(
+    torch: Any, pixels: np.ndarray, reference: np.ndarray, device: str = "cuda"
+) -> dict[str, Any]:
     to = {"device": device, "dtype": torch.float32}
     nchw = torch.from_numpy(np.ascontiguousarray(pixels.transpose(2, 0, 1)))[None].to(**to)
     ref = torch.from_numpy(np.ascontiguousarray(reference.transpose(2, 0, 1)))[None].to(**to)
-    return {"torch": torch, "x": nchw, "ref": ref,
-            "weight": torch.rand(1, 1, 5, 5, **to).repeat(4, 1, 1, 1),  # one 5x5, each channel
-            "f": torch.nn.functional}  # fmt: skip
+    return {
+        "torch": torch,
+        "x": nchw,
+        "ref": ref,
+        "weight": torch.rand(1, 1, 5, 5, **to).repeat(4, 1, 1, 1),  # one 5x5, each channel
+        "f": torch.nn.functional,
+    }
 
 
 def torch_conv(t: dict[str, Any]) -> Any:
@@ -191,14 +218,21 @@ def torch_sad(t: dict[str, Any]) -> Any:
     return index
 
 
-TORCH_OPS = {"torch_conv2d_depthwise_5x5": torch_conv, "torch_avg_pool2d_7x7": torch_box,
-             "torch_unfold_sad_8x8": torch_sad}  # fmt: skip
+TORCH_OPS = {
+    "torch_conv2d_depthwise_5x5": torch_conv,
+    "torch_avg_pool2d_7x7": torch_box,
+    "torch_unfold_sad_8x8": torch_sad,
+}
 
 
 def cv_state(cv2: Any, pixels: np.ndarray, reference: np.ndarray) -> dict[str, Any]:
     rng = np.random.default_rng(1)
-    return {"cv2": cv2, "x": pixels, "ref": reference,
-            "kernel": rng.uniform(-1, 1, (5, 5)).astype(np.float32)}  # fmt: skip
+    return {
+        "cv2": cv2,
+        "x": pixels,
+        "ref": reference,
+        "kernel": rng.uniform(-1, 1, (5, 5)).astype(np.float32),
+    }
 
 
 def cv_conv(c: dict[str, Any]) -> Any:
@@ -221,14 +255,16 @@ def cv_sad(c: dict[str, Any]) -> Any:
         for dx in range(2 * RADIUS + 1):
             diff = cv2.absdiff(x, padded[dy : dy + height, dx : dx + width])
             summed = cv2.transform(diff, np.ones((1, 4), np.float32))
-            area = cv2.resize(summed[: blocks[1] * BLOCK[1], : blocks[0] * BLOCK[0]], blocks,
-                              interpolation=cv2.INTER_AREA)  # fmt: skip
+            area = cv2.resize(
+                summed[: blocks[1] * BLOCK[1], : blocks[0] * BLOCK[0]],
+                blocks,
+                interpolation=cv2.INTER_AREA,
+            )
             np.minimum(best, area, out=best)
     return best
 
 
-CV_OPS = {"opencv_filter2d_5x5": cv_conv, "opencv_blur_7x7": cv_box,
-          "opencv_sad_8x8": cv_sad}  # fmt: skip
+CV_OPS = {"opencv_filter2d_5x5": cv_conv, "opencv_blur_7x7": cv_box, "opencv_sad_8x8": cv_sad}
 
 
 # ---- runner cases --------------------------------------------------------------------
@@ -275,18 +311,40 @@ _NOTES = {
 
 
 def _cases() -> list[Any]:
-    specs = [{"name": name, "group": "hof", "setup": state_for, "run": _opencl_case(op),
-              "baseline": name == "image_copy",
-              "note": f"{_NOTES[name]}; {LAUNCHES} launches a call"}
-             for name, op in OPENCL_OPS.items()]  # fmt: skip
+    specs = [
+        {
+            "name": name,
+            "group": "hof",
+            "setup": state_for,
+            "run": _opencl_case(op),
+            "baseline": name == "image_copy",
+            "note": f"{_NOTES[name]}; {LAUNCHES} launches a call",
+        }
+        for name, op in OPENCL_OPS.items()
+    ]
     if torch_cuda() is not None:
-        specs += [{"name": name, "group": "hof", "setup": _torch_setup, "run": _torch_case(op),
-                   "note": f"torch on the GPU; {LAUNCHES} calls a call"}
-                  for name, op in TORCH_OPS.items()]  # fmt: skip
+        specs += [
+            {
+                "name": name,
+                "group": "hof",
+                "setup": _torch_setup,
+                "run": _torch_case(op),
+                "note": f"torch on the GPU; {LAUNCHES} calls a call",
+            }
+            for name, op in TORCH_OPS.items()
+        ]
     if opencv() is not None:
-        specs += [{"name": name, "group": "hof", "setup": _cv_setup, "run": op,
-                   "note": "OpenCV on the CPU; 1 call", "max_rounds": 5}
-                  for name, op in CV_OPS.items()]  # fmt: skip
+        specs += [
+            {
+                "name": name,
+                "group": "hof",
+                "setup": _cv_setup,
+                "run": op,
+                "note": "OpenCV on the CPU; 1 call",
+                "max_rounds": 5,
+            }
+            for name, op in CV_OPS.items()
+        ]
     return [Case(**spec) for spec in specs]
 
 
@@ -344,8 +402,9 @@ def _implementation(name: str, kernel_path: str) -> str:
     return f"qcom_ext (portable, {'blocked' if name.endswith('blocked') else 'tiled'})"
 
 
-def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
-            sweep: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+def measure(
+    caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int, sweep: bool = False
+) -> list[dict[str, Any]]:
     """One row per (operation, implementation): seconds, Mpix/s, GB/s, share of copy."""
     state = state_for(caps, size)
     width, height = size
@@ -354,9 +413,16 @@ def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
     rows: list[dict[str, Any]] = []
 
     def add(operation: str, implementation: str, seconds: float, where: str) -> None:
-        rows.append({"operation": operation, "implementation": implementation,
-                     "seconds": seconds, "mpix_s": pixels / seconds / 1e6,
-                     "gb_s": moved / seconds / 1e9, "where": where})  # fmt: skip
+        rows.append(
+            {
+                "operation": operation,
+                "implementation": implementation,
+                "seconds": seconds,
+                "mpix_s": pixels / seconds / 1e6,
+                "gb_s": moved / seconds / 1e9,
+                "where": where,
+            }
+        )
 
     label = f"OpenCL {caps.label}"
     add("image copy", "clEnqueueCopyImage", device_seconds(state, copy_image, rounds), label)
@@ -367,8 +433,12 @@ def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
     }
     for operation, names in opencl.items():
         for name in names:
-            add(operation, _implementation(name, state["path"]),
-                device_seconds(state, OPENCL_OPS[name], rounds), label)  # fmt: skip
+            add(
+                operation,
+                _implementation(name, state["path"]),
+                device_seconds(state, OPENCL_OPS[name], rounds),
+                label,
+            )
     if sweep and state["path"] == "fallback":
         for operation, op in (("5x5 convolution", convolve), ("7x7 box filter", box)):
             for method, (blocks, locals_) in SWEEP.items():
@@ -382,23 +452,32 @@ def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
                             seconds = device_seconds(state, run, max(3, rounds // 4))
                         except qcom_ext.ConfigError:  # does not fit the device
                             continue
-                        add(operation, f"sweep {method} block {block[0]}x{block[1]} local "
-                            f"{local[0]}x{local[1]}", seconds, label)  # fmt: skip
+                        add(
+                            operation,
+                            f"sweep {method} block {block[0]}x{block[1]} local "
+                            f"{local[0]}x{local[1]}",
+                            seconds,
+                            label,
+                        )
     torch = torch_cuda()
     if torch is not None:
         t = torch_state(torch, state["pixels"], state["reference_pixels"])
         where = f"torch {torch.__version__} {torch.cuda.get_device_name()}"
-        for operation, name in (("5x5 convolution", "torch_conv2d_depthwise_5x5"),
-                                ("7x7 box filter", "torch_avg_pool2d_7x7"),
-                                ("8x8 block match, r=4", "torch_unfold_sad_8x8")):  # fmt: skip
+        for operation, name in (
+            ("5x5 convolution", "torch_conv2d_depthwise_5x5"),
+            ("7x7 box filter", "torch_avg_pool2d_7x7"),
+            ("8x8 block match, r=4", "torch_unfold_sad_8x8"),
+        ):
             add(operation, name, torch_seconds(t, TORCH_OPS[name], rounds), where)
     cv2 = opencv()
     if cv2 is not None:
         c = cv_state(cv2, state["pixels"], state["reference_pixels"])
         where = f"OpenCV {cv2.__version__} CPU ({os.cpu_count()} CPUs)"
-        for operation, name in (("5x5 convolution", "opencv_filter2d_5x5"),
-                                ("7x7 box filter", "opencv_blur_7x7"),
-                                ("8x8 block match, r=4", "opencv_sad_8x8")):  # fmt: skip
+        for operation, name in (
+            ("5x5 convolution", "opencv_filter2d_5x5"),
+            ("7x7 box filter", "opencv_blur_7x7"),
+            ("8x8 block match, r=4", "opencv_sad_8x8"),
+        ):
             add(operation, name, wall_seconds(c, CV_OPS[name], max(3, rounds // 4)), where)
     copy = rows[0]["seconds"]
     for row in rows:
@@ -406,17 +485,23 @@ def measure(caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int,
     return rows
 
 
-def markdown(rows: list[dict[str, Any]], caps: qcom_ext.DeviceCaps, size: tuple[int, int],
-             rounds: int) -> str:  # fmt: skip
-    lines = [f"**{caps.label}** ({caps.device_name.strip()}), driver {caps.driver_version}; "
-             f"{size[0]}x{size[1]} RGBA float; median of {rounds} (device time for OpenCL "
-             "and torch, wall time for OpenCV)", "",
-             "| operation | implementation | time | Mpix/s | GB/s | x copy bandwidth | where |",
-             "|---|---|--:|--:|--:|--:|---|"]  # fmt: skip
+def markdown(
+    rows: list[dict[str, Any]], caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int
+) -> str:
+    lines = [
+        f"**{caps.label}** ({caps.device_name.strip()}), driver {caps.driver_version}; "
+        f"{size[0]}x{size[1]} RGBA float; median of {rounds} (device time for OpenCL "
+        "and torch, wall time for OpenCV)",
+        "",
+        "| operation | implementation | time | Mpix/s | GB/s | x copy bandwidth | where |",
+        "|---|---|--:|--:|--:|--:|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['operation']} | {r['implementation']} | {r['seconds'] * 1e6:.0f} µs "
-                     f"| {r['mpix_s']:.0f} | {r['gb_s']:.0f} | {r['of_copy']:.2f} "
-                     f"| {r['where']} |")  # fmt: skip
+        lines.append(
+            f"| {r['operation']} | {r['implementation']} | {r['seconds'] * 1e6:.0f} µs "
+            f"| {r['mpix_s']:.0f} | {r['gb_s']:.0f} | {r['of_copy']:.2f} "
+            f"| {r['where']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -425,15 +510,21 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
     default method, and the best qcom_ext configuration timed)."""
     out = []
     for operation in ("7x7 box filter", "5x5 convolution"):
-        mine = [r for r in rows if r["operation"] == operation
-                and r["implementation"].startswith(("qcom_ext", "sweep"))
-                and "per pixel" not in r["implementation"]]  # fmt: skip
+        mine = [
+            r
+            for r in rows
+            if r["operation"] == operation
+            and r["implementation"].startswith(("qcom_ext", "sweep"))
+            and "per pixel" not in r["implementation"]
+        ]
         if mine:
             default, best = mine[0], max(mine, key=lambda r: r["of_copy"])
             verdict = "met" if default["of_copy"] >= 0.5 else "NOT met"
-            out.append(f"{operation}: {default['implementation']} at {default['of_copy']:.0%} "
-                       f"of image-copy bandwidth (target >= 50%: {verdict}); best timed: "
-                       f"{best['implementation']} at {best['of_copy']:.0%}")  # fmt: skip
+            out.append(
+                f"{operation}: {default['implementation']} at {default['of_copy']:.0%} "
+                f"of image-copy bandwidth (target >= 50%: {verdict}); best timed: "
+                f"{best['implementation']} at {best['of_copy']:.0%}"
+            )
     return out
 
 

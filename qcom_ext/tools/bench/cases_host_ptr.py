@@ -27,7 +27,7 @@ import pyopencl as cl
 
 import qcom_ext
 
-try:  # the runner's case type (benchmarks/_case.py); plain dicts without it
+try:  # the runner's case type (qcom_ext/tools/bench/_case.py); plain dicts without it
     from qcom_ext.tools.bench._case import Case
 except ImportError:
     Case = None
@@ -99,23 +99,42 @@ def setup_dmabuf(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 def run_mapped(state: dict[str, Any]) -> np.ndarray:
     queue = state["queue"]
     cl.enqueue_nd_range_kernel(queue, state["kernel"], (COUNT,), None)
-    mapped, _ = cl.enqueue_map_buffer(queue, state["buffer"], cl.map_flags.READ, 0, (COUNT,),
-                                      np.uint32)  # fmt: skip
+    mapped, _ = cl.enqueue_map_buffer(
+        queue, state["buffer"], cl.map_flags.READ, 0, (COUNT,), np.uint32
+    )
     result = mapped[:4].copy()  # the host reads the result, then gives the map back
     mapped.base.release(queue)
     return result
 
 
 _SPECS: list[dict[str, Any]] = [
-    {"name": "copy_in_out", "group": "zero_copy", "setup": setup_copy, "run": run_copy,
-     "baseline": True, "note": "device buffer: enqueue_copy in, kernel, enqueue_copy out"},
-    {"name": "host_buffer_map", "group": "zero_copy", "setup": setup_host_buffer,
-     "run": run_mapped, "baseline": False,
-     "note": "qcom_ext.host_buffer (USE_HOST_PTR): kernel, blocking map"},
-]  # fmt: skip
+    {
+        "name": "copy_in_out",
+        "group": "zero_copy",
+        "setup": setup_copy,
+        "run": run_copy,
+        "baseline": True,
+        "note": "device buffer: enqueue_copy in, kernel, enqueue_copy out",
+    },
+    {
+        "name": "host_buffer_map",
+        "group": "zero_copy",
+        "setup": setup_host_buffer,
+        "run": run_mapped,
+        "baseline": False,
+        "note": "qcom_ext.host_buffer (USE_HOST_PTR): kernel, blocking map",
+    },
+]
 if hasattr(os, "memfd_create"):
-    _SPECS.append({"name": "dmabuf_map", "group": "zero_copy", "setup": setup_dmabuf,
-                   "run": run_mapped, "baseline": False,
-                   "note": "memfd via qcom_ext.import_dmabuf (mapped): kernel, map"})  # fmt: skip
+    _SPECS.append(
+        {
+            "name": "dmabuf_map",
+            "group": "zero_copy",
+            "setup": setup_dmabuf,
+            "run": run_mapped,
+            "baseline": False,
+            "note": "memfd via qcom_ext.import_dmabuf (mapped): kernel, map",
+        }
+    )
 
 CASES: list[Any] = [Case(**spec) if Case else spec for spec in _SPECS]

@@ -1,6 +1,6 @@
 """Memory-object cases: image/buffer hand-offs, layout queries, on-chip scratch.
 
-    PYTHONPATH=. python -m qcom_ext.tools.bench.run memory_pair memory_layout memory_onchip --device 0:0
+    python -m qcom_ext.tools.bench.run memory_pair memory_layout memory_onchip --device 0:0
 
 Group ``memory_pair`` (one 1920x1080 RGBA8 image, one hand-off image -> buffer -> image
 per run, then ``queue.finish()``):
@@ -33,7 +33,7 @@ import pyopencl as cl
 import qcom_ext
 from qcom_ext._resources import kernels_dir
 
-try:  # the runner's case type (benchmarks/_case.py); plain dicts without it
+try:  # the runner's case type (qcom_ext/tools/bench/_case.py); plain dicts without it
     from qcom_ext.tools.bench._case import Case
 except ImportError:
     Case = None
@@ -54,8 +54,13 @@ def setup_pair(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
     pixels = np.random.default_rng(0).integers(0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)
     cl.enqueue_copy(queue, pair.image, pixels, origin=(0, 0), region=(WIDTH, HEIGHT))
     queue.finish()
-    return {"context": context, "queue": queue, "pair": pair, "pixels": pixels,
-            "host": np.empty_like(pixels)}  # fmt: skip
+    return {
+        "context": context,
+        "queue": queue,
+        "pair": pair,
+        "pixels": pixels,
+        "host": np.empty_like(pixels),
+    }
 
 
 def setup_raw(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
@@ -95,8 +100,9 @@ def setup_layout(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 
 
 def run_image_create_pitch(state: dict[str, Any]) -> int:
-    image = cl.create_image(state["context"], cl.mem_flags.READ_ONLY, state["format"],
-                            (WIDTH, HEIGHT))  # fmt: skip
+    image = cl.create_image(
+        state["context"], cl.mem_flags.READ_ONLY, state["format"], (WIDTH, HEIGHT)
+    )
     pitch = image.row_pitch
     image.release()
     return pitch
@@ -119,10 +125,18 @@ def _setup_onchip(caps: qcom_ext.DeviceCaps, onchip: bool) -> dict[str, Any]:
         staged = cl.Buffer(context, mf.READ_WRITE, src_host.nbytes)
     rec = qcom_ext.Recording(queue)
     with rec:
-        rec.enqueue(cl.Kernel(program, "scale_bias"), (ELEMENTS,), None, src, staged,
-                    np.int32(3), np.int32(-5))  # fmt: skip
-        rec.enqueue(cl.Kernel(program, "smooth3"), (ELEMENTS,), None, staged, dst,
-                    np.int32(ELEMENTS))  # fmt: skip
+        rec.enqueue(
+            cl.Kernel(program, "scale_bias"),
+            (ELEMENTS,),
+            None,
+            src,
+            staged,
+            np.int32(3),
+            np.int32(-5),
+        )
+        rec.enqueue(
+            cl.Kernel(program, "smooth3"), (ELEMENTS,), None, staged, dst, np.int32(ELEMENTS)
+        )
     return {"queue": queue, "recording": rec, "dst": dst, "src": src_host, "staged": staged}
 
 
@@ -140,27 +154,62 @@ def run_scratch_replay(state: dict[str, Any]) -> None:
 
 
 _SPECS = [
-    {"name": "raw_copy_handoff", "group": "memory_pair", "setup": setup_raw,
-     "run": run_raw_copy, "baseline": True,
-     "note": "enqueue_copy image -> buffer -> image, 1920x1080 RGBA8"},
-    {"name": "pair_sync_handoff", "group": "memory_pair", "setup": setup_pair,
-     "run": run_pair_sync, "baseline": False,
-     "note": "image_with_buffer pair: sync_to_buffer + sync_to_image (device's path)"},
-    {"name": "host_staged_handoff", "group": "memory_pair", "setup": setup_pair,
-     "run": run_host_staged, "baseline": False,
-     "note": "image -> host -> buffer -> host -> image"},
-    {"name": "image_create_pitch", "group": "memory_layout", "setup": setup_layout,
-     "run": run_image_create_pitch, "baseline": True,
-     "note": "create a 1920x1080 RGBA8 image, read CL_IMAGE_ROW_PITCH, release"},
-    {"name": "query_image_info", "group": "memory_layout", "setup": setup_layout,
-     "run": run_query_image_info, "baseline": False,
-     "note": "qcom_ext.query_image_info, nothing allocated (device's path)"},
-    {"name": "global_scratch_replay", "group": "memory_onchip", "setup": setup_global_scratch,
-     "run": run_scratch_replay, "baseline": True,
-     "note": "2-kernel Recording replay, 1M ints, intermediate in a global buffer"},
-    {"name": "onchip_scratch_replay", "group": "memory_onchip", "setup": setup_onchip_scratch,
-     "run": run_scratch_replay, "baseline": False,
-     "note": "the same, intermediate in qcom_ext.onchip_buffer (device's path)"},
-]  # fmt: skip
+    {
+        "name": "raw_copy_handoff",
+        "group": "memory_pair",
+        "setup": setup_raw,
+        "run": run_raw_copy,
+        "baseline": True,
+        "note": "enqueue_copy image -> buffer -> image, 1920x1080 RGBA8",
+    },
+    {
+        "name": "pair_sync_handoff",
+        "group": "memory_pair",
+        "setup": setup_pair,
+        "run": run_pair_sync,
+        "baseline": False,
+        "note": "image_with_buffer pair: sync_to_buffer + sync_to_image (device's path)",
+    },
+    {
+        "name": "host_staged_handoff",
+        "group": "memory_pair",
+        "setup": setup_pair,
+        "run": run_host_staged,
+        "baseline": False,
+        "note": "image -> host -> buffer -> host -> image",
+    },
+    {
+        "name": "image_create_pitch",
+        "group": "memory_layout",
+        "setup": setup_layout,
+        "run": run_image_create_pitch,
+        "baseline": True,
+        "note": "create a 1920x1080 RGBA8 image, read CL_IMAGE_ROW_PITCH, release",
+    },
+    {
+        "name": "query_image_info",
+        "group": "memory_layout",
+        "setup": setup_layout,
+        "run": run_query_image_info,
+        "baseline": False,
+        "note": "qcom_ext.query_image_info, nothing allocated (device's path)",
+    },
+    {
+        "name": "global_scratch_replay",
+        "group": "memory_onchip",
+        "setup": setup_global_scratch,
+        "run": run_scratch_replay,
+        "baseline": True,
+        "note": "2-kernel Recording replay, 1M ints, intermediate in a global buffer",
+    },
+    {
+        "name": "onchip_scratch_replay",
+        "group": "memory_onchip",
+        "setup": setup_onchip_scratch,
+        "run": run_scratch_replay,
+        "baseline": False,
+        "note": "the same, intermediate in qcom_ext.onchip_buffer (device's path)",
+    },
+]
 
 CASES: list[Any] = [Case(**spec) if Case else spec for spec in _SPECS]

@@ -1,6 +1,6 @@
 """Host cost per dispatch of a 32-kernel pipeline replayed 1,000 times.
 
-    PYTHONPATH=. python benchmarks/cases_recording.py [--device 0:0] [--rounds 7]
+    python -m qcom_ext.tools.bench.cases_recording [--device 0:0] [--rounds 7]
 
 Cases (group ``recording``; each ``run`` does 1,000 replays, then finishes the queue):
 
@@ -33,7 +33,7 @@ import pyopencl as cl
 
 import qcom_ext
 
-try:  # the runner's case type (benchmarks/_case.py); plain dicts without it
+try:  # the runner's case type (qcom_ext/tools/bench/_case.py); plain dicts without it
     from qcom_ext.tools.bench._case import Case
 except ImportError:
     Case = None
@@ -64,12 +64,22 @@ def _pipeline(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
     dispatches = []
     for j in range(DISPATCHES):
         a, b, v = buffers[j % 4], buffers[(j + 1) % 4], np.uint32(j + 1)
-        name, args = [("k_add", (a, v)), ("k_mad", (a, v, np.uint32(7))), ("k_xor", (a, b, v)),
-                      ("k_rot", (a, np.uint32(j % 31)))][j % 4]  # fmt: skip
+        name, args = [
+            ("k_add", (a, v)),
+            ("k_mad", (a, v, np.uint32(7))),
+            ("k_xor", (a, b, v)),
+            ("k_rot", (a, np.uint32(j % 31))),
+        ][j % 4]
         dispatches.append((name, args))
     queue.finish()
-    return {"context": context, "queue": queue, "program": program, "buffers": buffers,
-            "dispatches": dispatches, "replays": REPLAYS}  # fmt: skip
+    return {
+        "context": context,
+        "queue": queue,
+        "program": program,
+        "buffers": buffers,
+        "dispatches": dispatches,
+        "replays": REPLAYS,
+    }
 
 
 def setup_naive(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
@@ -157,22 +167,47 @@ def _finishing(loop: Any) -> Any:
 
 
 _SPECS = [
-    {"name": "naive_call", "group": "recording", "setup": setup_naive,
-     "run": _finishing(loop_naive), "baseline": False,
-     "note": "kernel(queue, gws, lws, *args), numpy scalars, no set_scalar_arg_dtypes"},
-    {"name": "preset_enqueue", "group": "recording", "setup": setup_preset,
-     "run": _finishing(loop_preset), "baseline": True,
-     "note": "one kernel per dispatch, args preset, cl.enqueue_nd_range_kernel"},
-    {"name": "recording_replay", "group": "recording", "setup": setup_recording,
-     "run": _finishing(loop_recording), "baseline": False,
-     "note": "Recording.replay(queue) on the device's path"},
-    {"name": "recording_replay_direct", "group": "recording", "setup": setup_direct,
-     "run": _finishing(loop_recording), "baseline": False,
-     "note": "Recording.replay(queue), forced onto the replay path"},
-    {"name": "recording_replay_update", "group": "recording", "setup": setup_recording,
-     "run": _finishing(loop_recording_update), "baseline": False,
-     "note": "Recording.replay(queue, args={(0, 1): value}), value changing"},
-]  # fmt: skip
+    {
+        "name": "naive_call",
+        "group": "recording",
+        "setup": setup_naive,
+        "run": _finishing(loop_naive),
+        "baseline": False,
+        "note": "kernel(queue, gws, lws, *args), numpy scalars, no set_scalar_arg_dtypes",
+    },
+    {
+        "name": "preset_enqueue",
+        "group": "recording",
+        "setup": setup_preset,
+        "run": _finishing(loop_preset),
+        "baseline": True,
+        "note": "one kernel per dispatch, args preset, cl.enqueue_nd_range_kernel",
+    },
+    {
+        "name": "recording_replay",
+        "group": "recording",
+        "setup": setup_recording,
+        "run": _finishing(loop_recording),
+        "baseline": False,
+        "note": "Recording.replay(queue) on the device's path",
+    },
+    {
+        "name": "recording_replay_direct",
+        "group": "recording",
+        "setup": setup_direct,
+        "run": _finishing(loop_recording),
+        "baseline": False,
+        "note": "Recording.replay(queue), forced onto the replay path",
+    },
+    {
+        "name": "recording_replay_update",
+        "group": "recording",
+        "setup": setup_recording,
+        "run": _finishing(loop_recording_update),
+        "baseline": False,
+        "note": "Recording.replay(queue, args={(0, 1): value}), value changing",
+    },
+]
 
 CASES: list[Any] = [Case(**spec) if Case else spec for spec in _SPECS]
 
@@ -215,8 +250,10 @@ def main() -> int:
         os.environ["PYOPENCL_CTX"] = args.device
     caps = qcom_ext.probe()
     print(f"{caps.label} ({caps.device_name.strip()}), {caps.driver_version}")
-    print(f"recording path: {caps.path('cl_qcom_recordable_queues')}; {DISPATCHES} dispatches "
-          f"x {REPLAYS} replays, median of {args.rounds} interleaved rounds")  # fmt: skip
+    print(
+        f"recording path: {caps.path('cl_qcom_recordable_queues')}; {DISPATCHES} dispatches "
+        f"x {REPLAYS} replays, median of {args.rounds} interleaved rounds"
+    )
     result = measure(caps, args.rounds)
     base = result["preset_enqueue"]
     print("µs per dispatch; median (min) over the rounds; x base: ratio of the medians")
@@ -224,15 +261,19 @@ def main() -> int:
     for name, r in result.items():
         host = f"{r['host'] * 1e6:.2f} ({r['host_min'] * 1e6:.2f})"
         total = f"{r['total'] * 1e6:.2f} ({r['total_min'] * 1e6:.2f})"
-        print(f"{name:<26}{host:>15}{r['host'] / base['host']:8.2f}"
-              f"{total:>15}{r['total'] / base['total']:8.2f}")  # fmt: skip
+        print(
+            f"{name:<26}{host:>15}{r['host'] / base['host']:8.2f}"
+            f"{total:>15}{r['total'] / base['total']:8.2f}"
+        )
     replay, naive = result["recording_replay"], result["naive_call"]
     for part in ("host", "total"):
         vs_base = replay[part] / base[part]
         speedup = naive[part] / replay[part]
-        print(f"{part}: replay/baseline {vs_base:.2f} (target <= 1.1: "
-              f"{'met' if vs_base <= 1.1 else 'NOT met'}), naive/replay {speedup:.1f}x "
-              f"(target >= 4: {'met' if speedup >= 4 else 'NOT met'})")  # fmt: skip
+        print(
+            f"{part}: replay/baseline {vs_base:.2f} (target <= 1.1: "
+            f"{'met' if vs_base <= 1.1 else 'NOT met'}), naive/replay {speedup:.1f}x "
+            f"(target >= 4: {'met' if speedup >= 4 else 'NOT met'})"
+        )
     return 0
 
 

@@ -1,6 +1,6 @@
 """Run benchmark cases side by side: ``python -m qcom_ext.tools.bench.run [CASE|GROUP|SUITE ...]``.
 
-Cases (and suites) come from ``benchmarks/cases_*.py``. The cases of a group are timed
+Cases (and suites) come from ``qcom_ext/tools/bench/cases_*.py``. The cases of a group are timed
 interleaved (each round times one batch of every case in turn), a batch repeating the
 call until it takes at least ``--batch-ms``. Reported per call: median, min and
 interquartile range over the rounds, and the ratio of the median to the group baseline's
@@ -165,7 +165,7 @@ def _case_modules() -> list[Any]:
 
 
 def discover() -> list[Case]:
-    """Every case of every ``benchmarks/cases_*.py`` module, in module order."""
+    """Every case of every ``qcom_ext/tools/bench/cases_*.py`` module, in module order."""
     cases: list[Case] = []
     for module in _case_modules():
         cases += module.CASES
@@ -174,7 +174,7 @@ def discover() -> list[Case]:
 
 
 def discover_suites(cases: Iterable[Case] = ()) -> list[Suite]:
-    """The ``SUITES`` of every ``benchmarks/cases_*.py`` module, in module order; their
+    """The ``SUITES`` of every ``qcom_ext/tools/bench/cases_*.py`` module, in module order; their
     names must differ from each other and from the names and groups of ``cases``."""
     suites = [s for module in _case_modules() for s in getattr(module, "SUITES", [])]
     _check_suite_names(suites, cases)
@@ -577,7 +577,9 @@ def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, prog: str = "python -m qcom_ext.tools.bench.run") -> int:
+def main(
+    argv: Sequence[str] | None = None, prog: str = "python -m qcom_ext.tools.bench.run"
+) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cases = discover()
     suites = {s.name: s for s in discover_suites(cases)}

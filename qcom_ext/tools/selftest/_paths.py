@@ -84,13 +84,17 @@ def plan_paths(device: int, extension: str) -> PathPlan:
         extra = extra | {tier}
     taken = {path for path, _ in runs}
     candidates = ["native", *(f"khr:{tier}" for tier in ext.khronos), "fallback"]
-    skipped = tuple((path, _why_not(base, extension, path, taken, last_reason))
-                    for path in candidates if path not in taken)  # fmt: skip
+    skipped = tuple(
+        (path, _why_not(base, extension, path, taken, last_reason))
+        for path in candidates
+        if path not in taken
+    )
     return PathPlan(tuple(runs), skipped)
 
 
-def _why_not(caps: DeviceCaps, extension: str, path: str, taken: set[str],
-             unavailable_reason: str) -> str:  # fmt: skip
+def _why_not(
+    caps: DeviceCaps, extension: str, path: str, taken: set[str], unavailable_reason: str
+) -> str:
     ext = REGISTRY[extension]
     if path == "native":
         if caps.has(extension):
@@ -99,13 +103,16 @@ def _why_not(caps: DeviceCaps, extension: str, path: str, taken: set[str],
     if path.startswith("khr:"):
         tier = path.split(":", 1)[1]
         available = caps.extensions | caps.platform_extensions
-        problem = khronos_problem(tier, available, disabled=caps.disabled,
-                                  limits=dict(caps.limits.items()))  # fmt: skip
+        problem = khronos_problem(
+            tier, available, disabled=caps.disabled, limits=dict(caps.limits.items())
+        )
         if problem:
             return problem.removeprefix(f"{tier} ")
-        return (f"not reachable here: {extension} is native, and QCOM_EXT_DISABLE="
-                f"{extension} drops its Khronos tiers too (qcom_ext never takes {tier} "
-                "on this device)")  # fmt: skip
+        return (
+            f"not reachable here: {extension} is native, and QCOM_EXT_DISABLE="
+            f"{extension} drops its Khronos tiers too (qcom_ext never takes {tier} "
+            "on this device)"
+        )
     if ext.fallback is None:
         return ext.no_fallback_reason
     return unavailable_reason.split("; ", 1)[-1] or "no portable fallback here"

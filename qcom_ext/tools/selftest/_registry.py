@@ -125,8 +125,9 @@ def refused(extension: str, attempt: Callable[[], Any]) -> Outcome:
         attempt()
     except ExtensionUnavailable as exc:
         return Outcome({key: exc.extension == extension}, {key: True}, note=str(exc))
-    return Outcome({key: False}, {key: True},
-                   note="the call succeeded where the extension has no path")  # fmt: skip
+    return Outcome(
+        {key: False}, {key: True}, note="the call succeeded where the extension has no path"
+    )
 
 
 CaseFunction = Callable[[Env], Outcome]
@@ -155,8 +156,9 @@ def _known(extension: str) -> None:
         raise ValueError(f"{extension!r} is not in qcom_ext.device.extensions.REGISTRY")
 
 
-def case(extension: str, name: str, *, tiers: tuple[str, ...] = USABLE,
-         compare: bool = True) -> Callable[[CaseFunction], CaseFunction]:  # fmt: skip
+def case(
+    extension: str, name: str, *, tiers: tuple[str, ...] = USABLE, compare: bool = True
+) -> Callable[[CaseFunction], CaseFunction]:
     """Register the decorated function as a case of ``extension``.
 
     ``tiers`` are the paths it runs on (``("unavailable",)``: a refusal check, run where

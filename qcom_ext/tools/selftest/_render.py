@@ -12,8 +12,13 @@ from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestRe
 
 __all__ = ["render"]
 
-_OUTCOME = {"pass": "[green]pass[/]", "fail": "[bold red]FAIL[/]", "skipped": "[yellow]skipped[/]",
-            "unavailable": "[dim]unavailable[/]", "unchecked": "[dim]unchecked[/]"}  # fmt: skip
+_OUTCOME = {
+    "pass": "[green]pass[/]",
+    "fail": "[bold red]FAIL[/]",
+    "skipped": "[yellow]skipped[/]",
+    "unavailable": "[dim]unavailable[/]",
+    "unchecked": "[dim]unchecked[/]",
+}
 
 
 def _number(value: float) -> str:
@@ -38,16 +43,23 @@ def _run_row(item: ExtensionReport, run: PathRun) -> tuple[str, str, str, str, s
             if comparison.ok:
                 notes.append(f"same as {comparison.paths[0]} (max diff {gap})")
             else:
-                notes.append(f"[bold red]differs from {comparison.paths[0]}[/] by {gap} "
-                             f"({escape(comparison.case)})")  # fmt: skip
+                notes.append(
+                    f"[bold red]differs from {comparison.paths[0]}[/] by {gap} "
+                    f"({escape(comparison.case)})"
+                )
     return run.path, verdict, _number(run.max_error), f"{run.time_ms:.1f}", "; ".join(notes)
 
 
 def _table(report: SelftestReport) -> Table:
     table = Table(show_edge=False, pad_edge=False)
-    for column, justify in (("extension", "left"), ("path", "left"), ("result", "left"),
-                            ("max error", "right"), ("ms", "right"),
-                            ("notes", "left")):  # fmt: skip
+    for column, justify in (
+        ("extension", "left"),
+        ("path", "left"),
+        ("result", "left"),
+        ("max error", "right"),
+        ("ms", "right"),
+        ("notes", "left"),
+    ):
         table.add_column(column, justify=justify, overflow="fold")
     for item in report.extensions:
         name = item.extension
@@ -92,8 +104,10 @@ def _failures(report: SelftestReport) -> list[str]:
             if not comparison.ok:
                 first, second = comparison.paths
                 gap, bound = _number(comparison.max_difference), _number(comparison.tolerance)
-                lines.append(f"{item.extension} {first} vs {second} {comparison.case}: differ "
-                             f"by {gap} > {bound}; {comparison.mismatch}")  # fmt: skip
+                lines.append(
+                    f"{item.extension} {first} vs {second} {comparison.case}: differ "
+                    f"by {gap} > {bound}; {comparison.mismatch}"
+                )
     return lines
 
 
@@ -102,9 +116,12 @@ def render(report: SelftestReport, console: Any = None) -> None:
     console = console or Console()
     device = report.device
     console.rule(f"[bold]qcom-ext selftest[/] {escape(device.label)} — {escape(device.device)}")
-    facts = [("platform", f"{device.platform} ({device.platform_version})"),
-             ("device version", device.device_version), ("driver", device.driver),
-             ("OpenCL C", device.opencl_c_version)]  # fmt: skip
+    facts = [
+        ("platform", f"{device.platform} ({device.platform_version})"),
+        ("device version", device.device_version),
+        ("driver", device.driver),
+        ("OpenCL C", device.opencl_c_version),
+    ]
     if device.adreno_model:
         facts.append(("Adreno", f"{device.adreno_model} (compiler {device.adreno_compiler})"))
     facts.append(("seed", str(report.seed)))
@@ -116,8 +133,10 @@ def render(report: SelftestReport, console: Any = None) -> None:
         console.print(f"[red]probe problem:[/] {escape(problem)}")
     for name, verdict in report.verdicts.items():
         if verdict["outcome"] != "ok":
-            console.print(f"[red]trial {verdict['outcome']}:[/] {escape(name)}: "
-                          f"{escape(verdict['detail'])} (downgraded)")  # fmt: skip
+            console.print(
+                f"[red]trial {verdict['outcome']}:[/] {escape(name)}: "
+                f"{escape(verdict['detail'])} (downgraded)"
+            )
     console.print(_table(report))
     failures = _failures(report)
     if failures:

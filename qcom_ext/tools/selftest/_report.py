@@ -255,10 +255,18 @@ class DeviceStrings:
 
     @classmethod
     def from_caps(cls, caps: DeviceCaps) -> DeviceStrings:
-        return cls(caps.label, caps.platform_name, caps.platform_version,
-                   caps.device_name.strip(), caps.device_version, caps.driver_version,
-                   caps.opencl_c_version, caps.adreno_model, caps.adreno_compiler,
-                   caps.image_support)  # fmt: skip
+        return cls(
+            caps.label,
+            caps.platform_name,
+            caps.platform_version,
+            caps.device_name.strip(),
+            caps.device_version,
+            caps.driver_version,
+            caps.opencl_c_version,
+            caps.adreno_model,
+            caps.adreno_compiler,
+            caps.image_support,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -287,8 +295,9 @@ class SelftestReport:
         for item in self.extensions:
             if item.extension == name:
                 return item
-        raise KeyError(f"{name!r} was not checked; checked: "
-                       f"{', '.join(e.extension for e in self.extensions)}")  # fmt: skip
+        raise KeyError(
+            f"{name!r} was not checked; checked: {', '.join(e.extension for e in self.extensions)}"
+        )
 
     def counts(self) -> dict[str, int]:
         """How many extensions had each outcome."""

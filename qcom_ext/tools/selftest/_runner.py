@@ -44,16 +44,19 @@ def selected(only: Iterable[str] | None) -> list[str]:
                 continue
             full = name if name in REGISTRY else f"cl_qcom_{name}"
             if full not in REGISTRY:
-                raise ConfigError(f"--only {name!r} is not a cl_qcom_* extension qcom_ext knows; "
-                                  f"expected one of: {', '.join(REGISTRY)}")  # fmt: skip
+                raise ConfigError(
+                    f"--only {name!r} is not a cl_qcom_* extension qcom_ext knows; "
+                    f"expected one of: {', '.join(REGISTRY)}"
+                )
             wanted.add(full)
     if not wanted:
         raise ConfigError("--only names no extension")
     return [name for name in REGISTRY if name in wanted]
 
 
-def run_selftest(device: Any = None, *, seed: int = 0, only: Sequence[str] | None = None,
-                 verify: bool = False) -> SelftestReport:  # fmt: skip
+def run_selftest(
+    device: Any = None, *, seed: int = 0, only: Sequence[str] | None = None, verify: bool = False
+) -> SelftestReport:
     """Check every extension (or those in ``only``) on ``device`` (a pyopencl.Device, a
     handle or None: the device ``qcom_ext.probe()`` picks) on each of its paths.
 
@@ -61,7 +64,7 @@ def run_selftest(device: Any = None, *, seed: int = 0, only: Sequence[str] | Non
     lists them); the selftest adds names to it while forcing a path and restores it.
     Not thread-safe: other threads using qcom_ext meanwhile see the forced paths.
     ``verify=True`` first tries the risky native calls in a child process
-    (:mod:`qcom_ext.tools.verify.runner`), so an extension whose trial crashed is checked on the path
+    (:mod:`qcom_ext.verify`), so an extension whose trial crashed is checked on the path
     it was downgraded to; cached verdicts apply either way and go into the report.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -69,11 +72,14 @@ def run_selftest(device: Any = None, *, seed: int = 0, only: Sequence[str] | Non
     names = selected(only)
     caps = probe(device, verify=verify)
     verdicts = {name: v.to_dict() for name, v in sorted(caps.verdicts.items())}
-    report = SelftestReport(DeviceStrings.from_caps(caps), seed,
-                            disabled=tuple(sorted(caps.disabled)),
-                            only=None if only is None else tuple(names),
-                            problems=tuple(caps.problems),
-                            verdicts=verdicts)  # fmt: skip
+    report = SelftestReport(
+        DeviceStrings.from_caps(caps),
+        seed,
+        disabled=tuple(sorted(caps.disabled)),
+        only=None if only is None else tuple(names),
+        problems=tuple(caps.problems),
+        verdicts=verdicts,
+    )
     for name in names:
         report.extensions.append(_check_extension(caps.device_id, name, seed))
     return report
@@ -138,18 +144,26 @@ def _run_case(item: Case, env: Env) -> tuple[CaseResult, tuple[Any, float] | Non
         else:
             failure = skipped = ""
     elapsed = (time.perf_counter() - start) * 1e3
-    notes = tuple(dict.fromkeys(str(w.message) for w in caught
-                                if issubclass(w.category, QcomExtWarning)))  # fmt: skip
+    notes = tuple(
+        dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, QcomExtWarning))
+    )
     if outcome is None:
-        return CaseResult(item.name, 0.0, 0.0, elapsed, error=failure, skipped=skipped,
-                          notes=notes), None  # fmt: skip
+        return CaseResult(
+            item.name, 0.0, 0.0, elapsed, error=failure, skipped=skipped, notes=notes
+        ), None
     error, where = difference(outcome.got, outcome.want)
     if outcome.note:
         notes = (outcome.note, *notes)
     ran_as = outcome.ran_as if outcome.ran_as not in (None, env.path) else None
-    result = CaseResult(item.name, error, outcome.tolerance, elapsed,
-                        mismatch=where if error > outcome.tolerance else "", ran_as=ran_as,
-                        notes=notes)  # fmt: skip
+    result = CaseResult(
+        item.name,
+        error,
+        outcome.tolerance,
+        elapsed,
+        mismatch=where if error > outcome.tolerance else "",
+        ran_as=ran_as,
+        notes=notes,
+    )
     return result, (outcome.got, outcome.tolerance)
 
 
@@ -170,6 +184,9 @@ def _compare(runs: list[PathRun], cases: Sequence[Case]) -> list[Comparison]:
             got, other = later.values[item.name]
             gap, where = difference(got, reference)
             bound = max(tolerance, other)
-            found.append(Comparison(item.name, (first.path, later.path), gap, bound,
-                                    where if gap > bound else ""))  # fmt: skip
+            found.append(
+                Comparison(
+                    item.name, (first.path, later.path), gap, bound, where if gap > bound else ""
+                )
+            )
     return found

@@ -78,8 +78,9 @@ def _convolution_separable_phases(env: Env) -> Outcome:
     w = WeightImage(env.context, weights, center=(3, 1), separable=True, filter_size=(7, 3))
     coords = env.rng.uniform(-3, 25, (64, 2)).astype(np.float32)
     got = _ops(env).convolve(env.queue, _upload(env, pixels), w, coords, "clamp_to_edge")
-    want = ref.convolve(pixels, coords, w.weights, center=w.center, separable=True,
-                        filter_size=(7, 3))  # fmt: skip
+    want = ref.convolve(
+        pixels, coords, w.weights, center=w.center, separable=True, filter_size=(7, 3)
+    )
     return Outcome(got, want, 1e-4)
 
 
@@ -110,8 +111,9 @@ def _box_fractional(env: Env) -> Outcome:
 def _spec_block_match(env: Env) -> Outcome:
     target = env.rng.random((4, 5, 4)).astype(np.float32)
     reference = env.rng.random((4, 8, 4)).astype(np.float32)
-    sad, ssd = _ops(env).block_match(env.queue, _upload(env, target), _upload(env, reference),
-                                     (3, 3), [(1.0, 0.0)], [(4, 1)])  # fmt: skip
+    sad, ssd = _ops(env).block_match(
+        env.queue, _upload(env, target), _upload(env, reference), (3, 3), [(1.0, 0.0)], [(4, 1)]
+    )
     d = target[0:3, 1:4].astype(np.float64) - reference[1:4, 4:7]
     want = np.stack([np.abs(d).sum(axis=(0, 1)), (d * d).sum(axis=(0, 1))])
     return Outcome(np.stack([sad[0], ssd[0]]), want, 1e-5)
@@ -123,11 +125,15 @@ def _block_match_random(env: Env) -> Outcome:
     reference = env.rng.random((20, 24, 4)).astype(np.float32)
     tcoords = env.rng.uniform(0, 16, (32, 2)).astype(np.float32)
     rcoords = env.rng.integers(0, 16, (32, 2)).astype(np.uint32)
-    sad, ssd = _ops(env).block_match(env.queue, _upload(env, target), _upload(env, reference),
-                                     (8, 4), tcoords, rcoords)  # fmt: skip
-    want = np.concatenate([ref.block_match(target, reference, tcoords, (8, 4), rcoords),
-                           ref.block_match(target, reference, tcoords, (8, 4), rcoords,
-                                           squared=True)])  # fmt: skip
+    sad, ssd = _ops(env).block_match(
+        env.queue, _upload(env, target), _upload(env, reference), (8, 4), tcoords, rcoords
+    )
+    want = np.concatenate(
+        [
+            ref.block_match(target, reference, tcoords, (8, 4), rcoords),
+            ref.block_match(target, reference, tcoords, (8, 4), rcoords, squared=True),
+        ]
+    )
     return Outcome(np.concatenate([sad, ssd]), want, 1e-4)
 
 
@@ -155,8 +161,9 @@ def _block_search(env: Env) -> Outcome:
 
     target = (env.rng.integers(0, 256, (32, 40, 4)) / 256).astype(np.float32)
     reference = np.roll(target, (1, 2), axis=(0, 1))
-    field_ = block_match_image(env.queue, _upload(env, target), _upload(env, reference),
-                               region=(8, 8), radius=3)  # fmt: skip
+    field_ = block_match_image(
+        env.queue, _upload(env, target), _upload(env, reference), region=(8, 8), radius=3
+    )
     vectors, _ = field_.get(env.queue)
     want, _ = ref.block_match_search(target, reference, (8, 8), 3)
     return Outcome(vectors.astype(np.float64), want.astype(np.float64))

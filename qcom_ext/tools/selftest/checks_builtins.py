@@ -75,9 +75,18 @@ def _dot8(env: Env) -> Outcome:
     got, want = [], []
     for name, a in (("matmul_s8u8", signed), ("matmul_u8u8", unsigned)):
         out, host = env.empty((m, n), np.int32)
-        _run(env, cl.Kernel(program, name), (-(-n // 4), m), None,
-             env.to_device(_packed_rows(a)), bt, out, np.int32(m), np.int32(n),
-             np.int32(-(-k // 4)))  # fmt: skip
+        _run(
+            env,
+            cl.Kernel(program, name),
+            (-(-n // 4), m),
+            None,
+            env.to_device(_packed_rows(a)),
+            bt,
+            out,
+            np.int32(m),
+            np.int32(n),
+            np.int32(-(-k // 4)),
+        )
         got.append(env.read(out, host))
         want.append(np.clip(a.astype(np.int64) @ b.astype(np.int64), -(2**31), 2**31 - 1))
     return Outcome(np.stack(got), np.stack(want))
@@ -94,8 +103,17 @@ def _bf16(env: Env) -> Outcome:
     b = to_bfloat16(env.rng.standard_normal(n, dtype=np.float32))
     out, host = env.empty(groups, np.float32)
     kernel = cl.Kernel(env.program("bf16_dot.cl"), "bf16_dot")
-    _run(env, kernel, (groups * local,), (local,), env.to_device(a), env.to_device(b),
-         np.uint32(n), out, cl.LocalMemory(4 * local))  # fmt: skip
+    _run(
+        env,
+        kernel,
+        (groups * local,),
+        (local,),
+        env.to_device(a),
+        env.to_device(b),
+        np.uint32(n),
+        out,
+        cl.LocalMemory(4 * local),
+    )
     # numpy replays the kernel's order: strided per work-item, then a tree per group
     items = groups * local
     steps = -(-n // items)
@@ -116,8 +134,12 @@ def _bf16(env: Env) -> Outcome:
     # the native rounding is not documented: the float32 error bound of this order
     products = np.abs(from_bfloat16(a).astype(np.float64) * from_bfloat16(b)).sum()
     bound = (steps + int(math.log2(local)) + 1) * 2.0**-24 * float(products)
-    return Outcome(env.read(out, host), want, bound,
-                   note="native rounding is undocumented: float32 error bound")  # fmt: skip
+    return Outcome(
+        env.read(out, host),
+        want,
+        bound,
+        note="native rounding is undocumented: float32 error bound",
+    )
 
 
 SHUFFLE_SOURCE = """
@@ -156,13 +178,19 @@ def shuffle_source_lane(op: str, lane: int, size: int, offset: int, width: int) 
     first = lane - lane % w
     n = min(w, size - first)
     pos = lane - first
-    src = {"up": pos - offset, "down": pos + offset, "rotate_up": (pos - offset) % n,
-           "rotate_down": (pos + offset) % n, "xor": pos ^ offset}[op]  # fmt: skip
+    src = {
+        "up": pos - offset,
+        "down": pos + offset,
+        "rotate_up": (pos - offset) % n,
+        "rotate_down": (pos + offset) % n,
+        "xor": pos ^ offset,
+    }[op]
     return first + src if 0 <= src < n else None
 
 
-def shuffle_model(values: np.ndarray, info: np.ndarray, offset: int, width: int,
-                  default: int) -> np.ndarray:  # fmt: skip
+def shuffle_model(
+    values: np.ndarray, info: np.ndarray, offset: int, width: int, default: int
+) -> np.ndarray:
     """Each work-item's five shuffle results, from the sub-groups the kernel reported."""
     groups: dict[tuple[int, int], dict[int, int]] = defaultdict(dict)
     for index, (group, sub_group, lane) in enumerate(info.tolist()):
@@ -192,8 +220,18 @@ def _shuffle(env: Env) -> Outcome:
     for offset, width in ((1, 0), (3, 4), (2, 8), (5, 0)):
         out, host = env.empty((values.size, 5), np.int32)
         info, seen = env.empty((values.size, 3), np.uint32)
-        _run(env, kernel, values.shape, (local,), env.to_device(values), out, info,
-             np.uint32(offset), np.int32(width), np.int32(-7))  # fmt: skip
+        _run(
+            env,
+            kernel,
+            values.shape,
+            (local,),
+            env.to_device(values),
+            out,
+            info,
+            np.uint32(offset),
+            np.int32(width),
+            np.int32(-7),
+        )
         got.append(env.read(out, host))
         want.append(shuffle_model(values, env.read(info, seen), offset, width, -7))
     # the results depend on the sub-group size, which each path defines: not compared
@@ -226,8 +264,9 @@ def _reqd_runs(env: Env) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.nda
     runs = {}
     for name in ("half_k", "full_k"):
         kernel = cl.Kernel(program, name)
-        local = min(64, kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
-                                                   device))  # fmt: skip
+        local = min(
+            64, kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+        )
         out, host = env.empty(values.shape, np.int32)
         sizes, seen = env.empty(values.shape, np.uint32)
         _run(env, kernel, values.shape, (local,), env.to_device(values), out, sizes)
@@ -260,7 +299,9 @@ def _reqd_sizes(env: Env) -> Outcome:
     return Outcome(got, want, note=f"sub-group sizes: {note}")
 
 
-unchecked("cl_qcom_limited_printf",
-          "printf output goes where the driver sends it (the process's stdout, or logcat on "
-          "Android), which the selftest cannot read back reliably; CL_DEVICE_PRINTF_BUFFER_"
-          "SIZE_QCOM is in `qcom-ext probe --json`")  # fmt: skip
+unchecked(
+    "cl_qcom_limited_printf",
+    "printf output goes where the driver sends it (the process's stdout, or logcat on "
+    "Android), which the selftest cannot read back reliably; CL_DEVICE_PRINTF_BUFFER_"
+    "SIZE_QCOM is in `qcom-ext probe --json`",
+)

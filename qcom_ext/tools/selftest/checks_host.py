@@ -44,8 +44,9 @@ def _lcg_on(context: Any, queue: Any, values: np.ndarray, rounds: int) -> np.nda
 
     from qcom_ext.ext.program.build import build_program
 
-    buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                       hostbuf=values)  # fmt: skip
+    buffer = cl.Buffer(
+        context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=values
+    )
     build_program(context, LCG).lcg(queue, values.shape, None, buffer, np.uint32(rounds))
     out = np.empty_like(values)
     cl.enqueue_copy(queue, out, buffer)
@@ -83,8 +84,11 @@ SCALE_ADD = """
 __kernel void scale_add(__global const int *src, __global int *dst, int mul, int add)
 { size_t i = get_global_id(0); dst[i] = src[i] * mul + add; }
 """
-_RECORDING_PATHS = {"native": "native", "khr_command_buffer": "khr:cl_khr_command_buffer",
-                    "replay": "fallback"}  # fmt: skip
+_RECORDING_PATHS = {
+    "native": "native",
+    "khr_command_buffer": "khr:cl_khr_command_buffer",
+    "replay": "fallback",
+}
 
 
 @case(RECORDABLE, "record two kernels, replay three times with updated arguments")
@@ -119,8 +123,12 @@ def _recording(env: Env) -> Outcome:
     finally:
         rec.release()
     ran_as = _RECORDING_PATHS.get(rec.path, rec.path)
-    return Outcome(np.stack(got), np.stack(want), ran_as=ran_as,
-                   note=f"replays ran as {', '.join(dict.fromkeys(paths))}")  # fmt: skip
+    return Outcome(
+        np.stack(got),
+        np.stack(want),
+        ran_as=ran_as,
+        note=f"replays ran as {', '.join(dict.fromkeys(paths))}",
+    )
 
 
 @case(PROTECTED, "protected context and queue; profiling refused", tiers=("native",))
@@ -136,12 +144,18 @@ def _protected(env: Env) -> Outcome:
     except ConfigError:
         refusal = True
     got = {"protected": context_info(context).protected, "profiling queue refused": refusal}
-    return Outcome(got, dict.fromkeys(got, True),
-                   note="protected memory cannot be read back: no kernel result")  # fmt: skip
+    return Outcome(
+        got,
+        dict.fromkeys(got, True),
+        note="protected memory cannot be read back: no kernel result",
+    )
 
 
-@case(PROTECTED, "never falls back: create_context(protected=True) is refused",
-      tiers=("unavailable",))  # fmt: skip
+@case(
+    PROTECTED,
+    "never falls back: create_context(protected=True) is refused",
+    tiers=("unavailable",),
+)
 def _protected_refused(env: Env) -> Outcome:
     return refused(PROTECTED, lambda: _protected_context(env))
 
@@ -171,13 +185,16 @@ def _onchip(env: Env) -> Outcome:
     rec = Recording(env.queue)
     try:
         with rec:
-            rec.enqueue(scale_bias, (n,), None, env.to_device(src), staged, np.int32(1),
-                        np.int32(0))  # fmt: skip
+            rec.enqueue(
+                scale_bias, (n,), None, env.to_device(src), staged, np.int32(1), np.int32(0)
+            )
             rec.enqueue(smooth3, (n,), None, staged, dst, np.int32(n))
         if staged.onchip and rec.path != "native":
-            raise Skip("on-chip contents pass between kernels only inside a native "
-                       f"recording (cl_qcom_recordable_queues); recordings run {rec.path} "
-                       "here")  # fmt: skip
+            raise Skip(
+                "on-chip contents pass between kernels only inside a native "
+                f"recording (cl_qcom_recordable_queues); recordings run {rec.path} "
+                "here"
+            )
         got, want = [], []
         for replay in range(3):
             scale, bias = replay + 2, 100 * replay - 250
@@ -190,8 +207,7 @@ def _onchip(env: Env) -> Outcome:
             want.append(padded[:-2] + 2 * padded[1:-1] + padded[2:])
     finally:
         rec.release()
-    return Outcome(np.stack(got), np.stack(want), ran_as=staged.path,
-                   note=f"recording {rec.path}")  # fmt: skip
+    return Outcome(np.stack(got), np.stack(want), ran_as=staged.path, note=f"recording {rec.path}")
 
 
 @case(ML, "1x1 convolution with bias and relu6 (qcom_ext.ops, NHWC 1x5x6x12 -> 10)")
@@ -206,14 +222,20 @@ def _conv1x1(env: Env) -> Outcome:
     return Outcome(got, want, 1e-4, note="qcom_ext's own kernels on every path")
 
 
-@case(ML, "CLML interface versions (clQueryMLInterfaceVersionsQCOM)", tiers=("native",),
-      compare=False)  # fmt: skip
+@case(
+    ML,
+    "CLML interface versions (clQueryMLInterfaceVersionsQCOM)",
+    tiers=("native",),
+    compare=False,
+)
 def _clml_versions(env: Env) -> Outcome:
     from qcom_ext.device.clml import ml_interface_versions
 
     versions = ml_interface_versions(env.caps.platform_id)
-    got = {"versions offered": bool(versions),
-           "major versions >= 1": all(v[0] >= 1 for v in versions),
-           "same as the probe": versions == env.caps.limits.ml_interface_versions}  # fmt: skip
+    got = {
+        "versions offered": bool(versions),
+        "major versions >= 1": all(v[0] >= 1 for v in versions),
+        "same as the probe": versions == env.caps.limits.ml_interface_versions,
+    }
     note = ", ".join(f"{major}.{minor}" for major, minor in versions) or "none"
     return Outcome(got, dict.fromkeys(got, True), note=f"CLML interfaces {note}")

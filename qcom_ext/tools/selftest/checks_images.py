@@ -33,8 +33,9 @@ def _float_image(env: Env, pixels: np.ndarray, flags: int | None = None) -> obje
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
     flags = cl.mem_flags.READ_ONLY if flags is None else flags
     flags |= cl.mem_flags.COPY_HOST_PTR
-    return cl.create_image(env.context, flags, fmt, shape=(width, height),
-                           hostbuf=np.ascontiguousarray(pixels))  # fmt: skip
+    return cl.create_image(
+        env.context, flags, fmt, shape=(width, height), hostbuf=np.ascontiguousarray(pixels)
+    )
 
 
 def _read_float_image(env: Env, image: object, width: int, height: int) -> np.ndarray:
@@ -79,8 +80,9 @@ def _bicubic(env: Env) -> Outcome:
     program = env.program("bicubic.cl", QCOM_EXT_BICUBIC_NORMALIZED=1)
     sampler = create_sampler(env.context, normalized=True, addressing="clamp")
     dst = _output_image(env, 40, 28)
-    cl.Kernel(program, "upscale2x")(env.queue, (40, 28), None, _float_image(env, pixels),
-                                    sampler, dst)  # fmt: skip
+    cl.Kernel(program, "upscale2x")(
+        env.queue, (40, 28), None, _float_image(env, pixels), sampler, dst
+    )
     return Outcome(_read_float_image(env, dst, 40, 28), upscale2x(pixels), 1e-4)
 
 
@@ -105,8 +107,9 @@ def _nv12_bytes(env: Env, width: int, height: int) -> int:
     if env.caps.path(IMAGE_INFO) == "native":
         # a failing query is left to the frame's own check, which reports what the driver does
         with contextlib.suppress(QcomExtError):
-            size = query_image_info(env.caps.device(), "QCOM_NV12/UNORM_INT8",
-                                    (width, height)).size  # fmt: skip
+            size = query_image_info(
+                env.caps.device(), "QCOM_NV12/UNORM_INT8", (width, height)
+            ).size
     return max(size, 64 << 10)
 
 
@@ -136,8 +139,16 @@ def _nv12_to_rgba(env: Env) -> Outcome:
     def convert(image, frame) -> Outcome:
         kernel = cl.Kernel(env.program("nv12_to_rgba.cl"), "nv12_to_rgba")
         out, host = env.empty((16, 32, 4), np.uint8)
-        kernel(env.queue, (32, 16), None, *image.kernel_args, out, np.int32(32), np.int32(16),
-               np.int32(0))  # fmt: skip
+        kernel(
+            env.queue,
+            (32, 16),
+            None,
+            *image.kernel_args,
+            out,
+            np.int32(32),
+            np.int32(16),
+            np.int32(0),
+        )
         rgba = env.read(out, host)
         want = np.concatenate([nv12_to_rgb(frame), np.full((16, 32, 1), 255, np.uint8)], -1)
         # float32 in the kernel, float64 in numpy: a rounding tie may differ by one
@@ -149,8 +160,9 @@ def _nv12_to_rgba(env: Env) -> Outcome:
 @case(PLANES, "an NV12 frame written and read back through its plane images")
 def _planes_round_trip(env: Env) -> Outcome:
     def round_trip(image, frame) -> Outcome:
-        return Outcome(image.read(env.queue), frame, ran_as=image.path,
-                       note=f"chroma plane {image.uv_layout}")  # fmt: skip
+        return Outcome(
+            image.read(env.queue), frame, ran_as=image.path, note=f"chroma plane {image.uv_layout}"
+        )
 
     return _with_frame(env, round_trip)
 
@@ -159,13 +171,15 @@ def _planes_round_trip(env: Env) -> Outcome:
 def _compressed_yuv_formats(env: Env) -> Outcome:
     from qcom_ext.ext.images.image import supported_image_formats
 
-    listed = supported_image_formats(env.context, flags="read_only", other=True,
-                                     compressed_yuv=True)  # fmt: skip
+    listed = supported_image_formats(
+        env.context, flags="read_only", other=True, compressed_yuv=True
+    )
     native = env.tier == "native"
     note = ", ".join(str(f) for f in listed) or "none"
     # natively the driver lists its compressed YUV formats; elsewhere the query lists none
-    return Outcome({"formats listed": bool(listed)}, {"formats listed": native},
-                   note=f"listed: {note}")  # fmt: skip
+    return Outcome(
+        {"formats listed": bool(listed)}, {"formats listed": native}, note=f"listed: {note}"
+    )
 
 
 COMPRESSED_SOURCE = """
@@ -194,23 +208,32 @@ def _compressed(env: Env) -> Outcome:
 
     def through(image) -> np.ndarray:
         out, host = env.empty((height, width, 4), np.float32)
-        cl.Kernel(program, "store")(env.queue, (width, height), None, env.to_device(pixels),
-                                    image.image, np.int32(width))  # fmt: skip
-        cl.Kernel(program, "load")(env.queue, (width, height), None, image.image, out,
-                                   np.int32(width))  # fmt: skip
+        cl.Kernel(program, "store")(
+            env.queue, (width, height), None, env.to_device(pixels), image.image, np.int32(width)
+        )
+        cl.Kernel(program, "load")(
+            env.queue, (width, height), None, image.image, out, np.int32(width)
+        )
         return env.read(out, host)
 
     if env.tier != "native":
         image = create_image(env.context, (width, height), "RGBA/UNORM_INT8", compressed=True)
         return Outcome(through(image), pixels, 1e-6, ran_as="fallback", note=image.reason)
     if env.caps.path(IMAGE_INFO) != "native":  # only the driver knows the compressed size
-        raise Skip(f"a compressed image's size comes from clQueryImageInfoQCOM, and "
-                   f"{IMAGE_INFO} is {env.caps.path(IMAGE_INFO)} here")  # fmt: skip
+        raise Skip(
+            f"a compressed image's size comes from clQueryImageInfoQCOM, and "
+            f"{IMAGE_INFO} is {env.caps.path(IMAGE_INFO)} here"
+        )
     target = compressed_format(parse_image_format("RGBA/UNORM_INT8"))
     size = query_image_info(env.caps.device(), target, (width, height)).size
     with dma_buf(env, size) as fd:
-        image = create_image(env.context, (width, height), "RGBA/UNORM_INT8", compressed=True,
-                             memory=ExternalMemory.dmabuf(fd))  # fmt: skip
+        image = create_image(
+            env.context,
+            (width, height),
+            "RGBA/UNORM_INT8",
+            compressed=True,
+            memory=ExternalMemory.dmabuf(fd),
+        )
         ran_as = "native" if image.compressed else "fallback"
         return Outcome(through(image), pixels, 1e-6, ran_as=ran_as, note=image.reason)
 
@@ -227,12 +250,14 @@ def _buffer_from_image(env: Env) -> Outcome:
     cl.Kernel(program, "paint")(env.queue, (width, height), None, pair.image)
     pair.sync_to_buffer(env.queue)
     painted = pair.read_buffer(env.queue)
-    cl.Kernel(program, "invert_rows")(env.queue, (width, height), None, pair.buffer,
-                                      np.uint32(pair.row_pitch))  # fmt: skip
+    cl.Kernel(program, "invert_rows")(
+        env.queue, (width, height), None, pair.buffer, np.uint32(pair.row_pitch)
+    )
     pair.sync_to_image(env.queue)
     out, host = env.empty((height, width, 4), np.uint8)
-    cl.Kernel(program, "gather")(env.queue, (width, height), None, pair.image, out,
-                                 np.uint32(width))  # fmt: skip
+    cl.Kernel(program, "gather")(
+        env.queue, (width, height), None, pair.image, out, np.uint32(width)
+    )
     y, x = np.mgrid[0:height, 0:width]
     pattern = np.stack([x & 255, y & 255, (x ^ y) & 255, np.full_like(x, 255)], -1)
     inverted = pattern.copy()
@@ -251,10 +276,13 @@ def _image_info(env: Env) -> Outcome:
 
     width, height = 100, 30
     info = query_image_info(env.caps.device(), "RGBA/UNORM_INT8", (width, height))
-    got = {"element_size": info.element_size, "row_pitch": info.row_pitch,
-           "size covers the rows": info.size >= info.row_pitch * height,
-           "row pitch is a multiple of the row alignment":
-               info.row_alignment > 0 and info.row_pitch % info.row_alignment == 0}  # fmt: skip
+    got = {
+        "element_size": info.element_size,
+        "row_pitch": info.row_pitch,
+        "size covers the rows": info.size >= info.row_pitch * height,
+        "row pitch is a multiple of the row alignment": info.row_alignment > 0
+        and info.row_pitch % info.row_alignment == 0,
+    }
     want = dict.fromkeys(got, True)
     want["element_size"] = 4
     if info.path == "native":  # the driver's answer: the pitch of a real image it makes
@@ -269,7 +297,9 @@ def _image_info(env: Env) -> Outcome:
     return Outcome(got, want, ran_as=info.path, note=note)
 
 
-unchecked("cl_qcom_extended_images",
-          "qcom_ext makes no image beyond the core size limits (it does not set "
-          "CL_CONTEXT_ENABLE_EXTENDED_IMAGES_QCOM); the extended limits are in "
-          "`qcom-ext probe --json`")  # fmt: skip
+unchecked(
+    "cl_qcom_extended_images",
+    "qcom_ext makes no image beyond the core size limits (it does not set "
+    "CL_CONTEXT_ENABLE_EXTENDED_IMAGES_QCOM); the extended limits are in "
+    "`qcom-ext probe --json`",
+)

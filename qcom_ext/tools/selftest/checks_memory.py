@@ -53,8 +53,7 @@ def _host_buffer(env: Env) -> Outcome:
     array[:] = values
     buffer = host_buffer(env.context, array)
     _scale_inc(env, buffer)
-    mapped, event = cl.enqueue_map_buffer(env.queue, buffer, cl.map_flags.READ, 0, (N,),
-                                          np.uint32)  # fmt: skip
+    mapped, event = cl.enqueue_map_buffer(env.queue, buffer, cl.map_flags.READ, 0, (N,), np.uint32)
     event.wait()
     got = mapped.copy()
     mapped.base.release(env.queue)
@@ -98,8 +97,9 @@ def _iocoherent(env: Env) -> Outcome:
         if coherent:  # io-coherent: the host sees the result without a map
             got = np.frombuffer(view, np.uint32).copy()
         else:  # write-back: mapping makes it coherent
-            mapped, event = cl.enqueue_map_buffer(env.queue, buffer, cl.map_flags.READ, 0,
-                                                  (N,), np.uint32)  # fmt: skip
+            mapped, event = cl.enqueue_map_buffer(
+                env.queue, buffer, cl.map_flags.READ, 0, (N,), np.uint32
+            )
             event.wait()
             got = mapped.copy()
             mapped.base.release(env.queue)
@@ -129,9 +129,11 @@ def _ionrefused(env: Env) -> Outcome:
 
 @case(ION, "import of an ION buffer", tiers=("native",))
 def _ion(env: Env) -> Outcome:
-    raise Skip("the selftest allocates no ION buffer (the /dev/ion ioctls differ per kernel "
-               "version and ION is gone since Android 12); qcom_ext.import_ion takes one "
-               "from the app")  # fmt: skip
+    raise Skip(
+        "the selftest allocates no ION buffer (the /dev/ion ioctls differ per kernel "
+        "version and ION is gone since Android 12); qcom_ext.import_ion takes one "
+        "from the app"
+    )
 
 
 def _android_refusal(env: Env, extension: str, importer: str) -> Outcome:
@@ -150,28 +152,33 @@ def _ahbrefused(env: Env) -> Outcome:
 
 @case(AHB, "import of an AHardwareBuffer", tiers=("native",))
 def _ahb(env: Env) -> Outcome:
-    raise Skip("an AHardwareBuffer comes from an app's AHardwareBuffer_allocate (Android "
-               "NDK), which the selftest does not call; qcom_ext.import_ahardwarebuffer "
-               "takes one from the app")  # fmt: skip
+    raise Skip(
+        "an AHardwareBuffer comes from an app's AHardwareBuffer_allocate (Android "
+        "NDK), which the selftest does not call; qcom_ext.import_ahardwarebuffer "
+        "takes one from the app"
+    )
 
 
-@case(ANB, "import_android_native_buffer is refused where it has no path",
-      tiers=("unavailable",))  # fmt: skip
+@case(ANB, "import_android_native_buffer is refused where it has no path", tiers=("unavailable",))
 def _anbrefused(env: Env) -> Outcome:
     return _android_refusal(env, ANB, "import_android_native_buffer")
 
 
 @case(ANB, "import of an ANativeWindowBuffer", tiers=("native",))
 def _anb(env: Env) -> Outcome:
-    raise Skip("an ANativeWindowBuffer comes from the app's graphics stack (GraphicBuffer, "
-               "C++ only), which the selftest cannot allocate; "
-               "qcom_ext.import_android_native_buffer takes one from the app")  # fmt: skip
+    raise Skip(
+        "an ANativeWindowBuffer comes from the app's graphics stack (GraphicBuffer, "
+        "C++ only), which the selftest cannot allocate; "
+        "qcom_ext.import_android_native_buffer takes one from the app"
+    )
 
 
 unchecked(
     "cl_qcom_ahardwarebuffer_direct_import",
     "no public specification or tokens exist: qcom_ext has no call for it",
 )
-unchecked("cl_qcom_large_buffer",
-          "qcom_ext creates no buffer beyond CL_DEVICE_MAX_MEM_ALLOC_SIZE (CL_LARGE_BUFFER_QCOM "
-          "has no public specification; a check would allocate gigabytes)")  # fmt: skip
+unchecked(
+    "cl_qcom_large_buffer",
+    "qcom_ext creates no buffer beyond CL_DEVICE_MAX_MEM_ALLOC_SIZE (CL_LARGE_BUFFER_QCOM "
+    "has no public specification; a check would allocate gigabytes)",
+)

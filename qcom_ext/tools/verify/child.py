@@ -1,4 +1,4 @@
-"""The child process of :mod:`qcom_ext.tools.verify.runner`: ``python -m qcom_ext.tools.verify.child``.
+"""The child process of :mod:`qcom_ext.verify`: ``python -m qcom_ext.tools.verify.child``.
 
 Reads the spec (JSON) on stdin: the device's platform and device index with the strings
 that must match there, the verdicts the parent already holds (applied to this process's
@@ -41,11 +41,15 @@ def _find(where: dict[str, Any] | None) -> Any:
     if where["device"] >= len(devices):
         raise QcomExtError(f"no device {where['platform']}:{where['device']} in this process")
     handle = devices[where["device"]]
-    found = (_info.device_str(handle, C.CL_DEVICE_NAME),
-             _info.device_str(handle, C.CL_DRIVER_VERSION))  # fmt: skip
+    found = (
+        _info.device_str(handle, C.CL_DEVICE_NAME),
+        _info.device_str(handle, C.CL_DRIVER_VERSION),
+    )
     if found != (where["name"], where["driver"]):
-        raise QcomExtError(f"device {where['platform']}:{where['device']} is {found} here, "
-                           f"not {(where['name'], where['driver'])}")  # fmt: skip
+        raise QcomExtError(
+            f"device {where['platform']}:{where['device']} is {found} here, "
+            f"not {(where['name'], where['driver'])}"
+        )
     return pyopencl.Device.from_int_ptr(handle)
 
 

@@ -132,8 +132,9 @@ class Verdict:
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
         """A verdict from :meth:`to_dict`'s form; ValueError for anything else."""
         names = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(data, Mapping) or not all(isinstance(data.get(n, ""), str)
-                                                    for n in names):  # fmt: skip
+        if not isinstance(data, Mapping) or not all(
+            isinstance(data.get(n, ""), str) for n in names
+        ):
             raise ValueError(f"not a verdict: {data!r}")
         return cls(**{n: data.get(n, "") for n in names})
 
@@ -176,62 +177,109 @@ def _function_name(function: str | Callable[..., Any]) -> str:
 _K = "the trial kernel with the {ext} pragma ({builtin}), compiled and run"
 _T = "the trial kernel with {ext} ({builtin}), compiled and run"
 _BUILTIN_TRIALS: tuple[tuple[str, str, str], ...] = (
-    ("cl_qcom_recordable_queues", "the trial recording (clNewRecordingQCOM, "
-     "clEndRecordingQCOM, clEnqueueRecordingQCOM)", "recording"),
-    ("cl_khr_command_buffer", "the trial command buffer (record, finalize, enqueue)",
-     "recording"),
-    ("cl_qcom_accelerated_image_ops", "the trial weight image (CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM) "
-     "and qcom_convolve_imagef kernel", "weight_image"),
-    ("cl_qcom_create_buffer_from_image", "the trial buffer from an image "
-     "(clCreateBufferFromImageQCOM)", "image_buffer"),
+    (
+        "cl_qcom_recordable_queues",
+        "the trial recording (clNewRecordingQCOM, clEndRecordingQCOM, clEnqueueRecordingQCOM)",
+        "recording",
+    ),
+    ("cl_khr_command_buffer", "the trial command buffer (record, finalize, enqueue)", "recording"),
+    (
+        "cl_qcom_accelerated_image_ops",
+        "the trial weight image (CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM) and qcom_convolve_imagef kernel",
+        "weight_image",
+    ),
+    (
+        "cl_qcom_create_buffer_from_image",
+        "the trial buffer from an image (clCreateBufferFromImageQCOM)",
+        "image_buffer",
+    ),
     ("cl_khr_image2d_from_buffer", "the trial image over a buffer", "image_buffer"),
-    ("cl_qcom_onchip_global_memory", "the trial on-chip buffer (CL_MEM_ONCHIP_GLOBAL_QCOM)",
-     "onchip"),
+    (
+        "cl_qcom_onchip_global_memory",
+        "the trial on-chip buffer (CL_MEM_ONCHIP_GLOBAL_QCOM)",
+        "onchip",
+    ),
     ("cl_qcom_perf_hint", "the trial context with CL_CONTEXT_PERF_HINT_QCOM", "perf_hint"),
     ("cl_khr_throttle_hints", "the trial queue with CL_QUEUE_THROTTLE_KHR", "perf_hint"),
-    ("cl_qcom_priority_hint", "the trial context with CL_CONTEXT_PRIORITY_HINT_QCOM",
-     "priority_hint"),
+    (
+        "cl_qcom_priority_hint",
+        "the trial context with CL_CONTEXT_PRIORITY_HINT_QCOM",
+        "priority_hint",
+    ),
     ("cl_khr_priority_hints", "the trial queue with CL_QUEUE_PRIORITY_KHR", "priority_hint"),
-    ("cl_qcom_protected_context", "the trial protected context (CL_CONTEXT_PROTECTED_QCOM)",
-     "protected_context"),
-    ("cl_qcom_extended_query_image_info", "the trial clQueryImageInfoQCOM query",
-     "image_info"),
-    ("cl_qcom_filter_bicubic", "the trial bicubic sampler (CL_FILTER_BICUBIC_QCOM) and "
-     "kernel", "bicubic"),
-    ("cl_qcom_bitreverse", _K.format(ext="cl_qcom_bitreverse", builtin="qcom_bitreverse"),
-     "bitreverse"),
-    ("cl_khr_extended_bit_ops", _T.format(ext="cl_khr_extended_bit_ops",
-                                          builtin="bit_reverse"), "bitreverse"),
-    ("cl_qcom_dot_product8", _K.format(ext="cl_qcom_dot_product8",
-                                       builtin="qcom_udot8_acc, qcom_dot8_acc"), "dot_product8"),
-    ("cl_khr_integer_dot_product", _T.format(ext="cl_khr_integer_dot_product",
-                                             builtin="dot_4x8packed"), "dot_product8"),
-    ("cl_qcom_subgroup_shuffle", _K.format(ext="cl_qcom_subgroup_shuffle",
-                                           builtin="qcom_sub_group_shuffle_xor"),
-     "subgroup_shuffle"),
-    ("cl_khr_subgroup_shuffle", _T.format(ext="cl_khr_subgroup_shuffle",
-                                          builtin="sub_group_shuffle"), "subgroup_shuffle"),
-    ("cl_qcom_reqd_sub_group_size", _K.format(ext="cl_qcom_reqd_sub_group_size",
-                                              builtin='qcom_reqd_sub_group_size("half")'),
-     "reqd_sub_group_size"),
-    ("cl_intel_required_subgroup_size", _T.format(ext="cl_intel_required_subgroup_size",
-                                                  builtin="intel_reqd_sub_group_size"),
-     "reqd_sub_group_size"),
-    ("cl_qcom_bfloat16_product", _K.format(ext="cl_qcom_bfloat16_product",
-                                           builtin="qcom_mad32_bf16"), "bfloat16_product"),
-    ("cl_qcom_vector_image_ops", _K.format(ext="cl_qcom_vector_image_ops",
-                                           builtin="qcom_read_imagef_2x2, _4x1"),
-     "vector_image_ops"),
-)  # fmt: skip
+    (
+        "cl_qcom_protected_context",
+        "the trial protected context (CL_CONTEXT_PROTECTED_QCOM)",
+        "protected_context",
+    ),
+    ("cl_qcom_extended_query_image_info", "the trial clQueryImageInfoQCOM query", "image_info"),
+    (
+        "cl_qcom_filter_bicubic",
+        "the trial bicubic sampler (CL_FILTER_BICUBIC_QCOM) and kernel",
+        "bicubic",
+    ),
+    (
+        "cl_qcom_bitreverse",
+        _K.format(ext="cl_qcom_bitreverse", builtin="qcom_bitreverse"),
+        "bitreverse",
+    ),
+    (
+        "cl_khr_extended_bit_ops",
+        _T.format(ext="cl_khr_extended_bit_ops", builtin="bit_reverse"),
+        "bitreverse",
+    ),
+    (
+        "cl_qcom_dot_product8",
+        _K.format(ext="cl_qcom_dot_product8", builtin="qcom_udot8_acc, qcom_dot8_acc"),
+        "dot_product8",
+    ),
+    (
+        "cl_khr_integer_dot_product",
+        _T.format(ext="cl_khr_integer_dot_product", builtin="dot_4x8packed"),
+        "dot_product8",
+    ),
+    (
+        "cl_qcom_subgroup_shuffle",
+        _K.format(ext="cl_qcom_subgroup_shuffle", builtin="qcom_sub_group_shuffle_xor"),
+        "subgroup_shuffle",
+    ),
+    (
+        "cl_khr_subgroup_shuffle",
+        _T.format(ext="cl_khr_subgroup_shuffle", builtin="sub_group_shuffle"),
+        "subgroup_shuffle",
+    ),
+    (
+        "cl_qcom_reqd_sub_group_size",
+        _K.format(ext="cl_qcom_reqd_sub_group_size", builtin='qcom_reqd_sub_group_size("half")'),
+        "reqd_sub_group_size",
+    ),
+    (
+        "cl_intel_required_subgroup_size",
+        _T.format(ext="cl_intel_required_subgroup_size", builtin="intel_reqd_sub_group_size"),
+        "reqd_sub_group_size",
+    ),
+    (
+        "cl_qcom_bfloat16_product",
+        _K.format(ext="cl_qcom_bfloat16_product", builtin="qcom_mad32_bf16"),
+        "bfloat16_product",
+    ),
+    (
+        "cl_qcom_vector_image_ops",
+        _K.format(ext="cl_qcom_vector_image_ops", builtin="qcom_read_imagef_2x2, _4x1"),
+        "vector_image_ops",
+    ),
+)
 
 #: Extension (``cl_qcom_*`` for its native path, or a Khronos tier) -> its trial.
 TRIALS: dict[str, Trial] = {
-    ext: Trial(ext, what, f"qcom_ext.tools.verify.trials:{name}") for ext, what, name in _BUILTIN_TRIALS
+    ext: Trial(ext, what, f"qcom_ext.tools.verify.trials:{name}")
+    for ext, what, name in _BUILTIN_TRIALS
 }
 
 
-def register_trial(extension: str, what: str, function: str | Callable[..., Any], *,
-                   needs_device: bool = True) -> Trial:  # fmt: skip
+def register_trial(
+    extension: str, what: str, function: str | Callable[..., Any], *, needs_device: bool = True
+) -> Trial:
     """Add (or replace) the trial of ``extension``; ``function`` is a module-level function
     of an importable module, or its ``"module:qualname"``.
 
@@ -244,8 +292,10 @@ def register_trial(extension: str, what: str, function: str | Callable[..., Any]
     from qcom_ext.device.extensions import REGISTRY, khronos_names
 
     if extension not in REGISTRY and extension not in khronos_names():
-        raise ConfigError(f"register_trial: {extension!r} is neither a cl_qcom_* extension "
-                          "qcom_ext knows nor one of their Khronos tiers")  # fmt: skip
+        raise ConfigError(
+            f"register_trial: {extension!r} is neither a cl_qcom_* extension "
+            "qcom_ext knows nor one of their Khronos tiers"
+        )
     trial = Trial(extension, what, _function_name(function), needs_device)
     TRIALS[extension] = trial
     return trial
@@ -276,8 +326,12 @@ def identity(caps: DeviceCaps) -> dict[str, str]:
     """What a cached verdict is valid for: another driver or qcom_ext is tried again."""
     from qcom_ext._version import __version__
 
-    return {"platform": caps.platform_name, "device": caps.device_name.strip(),
-            "driver": caps.driver_version, "qcom_ext": __version__}  # fmt: skip
+    return {
+        "platform": caps.platform_name,
+        "device": caps.device_name.strip(),
+        "driver": caps.driver_version,
+        "qcom_ext": __version__,
+    }
 
 
 def cache_path(caps: DeviceCaps) -> Path:
@@ -306,8 +360,11 @@ def _store(caps: DeviceCaps, verdicts: Mapping[str, Verdict]) -> None:
         return
     path = cache_path(caps)
     merged = {**cached_verdicts(caps), **verdicts}
-    payload = {"format": FORMAT, "identity": identity(caps),
-               "verdicts": {n: v.to_dict() for n, v in sorted(merged.items())}}  # fmt: skip
+    payload = {
+        "format": FORMAT,
+        "identity": identity(caps),
+        "verdicts": {n: v.to_dict() for n, v in sorted(merged.items())},
+    }
     try:
         _cache_dir.write_atomically(path, json.dumps(payload, indent=1).encode())
     except OSError as exc:
@@ -326,8 +383,9 @@ def apply_cached(caps: DeviceCaps) -> DeviceCaps:
     return caps.with_verdicts(verdicts) if verdicts else caps
 
 
-def verify(caps: DeviceCaps, *, force: bool = False,
-           timeout: float = DEFAULT_TIMEOUT) -> DeviceCaps:  # fmt: skip
+def verify(
+    caps: DeviceCaps, *, force: bool = False, timeout: float = DEFAULT_TIMEOUT
+) -> DeviceCaps:
     """Run, in child processes, the trials of every path ``caps`` would use that has no
     cached verdict (all of them with ``force``), cache the verdicts and return ``caps``
     with them applied. A downgrade can bring a Khronos tier into use; its trial runs too.
@@ -363,8 +421,12 @@ def _locate(caps: DeviceCaps) -> dict[str, Any] | None:
         for p_index, platform in enumerate(_info.platform_ids()):
             for d_index, device in enumerate(_info.device_ids(platform)):
                 if device == caps.device_id:
-                    return {"platform": p_index, "device": d_index,
-                            "name": caps.device_name, "driver": caps.driver_version}  # fmt: skip
+                    return {
+                        "platform": p_index,
+                        "device": d_index,
+                        "name": caps.device_name,
+                        "driver": caps.driver_version,
+                    }
     except QcomExtError:
         return None
     return None
@@ -382,8 +444,9 @@ def _child_environment() -> dict[str, str]:
     return env
 
 
-def _run(caps: DeviceCaps, needed: list[tuple[Trial, str, str]],
-         timeout: float) -> dict[str, Verdict]:  # fmt: skip
+def _run(
+    caps: DeviceCaps, needed: list[tuple[Trial, str, str]], timeout: float
+) -> dict[str, Verdict]:
     device = _locate(caps)
     if device is None:
         need = [t.extension for t, _, _ in needed if t.needs_device]
@@ -397,10 +460,20 @@ def _run(caps: DeviceCaps, needed: list[tuple[Trial, str, str]],
     pending = list(needed)
     verdicts: dict[str, Verdict] = {}
     while pending:  # one child runs them all, a fresh one resumes after a crash
-        spec = {"device": device, "verdicts": passed,
-                "trials": [{"extension": t.extension, "what": t.what, "function": t.function,
-                            "subject": subject, "path": path}
-                           for t, subject, path in pending]}  # fmt: skip
+        spec = {
+            "device": device,
+            "verdicts": passed,
+            "trials": [
+                {
+                    "extension": t.extension,
+                    "what": t.what,
+                    "function": t.function,
+                    "subject": subject,
+                    "path": path,
+                }
+                for t, subject, path in pending
+            ],
+        }
         got = _child(spec, {t.extension: t for t, _, _ in pending}, timeout)
         verdicts.update(got)
         pending = [item for item in pending if item[0].extension not in verdicts]
@@ -428,18 +501,25 @@ def _pump(stream: Any, sink: Callable[[str | None], None]) -> None:
     sink(None)
 
 
-def _child(spec: dict[str, Any], trials: Mapping[str, Trial],
-           timeout: float) -> dict[str, Verdict]:  # fmt: skip
+def _child(
+    spec: dict[str, Any], trials: Mapping[str, Trial], timeout: float
+) -> dict[str, Verdict]:
     command = [sys.executable, "-m", "qcom_ext.tools.verify.child"]
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_child_environment())  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_child_environment(),
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     errors: collections.deque[str] = collections.deque(maxlen=200)
     readers = [
         threading.Thread(target=_pump, args=(proc.stdout, lines.put), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, lambda s: s is None
-                                             or errors.append(s)), daemon=True),
-    ]  # fmt: skip
+        threading.Thread(
+            target=_pump, args=(proc.stderr, lambda s: s is None or errors.append(s)), daemon=True
+        ),
+    ]
     for reader in readers:
         reader.start()
     verdicts: dict[str, Verdict] = {}
@@ -480,22 +560,26 @@ def _child(spec: dict[str, Any], trials: Mapping[str, Trial],
             elif kind == "end":
                 name, _, payload = rest.partition(" ")
                 result = json.loads(payload)
-                verdicts[name] = verdict(name, result["outcome"], result["detail"],
-                                         result.get("log", ""))  # fmt: skip
+                verdicts[name] = verdict(
+                    name, result["outcome"], result["detail"], result.get("log", "")
+                )
                 current = None
                 deadline = time.monotonic() + timeout
             elif kind == "setup-error":
                 proc.wait()
-                raise QcomExtError(f"the trial child process could not start the trials: "
-                                   f"{json.loads(rest)}")  # fmt: skip
+                raise QcomExtError(
+                    f"the trial child process could not start the trials: {json.loads(rest)}"
+                )
         status = proc.wait()
         for reader in readers:
             reader.join(timeout=5)
         if current is not None:
             verdicts[current] = verdict(current, "crashed", _signal_name(status))
         elif not verdicts:
-            raise QcomExtError(f"the trial child process ended ({_signal_name(status)}) "
-                               f"before any trial; stderr: {log()[-500:]!r}")  # fmt: skip
+            raise QcomExtError(
+                f"the trial child process ended ({_signal_name(status)}) "
+                f"before any trial; stderr: {log()[-500:]!r}"
+            )
         return verdicts
     finally:
         if proc.poll() is None:
@@ -527,8 +611,9 @@ class TrialTarget:
     @property
     def device(self) -> Any:
         if self._device is None:
-            raise ConfigError(f"the trial of {self.extension} needs a device, and none was "
-                              "found for it")  # fmt: skip
+            raise ConfigError(
+                f"the trial of {self.extension} needs a device, and none was found for it"
+            )
         return self._device
 
     @property
@@ -558,9 +643,13 @@ class TrialTarget:
         every other extension (so one broken builtin cannot fail another's trial)."""
         from qcom_ext._resources import kernels_dir
 
-        keep = [o for o in self.caps.compiler_options()
-                if not o.startswith(("-DQCOM_EXT_NATIVE_", "-DQCOM_EXT_KHR_",
-                                     "-DQCOM_EXT_SUB_GROUP_SIZE_"))]  # fmt: skip
+        keep = [
+            o
+            for o in self.caps.compiler_options()
+            if not o.startswith(
+                ("-DQCOM_EXT_NATIVE_", "-DQCOM_EXT_KHR_", "-DQCOM_EXT_SUB_GROUP_SIZE_")
+            )
+        ]
         tier = self.path.split(":", 1)[0]
         if tier in ("native", "khr"):
             keep.append(f"-DQCOM_EXT_{tier.upper()}_{self.subject}")
@@ -568,8 +657,10 @@ class TrialTarget:
             from qcom_ext.ext.program.subgroups import half_and_full
 
             half, full = half_and_full(self.caps.limits.sub_group_sizes or ())
-            keep += [f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
-                     f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}"]  # fmt: skip
+            keep += [
+                f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
+                f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}",
+            ]
         return ["-I", str(kernels_dir()), *keep]
 
     def build(self, source: str, extra: Iterable[str] = ()) -> Any:

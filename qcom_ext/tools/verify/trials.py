@@ -1,6 +1,6 @@
-"""The built-in trials of :mod:`qcom_ext.tools.verify.runner`: the first risky native call of each path.
+"""The built-in trials of :mod:`qcom_ext.verify`: the first risky native call of each path.
 
-Each function takes a :class:`~qcom_ext.tools.verify.runner.TrialTarget` and makes the calls qcom_ext
+Each function takes a :class:`~qcom_ext.verify.TrialTarget` and makes the calls qcom_ext
 itself makes on the path under trial (``target.path``): host-side extensions through the
 public API (which takes that path, checked with ``expect_path``), kernel-side ones by
 compiling a kernel with only that extension's ``-D`` flag and running it once. A result
@@ -36,8 +36,13 @@ def _mf() -> Any:
     return pyopencl.mem_flags
 
 
-def _run_buffer(target: TrialTarget, source: str, data: np.ndarray, global_size: int,
-                local_size: int | None = None) -> np.ndarray:  # fmt: skip
+def _run_buffer(
+    target: TrialTarget,
+    source: str,
+    data: np.ndarray,
+    global_size: int,
+    local_size: int | None = None,
+) -> np.ndarray:
     """Build ``source`` (kernel ``k`` taking one buffer), run it over ``data``, read back."""
     import pyopencl as cl
 
@@ -58,13 +63,23 @@ def _float_image(target: TrialTarget, pixels: np.ndarray) -> Any:
     height, width = pixels.shape[:2]
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
     mf = _mf()
-    return cl.create_image(target.context, mf.READ_ONLY | mf.COPY_HOST_PTR, fmt,
-                           shape=(width, height),
-                           hostbuf=np.ascontiguousarray(pixels, np.float32))  # fmt: skip
+    return cl.create_image(
+        target.context,
+        mf.READ_ONLY | mf.COPY_HOST_PTR,
+        fmt,
+        shape=(width, height),
+        hostbuf=np.ascontiguousarray(pixels, np.float32),
+    )
 
 
-def _run_image(target: TrialTarget, source: str, image: Any, *args: Any, outputs: int,
-               extra: tuple[str, ...] = ()) -> np.ndarray:  # fmt: skip
+def _run_image(
+    target: TrialTarget,
+    source: str,
+    image: Any,
+    *args: Any,
+    outputs: int,
+    extra: tuple[str, ...] = (),
+) -> np.ndarray:
     """Build ``source`` (kernel ``k(image, args..., __global float4 *out)``), run one item."""
     import pyopencl as cl
 
@@ -90,12 +105,15 @@ def recording(target: TrialTarget) -> None:
     queue = target.queue
     kernel = cl.Kernel(cl.Program(target.context, ADD).build(), "add")
     mf = _mf()
-    data = cl.Buffer(target.context, mf.READ_WRITE | mf.COPY_HOST_PTR,
-                     hostbuf=np.zeros(4, np.int32))  # fmt: skip
+    data = cl.Buffer(
+        target.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.zeros(4, np.int32)
+    )
     rec = Recording(queue)
     try:
-        target.expect_path(rec.path, aliases={"khr:cl_khr_command_buffer": "khr_command_buffer",
-                                              "fallback": "replay"})  # fmt: skip
+        target.expect_path(
+            rec.path,
+            aliases={"khr:cl_khr_command_buffer": "khr_command_buffer", "fallback": "replay"},
+        )
         with rec:
             rec.enqueue(kernel, (4,), None, data, np.int32(1))
         rec.replay(queue).wait()
@@ -205,8 +223,10 @@ def image_info(target: TrialTarget) -> None:
     from qcom_ext.ext.images.info import query_image_info
 
     info = query_image_info(target.device, "RGBA/UNORM_INT8", (100, 10))
-    _check(info.element_size == 4 and info.row_pitch >= 400 and info.size >= 4000,
-           f"implausible layout {info}")  # fmt: skip
+    _check(
+        info.element_size == 4 and info.row_pitch >= 400 and info.size >= 4000,
+        f"implausible layout {info}",
+    )
 
 
 BICUBIC = """
@@ -226,15 +246,18 @@ def bicubic(target: TrialTarget) -> None:
         sampler = create_sampler(target.context, normalized=True, addressing="clamp")
     target.expect_path(sampler_path(target.context))
     image = _float_image(target, np.full((4, 4, 4), 0.5, np.float32))
-    out = _run_image(target, BICUBIC, image, sampler, outputs=1,
-                     extra=("-DQCOM_EXT_BICUBIC_NORMALIZED=1",))  # fmt: skip
+    out = _run_image(
+        target, BICUBIC, image, sampler, outputs=1, extra=("-DQCOM_EXT_BICUBIC_NORMALIZED=1",)
+    )
     _check(bool(np.allclose(out[0], 0.5, atol=1e-3)), f"a bicubic read of 0.5s gave {out[0]}")
 
 
 # ---- kernel side -----------------------------------------------------------------------
 
-BITREVERSE = "__kernel void k(__global uint *v) { size_t i = get_global_id(0); " \
-             "v[i] = qcom_bitreverse(v[i]); }"  # fmt: skip
+BITREVERSE = (
+    "__kernel void k(__global uint *v) { size_t i = get_global_id(0); "
+    "v[i] = qcom_bitreverse(v[i]); }"
+)
 
 
 def bitreverse(target: TrialTarget) -> None:
@@ -261,8 +284,10 @@ def dot_product8(target: TrialTarget) -> None:
     _check(out[3:].tolist() == [8479, 2187], f"gave {out[3:].tolist()}, expected [8479, 2187]")
 
 
-BF16 = "__kernel void k(__global float *v) { v[0] = qcom_mad32_bf16((ushort)0x3f80, " \
-       "(ushort)0x4000, v[0]); }"  # fmt: skip
+BF16 = (
+    "__kernel void k(__global float *v) { v[0] = qcom_mad32_bf16((ushort)0x3f80, "
+    "(ushort)0x4000, v[0]); }"
+)
 
 
 def bfloat16_product(target: TrialTarget) -> None:
@@ -318,8 +343,10 @@ def reqd_sub_group_size(target: TrialTarget) -> None:
     """A half-size kernel: every sub-group must fit in its work-group."""
     size = _local_size(target)
     out = _run_buffer(target, REQD, np.zeros(size, np.uint32), size, size)
-    _check(bool(np.all((out >= 1) & (out <= size))),
-           f"sub-group sizes {sorted(set(out.tolist()))} in a work-group of {size}")  # fmt: skip
+    _check(
+        bool(np.all((out >= 1) & (out <= size))),
+        f"sub-group sizes {sorted(set(out.tolist()))} in a work-group of {size}",
+    )
 
 
 VECTOR = """

@@ -12,7 +12,6 @@ True
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 from types import ModuleType
@@ -33,8 +32,12 @@ MOVED: dict[str, str] = {
 }
 
 
-class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolves a documented path to the module that now lives elsewhere."""
+class _Alias:
+    """Resolves a documented path to the module that now lives elsewhere.
+
+    A meta path finder and its loader (the protocols, not the ABCs: importing
+    ``importlib.abc`` would cost more than the rest of ``import qcom_ext``).
+    """
 
     def find_spec(self, fullname: str, path: object = None, target: object = None):
         if fullname not in MOVED:

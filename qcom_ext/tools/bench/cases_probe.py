@@ -12,12 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import qcom_ext
 from qcom_ext import DeviceCaps
 from qcom_ext.tools.bench._case import Case, Target
 
 # ``qcom_ext.probe`` is the function (the package re-exports it); this is the module.
 _probe = importlib.import_module("qcom_ext.device.probe")
-_ROOT = Path(__file__).resolve().parents[1]  # the checkout, so children import it too
+# the directory holding the qcom_ext package (a checkout or site-packages), so children
+# import this very copy
+_ROOT = Path(qcom_ext.__file__).resolve().parents[1]
 
 _QCOM_STARTUP = "import qcom_ext; qcom_ext.probe_all()"
 _PYOPENCL_STARTUP = "import pyopencl; [p.get_devices() for p in pyopencl.get_platforms()]"

@@ -162,8 +162,8 @@ def foreign_driver(path: Path) -> None:
     key = path.name.removesuffix(program_cache.SUFFIX)
     data = path.read_bytes()
     meta = _meta_of(data)
-    binaries, problem = program_cache._decode(data, key, meta)
-    assert problem is None
+    binaries = program_cache.ProgramCache(path.parent).load(key, meta)
+    assert binaries is not None  # a valid entry
     meta["devices"][0]["driver_version"] += "-other"
     program_cache.ProgramCache(path.parent).store(key, meta, binaries)
 
@@ -241,7 +241,8 @@ def test_concurrent_builds_agree(kernel_context, cache_dir, source_builds, no_co
     assert {value for value, _ in results} == {expected_value(0x0F0F)}
     assert len(results) == 8 and 1 <= len(source_builds) <= 8
     entry = only_entry(cache_dir)
-    assert not [p for p in cache_dir.iterdir() if p != entry]  # no temporary left
+    secret = cache_dir / program_cache.SECRET_NAME  # the directory's HMAC key
+    assert not [p for p in cache_dir.iterdir() if p not in (entry, secret)]  # no temporary
     no_compiler()
     built = qcom_ext.build_program(kernel_context, SOURCE, defines={"VALUE": 0x0F0F, "EXTRA": 0})
     assert run_value(kernel_context, built) == expected_value(0x0F0F)
@@ -283,7 +284,10 @@ def test_concurrent_processes_never_read_a_torn_entry(tmp_path):
         out, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err
         assert out.strip().startswith("[")
-    assert [p.name for p in tmp_path.iterdir()] == [f"{key}{program_cache.SUFFIX}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        program_cache.SECRET_NAME,  # the directory's HMAC key, made once
+        f"{key}{program_cache.SUFFIX}",
+    ]
 
 
 def test_build_error_carries_log_and_options(kernel_context, cache_dir):

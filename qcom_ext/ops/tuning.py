@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import statistics
 import threading
@@ -41,7 +42,7 @@ from typing import Any
 from qcom_ext._cache_dir import (
     cache_enabled,
     cache_subdir,
-    read_entry,
+    read_json,
     unwritable,
     write_atomically,
 )
@@ -63,6 +64,9 @@ __all__ = [
 FORMAT = "qcom_ext-tuning"
 VERSION = 1
 LocalSize = tuple[int, ...] | None
+log = logging.getLogger(__name__)
+#: A tuning file larger than this is not read (a miss, replaced by the next tuning).
+MAX_ENTRY_BYTES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -163,11 +167,8 @@ class TuningCache:
     ) -> TuningResult | None:
         """The stored result, or None when absent, unreadable, corrupt or foreign."""
         path = self.path(identity.digest(global_size, pad_global))
-        try:
-            entry = json.loads(read_entry(path))
-        except (OSError, ValueError):  # absent, unreadable, not a regular file, not JSON
-            return None
-        return _decode(entry, identity.key(global_size, pad_global))
+        entry = read_json(path, max_bytes=MAX_ENTRY_BYTES, validate=lambda e: type(e) is dict)
+        return None if entry is None else _decode(entry, identity.key(global_size, pad_global))
 
     def store(
         self,
@@ -324,6 +325,30 @@ def _problem(
     return None
 
 
+def _limits(kernel: Any, device: Any) -> dict[str, Any]:
+    """What :func:`_problem` checks a local size against, for ``kernel`` on ``device``."""
+    import pyopencl as cl
+
+    info = cl.kernel_work_group_info
+    return {
+        "group": kernel.get_work_group_info(info.WORK_GROUP_SIZE, device),
+        "items": list(device.max_work_item_sizes),
+        "required": list(kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, device)),
+    }
+
+
+def _runnable(
+    local: LocalSize, global_size: Sequence[int], pad_global: bool, limits: dict[str, Any]
+) -> bool:
+    """Whether a cached local size is one the kernel and device can run (else a miss)."""
+    if local is None:
+        return True
+    problem = _problem(local, global_size, pad_global, limits)
+    if problem is not None:
+        log.info("cached local size %s not used: %s; tuning again", local, problem)
+    return problem is None
+
+
 def _median_ns(
     queue: Any, kernel: Any, global_size: Sequence[int], local: LocalSize, repeats: int
 ) -> float:
@@ -384,19 +409,13 @@ def tune_report(
     if identity is None:
         identity = kernel_identity(kernel, device, source=source, options=options)
     cache = _cache() if use_cache else None
+    limits = _limits(kernel, device)
     if cache is not None and not force:
         found = cache.load(identity, global_size, pad_global)
-        if found is not None:
+        if found is not None and _runnable(found.local_size, global_size, pad_global, limits):
             return found
     if args is not None:
         kernel.set_args(*args)
-    limits = {
-        "group": kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device),
-        "items": list(device.max_work_item_sizes),
-        "required": list(
-            kernel.get_work_group_info(cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device)
-        ),
-    }
     if candidates is None:
         required = limits["required"]
         if any(required):

@@ -7,9 +7,20 @@ store knows nothing about OpenCL; it writes and verifies bytes.
 Each entry is one file, written to a temporary name in the same directory and moved
 into place with :func:`os.replace`, so a reader sees a whole old entry or a whole new
 one, whatever other threads or processes do. The file carries its key, the metadata it
-was built for and a SHA-256 of everything before it: a corrupt, truncated or foreign
-entry (another device or driver) is reported as a miss, never handed to a driver, and
-so is anything at an entry's path that is not a regular file (a symlink is not followed).
+was built for and an HMAC-SHA256 of its key and everything before the HMAC: a corrupt,
+truncated or foreign entry (another key, device or driver) is reported as a miss, never
+handed to a driver, and so is anything at an entry's path that is not a regular file
+(a symlink is not followed).
+
+Threat model. A program binary is code (on pocl it carries a host shared object that
+runs in this process), so the store is used only where :mod:`qcom_ext._cache_dir`
+trusts the directory: owned by the user, not writable by group or others, no symlinks
+inside. The HMAC is keyed by a random secret kept in the directory (``.integrity-key``,
+mode 0o600, made on the first store): it catches corruption and truncation, an entry
+filed under another key, and entries copied in from another cache (another user or
+machine) that were not made with this secret. It cannot stop anyone who runs code as
+the same user, or root: they can read the secret and write entries, but they can also
+run anything as that user already. A binary the driver built itself is trusted as is.
 
 >>> import tempfile
 >>> store = ProgramCache(tempfile.mkdtemp())
@@ -27,9 +38,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import os
+import secrets
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -41,9 +54,12 @@ from qcom_ext._cache_dir import (
     NotAnEntry,
     cache_enabled,
     cache_subdir,
+    check_dir,
+    parse_json,
     read_entry,
     unwritable,
     write_atomically,
+    write_new,
 )
 
 __all__ = [
@@ -58,12 +74,18 @@ __all__ = [
     "key_of",
 ]
 
-#: Bumped whenever the entry layout or the key's contents change.
-FORMAT = 1
+#: Bumped whenever the entry layout or the key's contents change (2: HMAC, not SHA-256).
+FORMAT = 2
 MAGIC = b"QCOM_EXT program cache\n"
 _LENGTH = struct.Struct("<Q")
 _DIGEST_SIZE = 32
 SUFFIX = ".clbin"
+#: The file of the directory's HMAC secret, and its size.
+SECRET_NAME = ".integrity-key"
+_SECRET_SIZE = 32
+#: Entries and headers larger than this are not read (a miss).
+MAX_ENTRY_BYTES = 1 << 30
+MAX_HEADER_BYTES = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +149,9 @@ def default_cache() -> ProgramCache | None:
 
 
 class ProgramCache:
-    """Entries of program binaries in ``directory`` (created on the first store)."""
+    """Entries of program binaries in ``directory`` (created, mode 0o700, on the first
+    store). The directory is used only while :func:`qcom_ext._cache_dir.check_dir`
+    trusts it; otherwise loads miss and stores write nothing (one warning says why)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -141,12 +165,15 @@ class ProgramCache:
     def load(self, key: str, meta: Mapping[str, Any]) -> list[bytes] | None:
         """The binaries stored under ``key`` for ``meta``; None on a miss.
 
-        An entry that fails any check (checksum, layout, key, metadata) is a miss and
+        An entry that fails any check (HMAC, layout, header, key, metadata) is a miss and
         is removed, so that the rebuild that follows replaces it.
         """
         path = self.path(key)
         try:
-            data = read_entry(path)
+            secret = self._secret(create=False)
+            if secret is None:  # no secret yet: nothing here can be verified
+                raise FileNotFoundError(path)
+            data = read_entry(path, max_bytes=MAX_ENTRY_BYTES)
         except FileNotFoundError:
             log.debug("program cache miss: %s", path.name)
             return None
@@ -155,10 +182,10 @@ class ProgramCache:
             with contextlib.suppress(OSError):
                 path.unlink()
             return None
-        except OSError as exc:
+        except OSError as exc:  # UntrustedDir included: nothing there is touched
             log.info("program cache entry %s unreadable (%s): rebuilding", path, exc)
             return None
-        binaries, problem = _decode(data, key, meta)
+        binaries, problem = _decode(data, secret, key, meta)
         if problem is not None:
             log.info("program cache entry %s rejected (%s): rebuilding", path, problem)
             with contextlib.suppress(OSError):
@@ -171,9 +198,8 @@ class ProgramCache:
         """Write the entry of ``key`` atomically; its path, or None when it could not be
         written (a :class:`~qcom_ext.QcomExtWarning` says why; builds go on uncached)."""
         path = self.path(key)
-        data = _encode(key, meta, binaries)
         try:
-            write_atomically(path, data)
+            write_atomically(path, _encode(self._secret(create=True), key, meta, binaries))
             return path
         except OSError as exc:
             if self.load(key, meta) is not None:  # another writer got there (Windows)
@@ -181,9 +207,33 @@ class ProgramCache:
             unwritable("program cache", path, exc)
             return None
 
+    def _secret(self, *, create: bool) -> bytes | None:
+        """The directory's HMAC secret; None when there is none (or it is not a private
+        file of the right size) and ``create`` is false; else a new one replaces it. The
+        first of concurrent creators wins; OSError when the directory cannot be used."""
+        path = self.directory / SECRET_NAME
+        try:
+            found: bytes | None = read_entry(path, max_bytes=_SECRET_SIZE)
+        except FileNotFoundError:
+            found = None
+        except NotAnEntry:  # a symlink, FIFO, another user's file, too long
+            found = b""
+        if found is not None and len(found) == _SECRET_SIZE:
+            return found
+        if not create:
+            return None
+        fresh = secrets.token_bytes(_SECRET_SIZE)
+        if found is None and not write_new(path, fresh):
+            return self._secret(create=False) or self._secret(create=True)
+        if found is not None:  # not a secret: replaced (entries made with it now miss)
+            write_atomically(path, fresh)
+        return fresh
+
     def entries(self) -> list[Path]:
-        """The entry files present now."""
-        if not self.directory.is_dir():
+        """The entry files present now (none in a directory that is not trusted)."""
+        try:
+            check_dir(self.directory)
+        except OSError:
             return []
         return sorted(self.directory.glob(f"*{SUFFIX}"))
 
@@ -199,39 +249,59 @@ class ProgramCache:
         return removed
 
 
-def _encode(key: str, meta: Mapping[str, Any], binaries: Sequence[bytes]) -> bytes:
+def _seal(secret: bytes, key: str, body: bytes) -> bytes:
+    """The HMAC-SHA256 of an entry: keyed by the directory's secret, over its key and body."""
+    return hmac.new(secret, key.encode() + b"\0" + body, hashlib.sha256).digest()
+
+
+def _encode(secret: bytes, key: str, meta: Mapping[str, Any], binaries: Sequence[bytes]) -> bytes:
     header = json.dumps(
         {"format": FORMAT, "key": key, "meta": meta, "sizes": [len(b) for b in binaries]},
         sort_keys=True,
     ).encode()
     body = MAGIC + _LENGTH.pack(len(header)) + header + b"".join(binaries)
-    return body + hashlib.sha256(body).digest()
+    return body + _seal(secret, key, body)
 
 
-def _decode(data: bytes, key: str, meta: Mapping[str, Any]) -> tuple[list[bytes], str | None]:
+def _header_ok(header: Any) -> bool:
+    """The types an entry's header must have (its values are checked by :func:`_decode`)."""
+    return (
+        isinstance(header, dict)
+        and type(header.get("format")) is int
+        and isinstance(header.get("key"), str)
+        and "meta" in header
+        and isinstance(header.get("sizes"), list)
+        and all(type(n) is int and n >= 0 for n in header["sizes"])
+    )
+
+
+def _decode(
+    data: bytes, secret: bytes, key: str, meta: Mapping[str, Any]
+) -> tuple[list[bytes], str | None]:
     """The binaries of an entry and None, or [] and why the entry is not trusted."""
     start = len(MAGIC) + _LENGTH.size
     if len(data) < start + _DIGEST_SIZE or not data.startswith(MAGIC):
         return [], "not a qcom_ext cache entry, or truncated"
     body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
-    if hashlib.sha256(body).digest() != digest:
-        return [], "checksum mismatch: corrupt or truncated"
+    if not hmac.compare_digest(_seal(secret, key, body), digest):
+        return [], "HMAC mismatch: corrupt, truncated, another key's or another cache's"
     (header_size,) = _LENGTH.unpack_from(body, len(MAGIC))
-    try:
-        header = json.loads(body[start : start + header_size])
-        sizes = [int(n) for n in header["sizes"]]
-        found_key, found_meta, found_format = header["key"], header["meta"], header["format"]
-    except (ValueError, KeyError, TypeError) as exc:
-        return [], f"unreadable header: {exc}"
-    if found_format != FORMAT:
-        return [], f"format {found_format}, expected {FORMAT}"
-    if found_key != key:
+    if header_size > MAX_HEADER_BYTES:
+        return [], f"header of {header_size} bytes, over {MAX_HEADER_BYTES}"
+    header = parse_json(
+        body[start : start + header_size], max_bytes=MAX_HEADER_BYTES, validate=_header_ok
+    )
+    if header is None:
+        return [], "unreadable or ill-typed header"
+    if header["format"] != FORMAT:
+        return [], f"format {header['format']}, expected {FORMAT}"
+    if header["key"] != key:
         return [], "entry of another key"
     expected = json.loads(json.dumps(meta, sort_keys=True))  # as it reads back from JSON
-    if found_meta != expected:
-        return [], f"built for {found_meta}, not {expected}"
-    payload = body[start + header_size :]
-    if any(n < 0 for n in sizes) or sum(sizes) != len(payload):
+    if header["meta"] != expected:
+        return [], f"built for {header['meta']}, not {expected}"
+    payload, sizes = body[start + header_size :], header["sizes"]
+    if sum(sizes) != len(payload):
         return [], "binary sizes do not match the payload"
     binaries, offset = [], 0
     for n in sizes:

@@ -105,11 +105,11 @@ _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
 
-def _refuse(directory: Path, reason: str) -> UntrustedDir:
+def _refuse(directory: str, reason: str) -> UntrustedDir:
     """Warn once per directory and reason; the error that makes the caller miss."""
     with _warned_lock:
-        first = (str(directory), reason) not in _warned
-        _warned.add((str(directory), reason))
+        first = (directory, reason) not in _warned
+        _warned.add((directory, reason))
     if first:
         warnings.warn(
             f"qcom_ext does not use the cache directory {directory}: it {reason}; caching "
@@ -118,16 +118,16 @@ def _refuse(directory: Path, reason: str) -> UntrustedDir:
             QcomExtWarning,
             stacklevel=5,
         )
-    return UntrustedDir(errno.EPERM, f"untrusted cache directory: it {reason}", str(directory))
+    return UntrustedDir(errno.EPERM, f"untrusted cache directory: it {reason}", directory)
 
 
-def _reason(directory: Path, follow: bool) -> str | None:
+def _reason(directory: str, follow: bool) -> str | None:
     """Why ``directory`` may not hold cache entries, or None. FileNotFoundError if absent."""
     info = os.stat(directory) if follow else os.lstat(directory)
     if stat.S_ISLNK(info.st_mode):
         return "is a symlink (symlinks inside the cache are not followed)"
     if not stat.S_ISDIR(info.st_mode):  # no trust question: an ordinary error
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(directory))
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", directory)
     if not _POSIX:
         return None
     if info.st_uid != os.geteuid():
@@ -139,20 +139,20 @@ def _reason(directory: Path, follow: bool) -> str | None:
     return None
 
 
-def _chain(directory: Path) -> list[tuple[Path, bool]]:
+def _chain(directory: str | os.PathLike[str]) -> list[tuple[str, bool]]:
     """The directories that must be private for entries in ``directory`` to be used, with
     whether to follow a symlink there: the cache root (followed) and each sub-directory
     down to ``directory`` (not followed); a directory outside the root stands alone."""
-    directory = Path(os.path.abspath(directory))
+    directory = os.path.abspath(directory)
     try:
-        root = Path(os.path.abspath(cache_root()))
+        root = os.path.abspath(cache_root())
     except ConfigError:
-        root = None
-    if root is None or not directory.is_relative_to(root):
+        return [(directory, True)]
+    if directory != root and not directory.startswith(root.rstrip(os.sep) + os.sep):
         return [(directory, True)]
     chain, current = [(root, True)], root
-    for part in directory.relative_to(root).parts:
-        current = current / part
+    for part in filter(None, directory[len(root) :].split(os.sep)):
+        current = os.path.join(current, part)
         chain.append((current, False))
     return chain
 
@@ -181,10 +181,13 @@ def check_dir(directory: str | os.PathLike[str], *, create: bool = False) -> Pat
     >>> "is writable by group or others (mode drwxrwxrwx)" in str(caught[0].message)
     True
     """
-    for index, (path, follow) in enumerate(_chain(Path(directory))):
+    for index, (path, follow) in enumerate(_chain(directory)):
         if create:
             with contextlib.suppress(FileExistsError):  # a file there: _reason raises
-                path.mkdir(mode=0o700, parents=index == 0)
+                if index == 0:
+                    Path(path).mkdir(mode=0o700, parents=True)  # parents: default mode
+                else:
+                    os.mkdir(path, 0o700)
         reason = _reason(path, follow)
         if reason is not None:
             raise _refuse(path, reason)
@@ -239,11 +242,11 @@ def read_entry(path: Path, *, max_bytes: int | None = None) -> bytes:
             raise NotAnEntry(f"{path} is not a regular file (mode {stat.filemode(info.st_mode)})")
         if _POSIX and info.st_uid != os.geteuid():
             raise NotAnEntry(f"{path} is owned by uid {info.st_uid}, not the current user")
-        if max_bytes is None:
-            return entry.read()
-        data = entry.read(max_bytes + 1)  # the size may have changed since fstat
-        if info.st_size > max_bytes or len(data) > max_bytes:
+        if max_bytes is not None and info.st_size > max_bytes:
             raise NotAnEntry(f"{path} is over {max_bytes} bytes: not read")
+        data = entry.read(info.st_size + 1)  # not read(max_bytes): that allocates it all
+        if len(data) > info.st_size:  # entries are replaced, never grown in place
+            raise NotAnEntry(f"{path} grew while it was read")
         return data
 
 

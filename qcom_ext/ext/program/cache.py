@@ -249,9 +249,11 @@ class ProgramCache:
         return removed
 
 
-def _seal(secret: bytes, key: str, body: bytes) -> bytes:
+def _seal(secret: bytes, key: str, body: bytes | memoryview) -> bytes:
     """The HMAC-SHA256 of an entry: keyed by the directory's secret, over its key and body."""
-    return hmac.new(secret, key.encode() + b"\0" + body, hashlib.sha256).digest()
+    mac = hmac.new(secret, key.encode() + b"\0", hashlib.sha256)
+    mac.update(body)
+    return mac.digest()
 
 
 def _encode(secret: bytes, key: str, meta: Mapping[str, Any], binaries: Sequence[bytes]) -> bytes:
@@ -282,14 +284,14 @@ def _decode(
     start = len(MAGIC) + _LENGTH.size
     if len(data) < start + _DIGEST_SIZE or not data.startswith(MAGIC):
         return [], "not a qcom_ext cache entry, or truncated"
-    body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
+    body, digest = memoryview(data)[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
     if not hmac.compare_digest(_seal(secret, key, body), digest):
         return [], "HMAC mismatch: corrupt, truncated, another key's or another cache's"
     (header_size,) = _LENGTH.unpack_from(body, len(MAGIC))
     if header_size > MAX_HEADER_BYTES:
         return [], f"header of {header_size} bytes, over {MAX_HEADER_BYTES}"
     header = parse_json(
-        body[start : start + header_size], max_bytes=MAX_HEADER_BYTES, validate=_header_ok
+        bytes(body[start : start + header_size]), max_bytes=MAX_HEADER_BYTES, validate=_header_ok
     )
     if header is None:
         return [], "unreadable or ill-typed header"
@@ -305,6 +307,6 @@ def _decode(
         return [], "binary sizes do not match the payload"
     binaries, offset = [], 0
     for n in sizes:
-        binaries.append(payload[offset : offset + n])
+        binaries.append(bytes(payload[offset : offset + n]))
         offset += n
     return binaries, None

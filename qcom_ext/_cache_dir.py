@@ -383,7 +383,8 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def write_new(path: Path, data: bytes) -> bool:
     """Create ``path`` holding ``data`` (mode 0o600) unless it exists: True when this
-    call created it, False when another file was there first (never overwritten).
+    call created it, False when another file was there first (never overwritten; where
+    the file system has no hard links, concurrent creators replace each other's file).
 
     >>> import tempfile
     >>> target = Path(tempfile.mkdtemp()) / "secret"
@@ -396,6 +397,9 @@ def write_new(path: Path, data: bytes) -> bool:
         return True
     except FileExistsError:
         return False
+    except OSError:  # no hard links here (FAT, some network file systems): last one wins
+        os.replace(temporary, path)
+        return True
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

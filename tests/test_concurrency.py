@@ -85,7 +85,8 @@ def whole_program_entries(folder: Path, expected: dict[str, dict]) -> None:
     """``folder`` holds exactly the entries of ``expected`` (key -> meta), each loading
     (checksum, layout, key and metadata checked), and no temporary file."""
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted(f"{key}{program_cache.SUFFIX}" for key in expected)
+    entries = [f"{key}{program_cache.SUFFIX}" for key in expected]
+    assert names == sorted([program_cache.SECRET_NAME, *entries])  # + the HMAC key
     store = program_cache.ProgramCache(folder)
     for key, meta in expected.items():
         assert store.load(key, meta) is not None, f"entry {key} rejected"

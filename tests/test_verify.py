@@ -442,3 +442,19 @@ def test_native_onchip_trial_reaches_the_driver(device_caps, cl_context):
         result = in_process(name, "native", device_caps.device())
     assert calls == [4096, 4096]
     assert result["outcome"] == "failed" and "CL_OUT_OF_RESOURCES" in result["detail"]
+
+
+def test_the_device_layer_loads_no_tool_until_verify_is_asked():
+    """probe() and the verdicts are the device layer's; only probe(verify=True) imports
+    the runner (the one documented lazy import of the layer contract)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from qcom_ext.device.probe import probe\n"
+        "from qcom_ext.device.verdicts import apply_cached\n"
+        "print(sorted(m for m in sys.modules if m.startswith('qcom_ext.tools')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

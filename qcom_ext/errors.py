@@ -3,14 +3,20 @@
 Every failure of an OpenCL entry point becomes a :class:`CLError` whose message
 reads like pyopencl's::
 
+    >>> import qcom_ext.binding.lib  # loads the cdefs: the status codes get their names
     >>> from qcom_ext.errors import CLError
     >>> str(CLError("clNewRecordingQCOM", -36))
     'clNewRecordingQCOM failed: CL_INVALID_COMMAND_QUEUE (-36)'
+
+This module imports nothing of qcom_ext (it is the bottom of the layers): the names of
+the status codes come from the constants of ``cdefs/``, which the binding
+(:mod:`qcom_ext.binding.lib`) registers here with :func:`register_error_names` when it
+loads. Until then a code is named ``UNKNOWN_ERROR``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "BuildError",
@@ -27,6 +33,7 @@ __all__ = [
     "RecordingStateError",
     "UnknownExtension",
     "error_name",
+    "register_error_names",
 ]
 
 
@@ -38,19 +45,26 @@ class QcomExtWarning(UserWarning):
     """A requested feature took a weaker path than asked for (for example a no-op hint)."""
 
 
+#: Status code -> ``CL_*`` name; filled by the binding (:func:`register_error_names`).
+_ERROR_NAMES: dict[int, str] = {}
+
+
+def register_error_names(names: Mapping[int, str]) -> None:
+    """Add ``code -> name`` pairs to the table :func:`error_name` reads (the binding
+    registers the negative constants of ``cdefs/`` when it loads)."""
+    _ERROR_NAMES.update({int(code): str(name) for code, name in names.items()})
+
+
 def error_name(code: int) -> str:
     """The ``CL_*`` name of an OpenCL status code, from the constants in ``cdefs/``.
 
+    >>> import qcom_ext.binding.lib  # registers the names
     >>> error_name(-30)
     'CL_INVALID_VALUE'
     >>> error_name(-9999)
     'UNKNOWN_ERROR'
     """
-    from qcom_ext.binding.lib import (
-        error_codes,  # the table is built from the cdefs, so import late
-    )
-
-    return error_codes().get(code, "UNKNOWN_ERROR")
+    return _ERROR_NAMES.get(code, "UNKNOWN_ERROR")
 
 
 class CLError(QcomExtError):

@@ -1,5 +1,6 @@
-"""Trial functions the tests of qcom_ext.verify register: the child process imports this
-module by name (the parent's import path travels with it), so each runs there."""
+"""Trial stand-ins the tests of qcom_ext.verify register as selftest cases with
+``trial=...``: the child process imports this module by name (the parent's import path
+travels with it), so each runs there. Each takes the case's ``Env``."""
 
 from __future__ import annotations
 
@@ -11,26 +12,33 @@ from qcom_ext import CLError
 from qcom_ext.binding.lib import C
 
 
-def passes(target) -> None:
+def passes(env) -> None:
     """Nothing native: the trial passes."""
 
 
-def aborts(target) -> None:
+def aborts(env) -> None:
     os.abort()
 
 
-def segfaults(target) -> None:
+def segfaults(env) -> None:
     os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def cl_error(target) -> None:
+def cl_error(env) -> None:
     raise CLError("clNewRecordingQCOM", C.CL_INVALID_OPERATION)
 
 
-def hangs(target) -> None:
+def hangs(env) -> None:
     time.sleep(120)
 
 
-def reports_its_target(target) -> None:
+def reports_its_target(env) -> None:
     """Fails with what the child was given, so the parent can check it."""
-    raise RuntimeError(f"{target.extension} {target.subject} {target.path}")
+    raise RuntimeError(f"{env.tested} {env.extension} {env.path}")
+
+
+def aborts_natively(env) -> None:
+    """Natively the driver "crashes"; on the Khronos tier it reports its target."""
+    if env.path == "native":
+        aborts(env)
+    reports_its_target(env)

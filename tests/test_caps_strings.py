@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from qcom_ext import REGISTRY, ConfigError, DeviceCaps, Limits
 from qcom_ext.device.caps import parse_adreno_compiler, parse_adreno_model, parse_disabled
-from qcom_ext.device.extensions import khronos_names
+from qcom_ext.device.extensions import khronos_names, resolve
 
 ADRENO = adreno_strings()
 DEVICE_VERSION = {
@@ -339,4 +339,24 @@ def test_known_broken_khronos_tiers_are_not_used():
     assert broken.path("cl_qcom_reqd_sub_group_size") == "fallback"
     assert not broken.khronos_usable("cl_khr_subgroup_shuffle")
     assert "-DQCOM_EXT_KHR_cl_qcom_subgroup_shuffle" not in broken.compiler_options()
-    assert json.loads(broken.to_json())["limits"]["broken"][0][0] == "cl_khr_subgroup_shuffle"
+    assert json.loads(broken.to_json())["broken"][0][0] == "cl_khr_subgroup_shuffle"
+    assert broken.broken[0][0] == "cl_khr_subgroup_shuffle" and fine.broken == ()
+
+
+def test_broken_lives_on_the_report_and_limits_only_read_it():
+    """``broken`` moved from Limits (it is not a limit) onto DeviceCaps; ``limits.broken``
+    stays a read-only view of the report's list, and the old ways in are refused."""
+    caps = DeviceCaps.from_info(
+        extensions="cl_khr_command_buffer", disabled=(), broken=[("cl_khr_command_buffer", "b")]
+    )
+    assert caps.broken == (("cl_khr_command_buffer", "b"),)
+    assert caps.limits.broken == caps.broken
+    assert caps.path("cl_qcom_recordable_queues") == "fallback"
+    assert "broken" not in json.loads(caps.to_json())["limits"]
+    with pytest.raises(AttributeError):
+        caps.limits.broken = ()
+    with pytest.raises(TypeError):
+        Limits(broken=())
+    assert Limits().broken is None  # limits of no report
+    with pytest.raises(ConfigError, match="broken="):
+        resolve("cl_qcom_recordable_queues", set(), limits={"broken": [("x", "y")]})

@@ -85,3 +85,22 @@ def test_unloadable_override_names_what_was_tried(tmp_path):
     result = run("probe", env={"QCOM_EXT_OPENCL_LIBRARY": str(tmp_path / "libOpenCL.so")})
     assert result.returncode == 1
     assert "QCOM_EXT_OPENCL_LIBRARY" in result.stderr and str(tmp_path) in result.stderr
+
+
+def test_device_option_is_passed_down_not_written_to_the_environment(devices, monkeypatch, capsys):
+    """``--device`` picks the device without touching PYOPENCL_CTX (which other code of
+    the process, and its child processes, would see)."""
+    import pyopencl as cl
+
+    from qcom_ext.tools import cli
+
+    specs = [
+        f"{p}:{d}" for p, pl in enumerate(cl.get_platforms()) for d in range(len(pl.get_devices()))
+    ]
+    monkeypatch.setenv("PYOPENCL_CTX", specs[0])
+    for spec, caps in zip(specs, devices, strict=True):
+        assert cli.main(["probe", "--json", "--device", spec]) == 0
+        assert json.loads(capsys.readouterr().out)["label"] == caps.label
+        assert os.environ["PYOPENCL_CTX"] == specs[0]
+    assert cli.main(["probe", "--device", "no-such-platform"]) == 1
+    assert "device: 'no-such-platform' matches no platform" in capsys.readouterr().err

@@ -58,3 +58,25 @@ def test_library_errors_say_what_was_tried():
 
 def test_config_error_is_a_value_error():
     assert issubclass(ConfigError, ValueError)
+
+
+def test_errors_module_imports_nothing_of_qcom_ext():
+    """errors.py is the bottom layer: importing it loads no other qcom_ext module, and the
+    binding registers the status names when it loads (no import from errors upward)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, qcom_ext.errors as e\n"
+        "layers = ('binding', 'device', 'ext', 'ops', 'reference', 'tools')\n"
+        "loaded = [m for m in sys.modules if m.split('.')[1:2] and m.split('.')[1] in layers]\n"
+        "before = e.error_name(-36)\n"
+        "import qcom_ext.binding.lib\n"
+        "print(loaded, before, e.error_name(-36), str(e.CLError('clFoo', -5)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[0] == "[]"
+    assert out[1:3] == ["UNKNOWN_ERROR", "CL_INVALID_COMMAND_QUEUE"]
+    assert " ".join(out[3:]) == "clFoo failed: CL_OUT_OF_RESOURCES (-5)"

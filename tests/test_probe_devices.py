@@ -143,3 +143,46 @@ def test_compat_header_builds_with_the_probed_options(device_caps, kernel_contex
     expected = np.array([int(f"{int(v):032b}"[::-1], 2) for v in values], np.uint32)
     assert out[0] == 0xFDB71248  # the guide's worked example
     np.testing.assert_array_equal(out, expected)
+
+
+def test_disabled_argument_adds_to_the_kill_switch_and_is_cached(device_caps, monkeypatch):
+    """``probe(device, disabled=...)`` derives from the cached report (no new device
+    read), merges with QCOM_EXT_DISABLE, and is itself cached until clear_cache()."""
+    from qcom_ext.device import probe as probe_module
+
+    device = device_caps.device_id
+    base = probe(device)
+    reads = []
+    real = probe_module.read_device
+    monkeypatch.setattr(probe_module, "read_device", lambda d: reads.append(d) or real(d))
+    off = probe(device, disabled=["cl_qcom_bitreverse", "cl_khr_command_buffer"])
+    assert off.disabled == {"cl_qcom_bitreverse", "cl_khr_command_buffer"}
+    assert off.path("cl_qcom_bitreverse") == "fallback"
+    assert not off.path("cl_qcom_recordable_queues").startswith("khr:")
+    assert probe(device, disabled="cl_khr_command_buffer,cl_qcom_bitreverse") is off
+    assert probe(device) is base and probe(device, disabled=()) is base
+    assert reads == []
+    monkeypatch.setenv("QCOM_EXT_DISABLE", "cl_qcom_perf_hint")
+    merged = probe(device, disabled=["cl_qcom_bitreverse"])
+    assert reads == [device]  # another QCOM_EXT_DISABLE: its base report is read once
+    assert merged.disabled == {"cl_qcom_perf_hint", "cl_qcom_bitreverse"}
+    assert merged.path("cl_qcom_perf_hint") == "fallback"
+    with pytest.raises(qcom_ext.ConfigError, match="cl_qcom_typo"):
+        probe(device, disabled=["cl_qcom_typo"])
+
+
+def test_disabled_argument_needs_no_device_read(device_caps, monkeypatch):
+    from qcom_ext.device import probe as probe_module
+
+    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
+    device = device_caps.device_id
+    probe(device)
+    reads = []
+    real = probe_module.read_device
+    monkeypatch.setattr(probe_module, "read_device", lambda d: reads.append(d) or real(d))
+    for name in REGISTRY:
+        probe(device, disabled=[name])
+    assert reads == []
+    clear_cache()
+    probe(device, disabled=["cl_qcom_bitreverse"])
+    assert reads == [device]  # the base report, read once after clear_cache()

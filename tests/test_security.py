@@ -33,7 +33,6 @@ from test_context_fake import CTX, FakeCL
 import qcom_ext
 from qcom_ext import CLError, ConfigError, DeviceCaps, ExtensionUnavailable
 from qcom_ext.binding.lib import C
-from qcom_ext.device.caps import Limits
 from qcom_ext.device.extensions import REGISTRY, khronos_names, resolve
 from qcom_ext.ext import context as context_module
 from qcom_ext.ext.program import build as program_module
@@ -61,9 +60,7 @@ def test_the_registry_gives_protected_contexts_no_fallback():
     for advertised in (set(), {PROTECTED}, set(names)):
         for disabled in ((), (PROTECTED,), tuple(REGISTRY), tuple(khronos_names())):
             for broken in ((), ((PROTECTED, "the trial crashed"),)):
-                status = resolve(
-                    PROTECTED, advertised, disabled=disabled, limits={"broken": broken}
-                )
+                status = resolve(PROTECTED, advertised, disabled=disabled, broken=broken)
                 seen.add(status.path)
                 assert status.path in ("native", "unavailable"), status
                 native = PROTECTED in advertised and PROTECTED not in disabled and not broken
@@ -94,15 +91,16 @@ def test_protected_context_is_refused_where_not_native(
 
 
 def test_the_selftest_forced_paths_of_a_protected_context_end_in_a_refusal(fake_wrapping):
-    """The selftest forces each path through QCOM_EXT_DISABLE: natively, then the one
+    """The selftest forces each path by disabling the ones before: natively, then the one
     after it, which for a protected context is no path at all."""
-    from qcom_ext.tools.selftest._paths import forced, plan_paths
+    from qcom_ext.device.probe import disabling
+    from qcom_ext.tools.selftest._paths import plan_paths
 
     with FakeCL(extensions=ADRENO740) as cl:
-        plan = plan_paths(DEVICE, PROTECTED)
+        plan = plan_paths(qcom_ext.probe(DEVICE), PROTECTED)
         assert [path for path, _ in plan.runs] == ["native", "unavailable"]
         assert "fallback" in dict(plan.skipped)
-        with forced(plan.runs[-1][1]), pytest.raises(ExtensionUnavailable):
+        with disabling(plan.runs[-1][1]), pytest.raises(ExtensionUnavailable):
             qcom_ext.create_context(DEVICE, protected=True)
     assert cl.count("clCreateContext") == 0
 
@@ -111,15 +109,15 @@ def test_the_selftest_forced_paths_of_a_protected_context_end_in_a_refusal(fake_
 def test_protected_context_is_refused_when_its_trial_failed(
     fake_wrapping, monkeypatch, tmp_path, outcome
 ):
+    from qcom_ext.device import verdicts as verify
     from qcom_ext.device.probe import read_device
-    from qcom_ext.tools.verify import runner as verify
 
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
     with FakeCL(extensions=ADRENO740) as cl:
         caps = read_device(DEVICE)
         assert caps.path(PROTECTED) == "native"
         verdict = verify.Verdict(PROTECTED, "the trial protected context", outcome, "SIGSEGV")
-        verify._store(caps, {PROTECTED: verdict})  # what probe(verify=True) leaves behind
+        verify.store_verdicts(caps, {PROTECTED: verdict})  # what probe(verify=True) leaves
         with pytest.raises(ExtensionUnavailable, match="child process"):
             qcom_ext.create_context(DEVICE, protected=True)
     assert cl.count("clCreateContext") == 0
@@ -590,7 +588,7 @@ def test_a_cached_local_size_the_kernel_cannot_take_is_not_used(build_context, c
 
 
 def test_verdicts_of_another_driver_or_forged_ok_verdicts_change_nothing(tmp_path, monkeypatch):
-    from qcom_ext.tools.verify import runner as verify
+    from qcom_ext.device import verdicts as verify
 
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
     caps = DeviceCaps.from_info(
@@ -598,13 +596,13 @@ def test_verdicts_of_another_driver_or_forged_ok_verdicts_change_nothing(tmp_pat
         platform_name="pocl",
         driver_version="5.0",
         disabled=(),
-        limits=Limits(broken=(("cl_khr_command_buffer", "bug"),)),
+        broken=(("cl_khr_command_buffer", "bug"),),
     )
     crashed = verify.Verdict("cl_qcom_bitreverse", "the trial kernel", "crashed", "SIGSEGV")
     other = DeviceCaps.from_info(
         extensions="cl_qcom_bitreverse", platform_name="pocl", driver_version="6.0", disabled=()
     )
-    verify._store(other, {crashed.extension: crashed})  # another driver's verdict
+    verify.store_verdicts(other, {crashed.extension: crashed})  # another driver's verdict
     assert verify.apply_cached(caps).path("cl_qcom_bitreverse") == "native"
     forged = {n: verify.Verdict(n, "t", "ok") for n in (PROTECTED, "cl_khr_command_buffer")}
     path = verify.cache_path(caps)
@@ -620,7 +618,7 @@ def test_verdicts_of_another_driver_or_forged_ok_verdicts_change_nothing(tmp_pat
     )
     applied = verify.apply_cached(caps)
     assert applied.path(PROTECTED) == "unavailable"  # an "ok" never grants what is absent
-    assert dict(applied.limits.broken)["cl_khr_command_buffer"] == "bug"  # nor lifts a block
+    assert dict(applied.broken)["cl_khr_command_buffer"] == "bug"  # nor lifts a block
     path.unlink()
     path.symlink_to(tmp_path / "elsewhere.json")
     (tmp_path / "elsewhere.json").write_text(

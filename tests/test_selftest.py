@@ -9,11 +9,13 @@ here: only an Adreno compiler knows them (docs/selftest.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import struct
 import sys
+import threading
 import time
 
 import numpy as np
@@ -22,18 +24,21 @@ from _claiming import addr, claiming, real, u32, u64
 from _fakes import ml_versions_query
 from recording_helpers import FakeRecordingDriver
 
-from qcom_ext import REGISTRY, ConfigError
+from qcom_ext import REGISTRY, ConfigError, probe
 from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device.probe import disabling
 from qcom_ext.tools import cli
 from qcom_ext.tools.selftest import (
     SelftestReport,
+    _registry,
     checks_builtins,
     coverage,
     run_selftest,
     selected,
 )
 from qcom_ext.tools.selftest import _memory as memory_module
-from qcom_ext.tools.selftest._paths import forced, plan_paths
+from qcom_ext.tools.selftest import _runner as runner_module
+from qcom_ext.tools.selftest._paths import plan_paths
 from qcom_ext.tools.selftest._registry import USABLE, Outcome, case, cases_for, unchecked
 from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, difference
 from qcom_ext.tools.selftest._runner import _compare
@@ -300,16 +305,62 @@ def test_selftest_rejects_a_bad_seed(capsys):
 # ---- forcing paths -----------------------------------------------------------------
 
 
-def test_forcing_adds_to_the_users_value_and_restores_it(monkeypatch):
+def test_forcing_adds_to_the_users_value_and_restores_it(device_caps, monkeypatch):
+    device = device_caps.device_id
     monkeypatch.setenv("QCOM_EXT_DISABLE", "cl_qcom_bitreverse")
-    with forced({"cl_qcom_perf_hint"}):
-        assert os.environ["QCOM_EXT_DISABLE"] == "cl_qcom_bitreverse,cl_qcom_perf_hint"
-    assert os.environ["QCOM_EXT_DISABLE"] == "cl_qcom_bitreverse"
+    with disabling({"cl_qcom_perf_hint"}):
+        assert probe(device).disabled == {"cl_qcom_bitreverse", "cl_qcom_perf_hint"}
+        assert os.environ["QCOM_EXT_DISABLE"] == "cl_qcom_bitreverse"  # never rewritten
+    assert probe(device).disabled == {"cl_qcom_bitreverse"}
     monkeypatch.delenv("QCOM_EXT_DISABLE")
-    with pytest.raises(RuntimeError), forced({"cl_khr_command_buffer"}):
-        assert os.environ["QCOM_EXT_DISABLE"] == "cl_khr_command_buffer"
+    with pytest.raises(RuntimeError), disabling({"cl_khr_command_buffer"}):
+        assert probe(device).disabled == {"cl_khr_command_buffer"}
         raise RuntimeError
-    assert "QCOM_EXT_DISABLE" not in os.environ
+    assert probe(device).disabled == frozenset() and "QCOM_EXT_DISABLE" not in os.environ
+    assert probe(device, disabled=["cl_qcom_perf_hint"]).disabled == {"cl_qcom_perf_hint"}
+    with pytest.raises(ConfigError, match="cl_qcom_typo"), disabling({"cl_qcom_typo"}):
+        pass
+
+
+def test_forcing_is_seen_by_the_forcing_thread_only(device_caps):
+    """Another thread keeps its paths while the selftest forces one (the environment
+    was process-wide: forcing through it changed every thread's paths)."""
+    name, device = "cl_qcom_bitreverse", device_caps.device_id
+    seen = {}
+    inside, done = threading.Event(), threading.Event()
+
+    def other() -> None:
+        inside.wait(30)
+        seen["other"] = probe(device).path(name)
+        done.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with disabling({name}):
+        seen["forcing"] = probe(device).path(name)
+        inside.set()
+        done.wait(30)
+    thread.join(30)
+    assert seen == {"forcing": "fallback", "other": device_caps.path(name)}
+
+
+def test_the_selftest_probes_once_per_path_and_passes_the_report_down(
+    device_caps, kernel_context, monkeypatch
+):
+    """One probe() for the device and one per path run (with that path's names
+    disabled); planning the paths and every case get the report passed down."""
+    calls = []
+
+    def counting(device=None, **kwargs):
+        calls.append(kwargs.get("disabled", ()))
+        return probe(device, **kwargs)
+
+    monkeypatch.setattr(runner_module, "probe", counting)
+    report = run_selftest(device_caps.device_id, only=["bitreverse", "recordable_queues"])
+    assert report.ok, failures(report)
+    runs = [run for item in report.extensions for run in item.runs]
+    assert len(runs) >= 2 and len(calls) == 1 + len(runs)
+    assert calls[0] == () and all(isinstance(extra, frozenset) for extra in calls[1:])
 
 
 def test_the_users_disabled_names_stay_off(device_caps, kernel_context, monkeypatch):
@@ -498,7 +549,7 @@ def test_plan_of_a_native_extension_with_a_khronos_tier(device_caps, kernel_cont
     if not device_caps.khronos_usable("cl_khr_command_buffer"):
         pytest.skip(f"{device_caps.label} has no cl_khr_command_buffer")
     with claiming(device_caps.device_id, extensions=["cl_qcom_recordable_queues"], info=INFO):
-        plan = plan_paths(device_caps.device_id, "cl_qcom_recordable_queues")
+        plan = plan_paths(probe(device_caps.device_id), "cl_qcom_recordable_queues")
     assert plan.runs == (
         ("native", frozenset()),
         ("fallback", frozenset({"cl_qcom_recordable_queues"})),
@@ -519,15 +570,23 @@ def test_verify_runs_the_trials_first_and_the_report_carries_the_verdicts(
 ):
     """A Khronos tier whose trial crashes in the child is not used: the selftest checks
     the fallback instead, and the report (and its JSON) names the verdict."""
+    import _verify_trials
+
     from qcom_ext.device.probe import clear_cache
-    from qcom_ext.tools.verify import runner as verify
 
     extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
     if device_caps.path(extension) != f"khr:{tier}":
         pytest.skip(f"{device_caps.label}: {extension} does not take the {tier} tier")
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(verify, "TRIALS", {})
-    verify.register_trial(tier, "the trial aborts", "_verify_trials:aborts")
+    # only the stand-in trial, which crashes on the native and Khronos paths
+    cases = {
+        name: [dataclasses.replace(c, trial="") for c in found]
+        for name, found in _registry._CASES.items()
+    }
+    monkeypatch.setattr(_registry, "_CASES", cases)
+    case(extension, "stand-in", tiers=("native", "khr"), trial="the trial aborts")(
+        _verify_trials.aborts
+    )
     clear_cache()
     try:
         report = run_selftest(device_caps.device_id, only=[extension], verify=True)

@@ -62,3 +62,20 @@ def test_tune_small_suite_then_served_from_the_cache(kernel_context, device_caps
 def test_tune_rejects_bad_options(tmp_path):
     result = run("tune", "--kinds", "fft", env={"QCOM_EXT_CACHE_DIR": str(tmp_path)})
     assert result.returncode == 1 and "unknown layer kind" in result.stderr
+
+
+def test_tune_opens_the_chosen_device_without_the_environment(monkeypatch):
+    import pyopencl as cl
+
+    import qcom_ext
+    from qcom_ext.tools import tune_cli
+
+    every = qcom_ext.probe_all()
+    if not every:
+        pytest.skip("no OpenCL device")
+    platform = len(cl.get_platforms()) - 1
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    caps, queue = tune_cli._open(f"{platform}:0")
+    assert caps.device_id == cl.get_platforms()[platform].get_devices()[0].int_ptr
+    assert queue.device.int_ptr == caps.device_id and "PYOPENCL_CTX" not in os.environ
+    assert queue.properties & cl.command_queue_properties.PROFILING_ENABLE

@@ -1,16 +1,19 @@
 """qcom_ext.verify: risky native calls tried in a child process, verdicts cached and applied.
 
-Without an Adreno device, the trials of the Khronos tiers a local device advertises run
-for real (pocl 3.1: cl_khr_command_buffer), a claimed native kernel extension really
-fails to build in the child, and trials that abort, segfault, hang or return a CL error
-are registered from tests/_verify_trials.py (the child imports them by name) against
-reports built from the real Adreno strings of tests/data or served by the fake driver.
+The trials are the selftest cases marked ``trial=...`` (one registry of checks). Without
+an Adreno device, the trials of the Khronos tiers a local device advertises run for real
+(pocl 3.1: cl_khr_command_buffer), a claimed native kernel extension really fails to
+build in the child, and trials that abort, segfault, hang or return a CL error are
+registered as trial cases from tests/_verify_trials.py (the child imports them by name)
+against reports built from the real Adreno strings of tests/data or served by the fake
+driver.
 """
 
 from __future__ import annotations
 
 import json
 
+import _verify_trials
 import pytest
 from _claiming import claiming, u64
 from _fakes import DEVICE, adreno740_device_info, fake_driver, platform_info
@@ -18,12 +21,14 @@ from conftest import adreno_strings
 
 import qcom_ext
 from qcom_ext.binding.lib import C, ffi
-from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.caps import DeviceCaps, Limits
 from qcom_ext.device.probe import clear_cache, probe
 from qcom_ext.errors import CLError, ConfigError
+from qcom_ext.tools.selftest import _registry
+from qcom_ext.tools.selftest._env import Env
+from qcom_ext.tools.verify import child as trial_child
 from qcom_ext.tools.verify import runner as verify
-from qcom_ext.tools.verify import trials as _trials
-from qcom_ext.tools.verify.runner import TrialTarget, Verdict
+from qcom_ext.tools.verify.runner import Verdict
 
 DRIVER = "OpenCL 3.0 QUALCOMM build: commit #16c1863 Compiler E031.42.02.00"
 RECORDING = "cl_qcom_recordable_queues"
@@ -52,16 +57,19 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def trials(monkeypatch):
-    """An empty trial table: only what the test registers runs."""
-    monkeypatch.setattr(verify, "TRIALS", {})
+    """An empty registry of checks: only the trial cases the test registers run."""
+    monkeypatch.setattr(_registry, "_CASES", {})
+    monkeypatch.setattr(_registry, "_UNCHECKED", {})
 
-    def register(extension: str, function: str, *, needs_device: bool = False) -> None:
-        verify.register_trial(
+    def register(
+        extension: str, function: str, *, what: str = "", needs_device: bool = False
+    ) -> None:
+        _registry.case(
             extension,
-            f"the trial {function}",
-            f"_verify_trials:{function}",
+            f"stand-in {function}",
+            trial=what or f"the trial {function}",
             needs_device=needs_device,
-        )
+        )(getattr(_verify_trials, function))
 
     return register
 
@@ -101,18 +109,19 @@ def test_a_broken_native_extension_takes_its_khronos_tier_then_its_fallback():
         in both.status(RECORDING).reason
     )
     assert not both.khronos_usable("cl_khr_command_buffer")
-    assert dict(both.limits.broken).keys() == {RECORDING, "cl_khr_command_buffer"}
+    assert dict(both.broken).keys() == {RECORDING, "cl_khr_command_buffer"}
+    assert both.limits.broken == both.broken  # the read-only view where it used to live
     assert json.loads(both.to_json())["verdicts"][RECORDING]["outcome"] == "crashed"
 
 
 def test_passing_verdicts_change_nothing_and_a_new_verdict_replaces_the_old():
     caps = adreno740()
     passed = caps.with_verdicts({RECORDING: verdict(RECORDING, "ok")})
-    assert passed.statuses == caps.statuses and passed.limits.broken == ()
+    assert passed.statuses == caps.statuses and passed.broken == ()
     failed = passed.with_verdicts({RECORDING: verdict(RECORDING, "failed", "x")})
     assert failed.path(RECORDING) == "fallback"
     again = failed.with_verdicts({RECORDING: verdict(RECORDING, "ok")})
-    assert again.path(RECORDING) == "native" and again.limits.broken == ()
+    assert again.path(RECORDING) == "native" and again.broken == ()
 
 
 def test_a_crashed_protected_context_never_falls_back():
@@ -150,23 +159,74 @@ def test_trials_needed_are_the_paths_in_use(monkeypatch):
     ]
 
 
-def test_trial_functions_must_be_importable_by_name():
+def test_trial_functions_must_be_importable_by_name(trials):
     with pytest.raises(ConfigError, match="importable"):
-        verify.register_trial("cl_qcom_bitreverse", "x", lambda target: None)
+        _registry.case("cl_qcom_bitreverse", "x", trial="x")(lambda env: None)
+
+    def trial(env):
+        return None
+
+    trial.__module__ = "__main__"
     with pytest.raises(ConfigError, match="importable"):
-        verify.register_trial("cl_qcom_bitreverse", "x", "__main__:trial")
+        _registry.case("cl_qcom_bitreverse", "y", trial="y")(trial)
     with pytest.raises(ConfigError, match="cl_qcom_typo"):
-        verify.register_trial("cl_qcom_typo", "x", "_verify_trials:passes")
+        _registry.case("cl_qcom_typo", "x", trial="x")(_verify_trials.passes)
+    assert _registry.cases_for("cl_qcom_bitreverse") == ()  # nothing half-registered
+    trials("cl_qcom_bitreverse", "passes")
+    with pytest.raises(ConfigError, match="two trials"):
+        trials("cl_qcom_bitreverse", "aborts")
+    with pytest.raises(ConfigError, match="native"):
+        _registry.case("cl_qcom_perf_hint", "z", tiers=("fallback",), trial="z")
     for bad in ({"extension": 1}, [], {"outcome": "exploded"}):
         with pytest.raises((ValueError, TypeError)):
             Verdict.from_dict(bad)
 
 
+#: Every path that had a trial before the trials became selftest cases keeps one.
+TRIALLED = {
+    "cl_qcom_recordable_queues": ("cl_khr_command_buffer",),
+    "cl_qcom_accelerated_image_ops": (),
+    "cl_qcom_create_buffer_from_image": ("cl_khr_image2d_from_buffer",),
+    "cl_qcom_onchip_global_memory": (),
+    "cl_qcom_perf_hint": ("cl_khr_throttle_hints",),
+    "cl_qcom_priority_hint": ("cl_khr_priority_hints",),
+    "cl_qcom_protected_context": (),
+    "cl_qcom_extended_query_image_info": (),
+    "cl_qcom_filter_bicubic": (),
+    "cl_qcom_bitreverse": ("cl_khr_extended_bit_ops",),
+    "cl_qcom_dot_product8": ("cl_khr_integer_dot_product",),
+    "cl_qcom_subgroup_shuffle": ("cl_khr_subgroup_shuffle",),
+    "cl_qcom_reqd_sub_group_size": ("cl_intel_required_subgroup_size",),
+    "cl_qcom_bfloat16_product": (),
+    "cl_qcom_vector_image_ops": (),
+}
+
+
 def test_every_builtin_trial_exists():
     khronos = qcom_ext.device.extensions.khronos_names()
-    for extension, trial in verify.TRIALS.items():
-        assert extension in qcom_ext.REGISTRY or extension in khronos, extension
-        assert callable(trial.load()), trial.function
+    trialled = {name for name in qcom_ext.REGISTRY if _registry.trial_case(name)}
+    assert trialled == set(TRIALLED)
+    limits = Limits(image_pitch_alignment=64, sub_group_sizes=(16, 32))
+    keys = set()
+    for extension, tiers in TRIALLED.items():
+        case = _registry.trial_case(extension)
+        assert trial_child._load(_registry.function_name(case.run)) is case.run
+        assert case.trial.startswith("the trial ") and case.needs_device
+        for advertised in (extension, *tiers):
+            caps = DeviceCaps.from_info(extensions=advertised, limits=limits, disabled=())
+            path = "native" if advertised == extension else f"khr:{advertised}"
+            assert caps.path(extension) == path
+            (trial, subject, taken) = next(
+                item for item in verify.trials_needed(caps) if item[1] == extension
+            )
+            assert (trial.extension, subject, taken, trial.what) == (
+                advertised,
+                extension,
+                path,
+                case.trial,
+            )
+            keys.add(advertised)
+    assert keys <= set(qcom_ext.REGISTRY) | khronos and len(keys) == 23
 
 
 def test_a_report_without_a_device_cannot_run_device_trials(cache, no_child):
@@ -179,7 +239,7 @@ def test_a_report_without_a_device_cannot_run_device_trials(cache, no_child):
 
 def test_cache_is_keyed_by_driver_and_corrupt_files_are_ignored(cache, no_child):
     caps = adreno740()
-    verify._store(caps, {RECORDING: verdict(RECORDING, "crashed", "SIGSEGV")})
+    verify.store_verdicts(caps, {RECORDING: verdict(RECORDING, "crashed", "SIGSEGV")})
     path = verify.cache_path(caps)
     assert path.parent == cache / "verify" and path.is_file()
     assert verify.apply_cached(caps).path(RECORDING) == "fallback"
@@ -205,7 +265,7 @@ def test_cache_is_keyed_by_driver_and_corrupt_files_are_ignored(cache, no_child)
 def test_no_cache_means_no_file(cache, monkeypatch, no_child):
     monkeypatch.setenv("QCOM_EXT_NO_CACHE", "1")
     caps = adreno740()
-    verify._store(caps, {RECORDING: verdict(RECORDING, "crashed", "SIGSEGV")})
+    verify.store_verdicts(caps, {RECORDING: verdict(RECORDING, "crashed", "SIGSEGV")})
     assert not verify.cache_path(caps).exists()
     assert verify.apply_cached(caps).path(RECORDING) == "native"
 
@@ -218,8 +278,7 @@ def test_crashes_and_errors_become_verdicts_and_the_caller_survives(cache, trial
     trials("cl_qcom_bitreverse", "cl_error")
     trials("cl_qcom_onchip_global_memory", "segfaults")
     trials("cl_qcom_perf_hint", "passes")
-    trials(RECORDING, "aborts")
-    trials("cl_khr_command_buffer", "reports_its_target")
+    trials(RECORDING, "aborts_natively", what="the trial aborts")  # reports on the tier
     caps = verify.verify(adreno740(" cl_khr_command_buffer"))
     found = {name: (v.outcome, v.detail) for name, v in caps.verdicts.items()}
     assert found["cl_qcom_onchip_global_memory"] == ("crashed", "SIGSEGV")
@@ -312,35 +371,55 @@ def test_cli_probe_verify(cache, device_caps, kernel_context, capsys, monkeypatc
     clear_cache()
 
 
-# ---- the built-in trial functions, in this process ---------------------------------------
+# ---- the built-in trials, in this process -------------------------------------------
 
 IN_PROCESS = sorted(
-    {
-        t.function.split(":")[1]: ext
-        for ext, t in verify.TRIALS.items()
-        if ext in qcom_ext.REGISTRY
-    }.items()
+    (name, _registry.trial_case(name)) for name in qcom_ext.REGISTRY if _registry.trial_case(name)
 )
 
 
-@pytest.mark.parametrize(("function", "extension"), IN_PROCESS, ids=[f for f, _ in IN_PROCESS])
+def in_process(extension: str, path: str, device) -> dict:
+    """The child's verdict fields of ``extension``'s trial on ``path``, run here."""
+    case = _registry.trial_case(extension)
+    item = {
+        "extension": extension,
+        "function": _registry.function_name(case.run),
+        "subject": extension,
+        "path": path,
+    }
+    return trial_child.trial_outcome(item, device)
+
+
+@pytest.mark.parametrize(("extension", "case"), IN_PROCESS, ids=[e for e, _ in IN_PROCESS])
 def test_builtin_trials_pass_on_the_path_the_device_takes(
-    function, extension, device_caps, kernel_context
+    extension, case, device_caps, kernel_context
 ):
     status = device_caps.status(extension)
     if status.path == "unavailable":
         pytest.skip(f"{extension} is unavailable on {device_caps.label}: {status.reason}")
-    target = TrialTarget(extension, extension, status.path, device_caps.device())
-    getattr(_trials, function)(target)
+    result = in_process(extension, status.path, device_caps.device())
+    assert result["outcome"] == "ok", result
 
 
 def test_a_trial_that_computes_wrong_fails(device_caps, kernel_context, monkeypatch):
-    monkeypatch.setattr(_trials, "BF16", _trials.BF16.replace("0x4000", "0x4040"))  # 3, not 2
-    target = TrialTarget(
-        "cl_qcom_bfloat16_product", "cl_qcom_bfloat16_product", "fallback", device_caps.device()
+    from qcom_ext.ext.program import bfloat16
+
+    right = bfloat16.mad32_bf16  # the case's numpy reference, made to disagree by 1
+    monkeypatch.setattr(bfloat16, "mad32_bf16", lambda a, b, c: right(a, b, c) + 1)
+    result = in_process("cl_qcom_bfloat16_product", "fallback", device_caps.device())
+    assert result["outcome"] == "failed"
+    assert (
+        result["detail"].startswith("wrong result: error ") and "> tolerance 0" in result["detail"]
     )
-    with pytest.raises(_trials.WrongResult, match=r"gave 6\.0"):
-        _trials.bfloat16_product(target)
+
+
+def test_a_trial_on_another_path_than_its_own_fails(device_caps, kernel_context):
+    """The library must take the path under trial: a claimed native path it cannot take
+    (the stand-in here has no native recording) fails the trial."""
+    result = in_process("cl_qcom_recordable_queues", "native", device_caps.device())
+    assert result["outcome"] == "failed"
+    assert "cl_qcom_recordable_queues took the" in result["detail"]
+    assert result["detail"].endswith("path, not 'native'")
 
 
 def test_native_onchip_trial_reaches_the_driver(device_caps, cl_context):
@@ -357,7 +436,25 @@ def test_native_onchip_trial_reaches_the_driver(device_caps, cl_context):
     with claiming(
         device_caps.device_id, extensions=[name], info=info, clCreateBufferWithProperties=refuse
     ):
-        target = TrialTarget(name, name, "native", device_caps.device())
+        env = Env(probe(device_caps.device_id), name, "native", isolated=True)
         with pytest.raises(CLError, match="CL_OUT_OF_RESOURCES"):
-            _trials.onchip(target)
-    assert calls == [4096]
+            _registry.trial_case(name).run(env)
+        result = in_process(name, "native", device_caps.device())
+    assert calls == [4096, 4096]
+    assert result["outcome"] == "failed" and "CL_OUT_OF_RESOURCES" in result["detail"]
+
+
+def test_the_device_layer_loads_no_tool_until_verify_is_asked():
+    """probe() and the verdicts are the device layer's; only probe(verify=True) imports
+    the runner (the one documented lazy import of the layer contract)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from qcom_ext.device.probe import probe\n"
+        "from qcom_ext.device.verdicts import apply_cached\n"
+        "print(sorted(m for m in sys.modules if m.startswith('qcom_ext.tools')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -42,6 +42,7 @@ from qcom_ext.errors import (
     EntryPointMissing,
     LibraryNotFound,
     QcomExtWarning,
+    register_error_names,
 )
 
 ENV_LIBRARY = "QCOM_EXT_OPENCL_LIBRARY"
@@ -116,6 +117,9 @@ def error_codes() -> dict[int, str]:
         if value < 0:
             table.setdefault(value, name)
     return table
+
+
+register_error_names(error_codes())  # CLError names its status from now on
 
 
 def check(status: int, routine: str) -> None:

@@ -12,19 +12,28 @@ can be checked without an Adreno device:
 (True, '740', 'E031.38.11.12')
 >>> caps.path("cl_qcom_recordable_queues"), caps.path("cl_qcom_priority_hint")
 ('native', 'fallback')
+>>> caps.with_disabled({"cl_qcom_recordable_queues"}).path("cl_qcom_recordable_queues")
+'fallback'
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from qcom_ext.device.driver_strings import (
+    device_label,
+    parse_adreno_compiler,
+    parse_adreno_model,
+    split_extensions,
+)
 from qcom_ext.device.extensions import (
     REGISTRY,
     ExtensionStatus,
@@ -33,67 +42,24 @@ from qcom_ext.device.extensions import (
     known_broken,
     resolve,
 )
+from qcom_ext.device.limits import Limits
 from qcom_ext.errors import ConfigError, UnknownExtension
 
-__all__ = ["DISABLE_ENV", "DeviceCaps", "Limits", "parse_disabled"]
+__all__ = [
+    "DISABLE_ENV",
+    "LARGEST_ADRENO_WAVE",
+    "DeviceCaps",
+    "Limits",
+    "half_and_full",
+    "parse_adreno_compiler",
+    "parse_adreno_model",
+    "parse_disabled",
+]
 
 DISABLE_ENV = "QCOM_EXT_DISABLE"
 QUALCOMM_VENDOR_ID = 0x5143  # "QC"
-
-# Both patterns take linear time on any text (a driver string is not trusted to be short):
-# no two adjacent parts can match the same characters, and a number starts after a non-digit.
-_ADRENO_MODEL = re.compile(r"Adreno\s*(?:\(TM\)\s*)?(X\d+-\d+|\d{3,4}[A-Za-z]?)\b")
-_ADRENO_COMPILER = re.compile(r"Compiler\s+([A-Z]+\d*(?:\.[0-9A-Za-z]+)+)")
-_VERSION_NUMBER = re.compile(r"(?<!\d)\d+(?:\.\d+)+")
-_SHORT_NAMES = (
-    ("portable computing", "pocl"),
-    ("pocl", "pocl"),
-    ("oclgrind", "oclgrind"),
-    ("nvidia", "nvidia"),
-    ("intel", "intel"),
-    ("rusticl", "rusticl"),
-    ("amd", "amd"),
-)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Device limits read where the extension that defines them is present (else None)."""
-
-    max_mem_alloc_size: int | None = None
-    image2d_max_size: tuple[int, int] | None = None
-    image_pitch_alignment: int | None = None  # pixels; 0: no image2d_from_buffer
-    image_base_address_alignment: int | None = None
-    page_size: int | None = None  # cl_qcom_ext_host_ptr
-    ext_mem_padding: int | None = None  # cl_qcom_ext_host_ptr
-    recordable_queue_max_size: int | None = None  # cl_qcom_recordable_queues
-    onchip_global_mem_size: int | None = None  # cl_qcom_onchip_global_memory
-    hof_max_filter_size: tuple[int, int] | None = None  # cl_qcom_accelerated_image_ops
-    hof_max_num_phases: int | None = None
-    block_matching_max_region: tuple[int, int] | None = None
-    extended_image2d_max_size: tuple[int, int] | None = None  # cl_qcom_extended_images
-    extended_image3d_max_size: tuple[int, int, int] | None = None
-    printf_buffer_size: int | None = None  # cl_qcom_limited_printf
-    sub_group_sizes: tuple[int, ...] | None = None  # cl_intel_required_subgroup_size
-    max_num_sub_groups: int | None = None  # cl_khr_subgroups / OpenCL 2.1+
-    command_buffer_capabilities: int | None = None  # cl_khr_command_buffer
-    integer_dot_product_capabilities: int | None = None  # cl_khr_integer_dot_product
-    #: (extension, reason) for advertised extensions not to be used on this device: the
-    #: Khronos tiers this driver is known to get wrong (extensions.KNOWN_BROKEN) and every
-    #: extension whose trial failed or crashed (qcom_ext.verify). Each takes the path it
-    #: would take if the device did not advertise it.
-    broken: tuple[tuple[str, str], ...] | None = None
-    ml_interface_versions: tuple[tuple[int, int], ...] | None = None  # cl_qcom_ml_ops
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: _listed(v) for k, v in self.items()}
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
-
-
-def _listed(value: Any) -> Any:
-    return [_listed(v) for v in value] if isinstance(value, tuple) else value
+#: Sub-group sizes range 16..128 across Adreno tiers (guide 9.2).
+LARGEST_ADRENO_WAVE = 128
 
 
 def parse_disabled(value: str | None) -> frozenset[str]:
@@ -119,89 +85,43 @@ def parse_disabled(value: str | None) -> frozenset[str]:
     return frozenset(items)
 
 
-def _split_extensions(extensions: str | Iterable[str]) -> frozenset[str]:
-    # Whitespace split, never substring search: cl_qcom_ext_host_ptr is a prefix of
-    # cl_qcom_ext_host_ptr_iocoherent.
-    if isinstance(extensions, str):
-        return frozenset(extensions.split())
-    return frozenset(e for item in extensions for e in str(item).split())
+def half_and_full(sizes: Sequence[int]) -> tuple[int, int]:
+    """The sizes ``"half"`` and ``"full"`` stand for on a device supporting ``sizes``
+    (``CL_DEVICE_SUB_GROUP_SIZES_INTEL``): the ``-D`` flags of the
+    cl_intel_required_subgroup_size tier (:meth:`DeviceCaps.compiler_options`).
+
+    ``full`` is the largest supported size up to 128 (Adreno's largest wave; the
+    smallest size if all are larger); ``half`` the largest supported size up to
+    ``full / 2``, or ``full`` when there is none.
+
+    >>> half_and_full((16,)), half_and_full((8, 16, 32))
+    ((16, 16), (16, 32))
+    """
+    usable = sorted({int(s) for s in sizes if int(s) > 0})
+    if not usable:
+        raise ConfigError("no sub-group sizes given; expected CL_DEVICE_SUB_GROUP_SIZES_INTEL")
+    small = [s for s in usable if s <= LARGEST_ADRENO_WAVE]
+    full = small[-1] if small else usable[0]
+    halves = [s for s in usable if s <= full // 2]
+    return (halves[-1] if halves else full), full
 
 
-def parse_adreno_model(*texts: str) -> str | None:
-    """``"740"`` from ``"OpenCL 3.0 Adreno(TM) 740"``, ``"X1-85"`` from a Windows name."""
-    for text in texts:
-        match = _ADRENO_MODEL.search(text or "")
-        if match:
-            return match.group(1)
-    return None
+_REQD = "cl_qcom_reqd_sub_group_size"
+_INTEL_TIER = "khr:cl_intel_required_subgroup_size"
 
 
-def parse_adreno_compiler(*texts: str) -> str | None:
-    """``"E031.38.11.12"`` from a driver string ending ``"Compiler E031.38.11.12"``."""
-    for text in texts:
-        match = _ADRENO_COMPILER.search(text or "")
-        if match:
-            return match.group(1)
-    return None
+def _flag(name: str, status: ExtensionStatus) -> list[str]:
+    """``-DQCOM_EXT_NATIVE_<name>`` / ``-DQCOM_EXT_KHR_<name>`` for a kernel-side path."""
+    if "kernel" in REGISTRY[name].side and status.tier in ("native", "khr"):
+        return [f"-DQCOM_EXT_{status.tier.upper()}_{name}"]
+    return []
 
 
-def _label(
-    platform_name: str,
-    device_name: str,
-    driver: str,
-    device_type: str,
-    model: str | None,
-    is_adreno: bool,
-) -> str:
-    if is_adreno:
-        return f"adreno-{(model or 'unknown').lower()}-{device_type}"
-    lowered = f"{platform_name} {device_name}".lower()
-    short = next((short for needle, short in _SHORT_NAMES if needle in lowered), None)
-    if short is None:
-        short = re.sub(r"[^a-z0-9]+", "-", platform_name.lower()).strip("-") or "opencl"
-    number = _VERSION_NUMBER.search(driver or "")
-    version = f"-{number.group(0)}" if number else ""
-    return f"{short}{version}-{device_type}"
-
-
-def _resolve(
-    name: str,
-    extensions: frozenset[str],
-    platform_extensions: frozenset[str],
-    versions: Mapping[str, str],
-    limits: Limits,
-    image_support: bool,
-    disabled: frozenset[str],
-) -> ExtensionStatus:
-    """The one call of the path rule that every DeviceCaps answer goes through."""
-    return resolve(
-        name,
-        extensions,
-        khronos_available=platform_extensions,
-        versions=versions,
-        limits=dict(limits.items()),
-        image_support=image_support,
-        disabled=disabled,
-    )
-
-
-def _statuses(
-    extensions: frozenset[str],
-    platform_extensions: frozenset[str],
-    versions: Mapping[str, str],
-    limits: Limits,
-    image_support: bool,
-    disabled: frozenset[str],
-) -> Mapping[str, ExtensionStatus]:
-    """The path of every extension of the registry."""
-    return MappingProxyType(
-        {
-            name: _resolve(
-                name, extensions, platform_extensions, versions, limits, image_support, disabled
-            )
-            for name in REGISTRY
-        }
-    )
+def _disabled(names: Iterable[str] | None) -> frozenset[str]:
+    """``QCOM_EXT_DISABLE`` when ``names`` is None, else ``names`` (checked the same way)."""
+    if names is None:
+        return parse_disabled(os.environ.get(DISABLE_ENV))
+    return parse_disabled(",".join(names))
 
 
 @dataclass(frozen=True)
@@ -223,18 +143,30 @@ class DeviceCaps:
     is_adreno: bool
     adreno_model: str | None
     adreno_compiler: str | None
-    limits: Limits
+    limits: Any  # a Limits
     statuses: Mapping[str, ExtensionStatus] = field(hash=False)
     disabled: frozenset[str]
     problems: tuple[str, ...] = ()
     label: str = ""
-    #: Extension -> the :class:`~qcom_ext.verify.Verdict` of its trial in a child process
-    #: (empty until ``probe(verify=True)`` ran or cached verdicts exist).
+    #: (extension, reason) for advertised extensions not to be used on this device: the
+    #: Khronos tiers this driver is known to get wrong (extensions.KNOWN_BROKEN) and every
+    #: extension whose trial failed or crashed (qcom_ext.device.verdicts). Each takes the
+    #: path it would take if the device did not advertise it.
+    broken: tuple[tuple[str, str], ...] = ()
+    #: Extension -> the :class:`~qcom_ext.device.verdicts.Verdict` of its trial in a child
+    #: process (empty until ``probe(verify=True)`` ran or cached verdicts exist).
     verdicts: Mapping[str, Any] = field(
         default_factory=lambda: MappingProxyType({}), hash=False, compare=False
     )
     platform_id: int = field(default=0, compare=False, repr=False)
     device_id: int = field(default=0, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # ``caps.limits.broken`` reads this report's broken list (where it lived before it
+        # moved onto DeviceCaps): each report keeps a copy of its limits that knows it.
+        limits = copy.copy(self.limits)
+        object.__setattr__(limits, "_broken", self.broken)
+        object.__setattr__(self, "limits", limits)
 
     @classmethod
     def from_info(
@@ -252,35 +184,23 @@ class DeviceCaps:
         platform_extensions: str | Iterable[str] = "",
         extension_versions: Mapping[str, str] | None = None,
         image_support: bool = True,
-        limits: Limits | None = None,
+        limits: Any = None,
         disabled: Iterable[str] | None = None,
         problems: Iterable[str] = (),
+        broken: Iterable[tuple[str, str]] | None = None,
         platform_id: int = 0,
         device_id: int = 0,
     ) -> DeviceCaps:
-        """Build the report from the device's strings (no device needed).
-
-        ``disabled`` defaults to the ``QCOM_EXT_DISABLE`` environment variable.
-        """
-        exts = _split_extensions(extensions)
-        platform_exts = _split_extensions(platform_extensions)
-        limits = limits or Limits()
-        if limits.broken is None:
-            limits = dataclasses.replace(
-                limits, broken=known_broken(platform_name, driver_version)
-            )
-        versions = dict(extension_versions or {})
-        off = (
-            parse_disabled(os.environ.get(DISABLE_ENV))
-            if disabled is None
-            else parse_disabled(",".join(disabled))
-        )
+        """Build the report from the device's strings (no device needed). ``disabled``
+        defaults to ``QCOM_EXT_DISABLE``; ``broken`` to the Khronos tiers this driver is
+        known to get wrong."""
         adreno = vendor_id == QUALCOMM_VENDOR_ID or "adreno" in (
             f"{device_name} {device_version} {opencl_c_version}".lower()
         )
         model = parse_adreno_model(device_version, device_name, opencl_c_version)
-        statuses = _statuses(exts, platform_exts, versions, limits, image_support, off)
-        return cls(
+        compiler = parse_adreno_compiler(driver_version, platform_version) if adreno else None
+        broken = known_broken(platform_name, driver_version) if broken is None else broken
+        draft = cls(
             device_name=device_name,
             device_version=device_version,
             driver_version=driver_version,
@@ -289,23 +209,44 @@ class DeviceCaps:
             device_type=device_type,
             platform_name=platform_name,
             platform_version=platform_version,
-            extensions=exts,
-            platform_extensions=platform_exts,
-            extension_versions=MappingProxyType(versions),
+            extensions=split_extensions(extensions),
+            platform_extensions=split_extensions(platform_extensions),
+            extension_versions=MappingProxyType(dict(extension_versions or {})),
             image_support=image_support,
             is_adreno=adreno,
             adreno_model=model if adreno else None,
-            adreno_compiler=(
-                parse_adreno_compiler(driver_version, platform_version) if adreno else None
-            ),
-            limits=limits,
-            statuses=statuses,
-            disabled=off,
+            adreno_compiler=compiler,
+            limits=limits or Limits(),
+            statuses=MappingProxyType({}),
+            disabled=_disabled(disabled),
             problems=tuple(problems),
-            label=_label(platform_name, device_name, driver_version, device_type, model, adreno),
+            label=device_label(
+                platform_name, device_name, driver_version, device_type, model, adreno
+            ),
+            broken=tuple((str(e), str(r)) for e, r in broken),
             platform_id=platform_id,
             device_id=device_id,
         )
+        return draft._resolved()
+
+    def _rule(self, name: str, extensions: frozenset[str] | None = None) -> ExtensionStatus:
+        """The one call of the path rule every answer of this report goes through."""
+        return resolve(
+            name,
+            self.extensions if extensions is None else extensions,
+            khronos_available=self.platform_extensions,
+            versions=self.extension_versions,
+            limits=dict(self.limits.items()),
+            image_support=self.image_support,
+            disabled=self.disabled,
+            broken=self.broken,
+        )
+
+    def _resolved(self, **changes: Any) -> DeviceCaps:
+        """This report with ``changes`` and the path of every registry extension resolved."""
+        draft = dataclasses.replace(self, **changes) if changes else self
+        statuses = MappingProxyType({name: draft._rule(name) for name in REGISTRY})
+        return dataclasses.replace(draft, statuses=statuses)
 
     def has(self, extension: str) -> bool:
         """Whether the device advertises ``extension`` (exact name match)."""
@@ -330,7 +271,10 @@ class DeviceCaps:
         """Whether Khronos extension ``tier`` is usable (listed, not disabled, not blocked)."""
         available = self.extensions | self.platform_extensions
         limits = dict(self.limits.items())
-        return khronos_problem(tier, available, disabled=self.disabled, limits=limits) is None
+        problem = khronos_problem(
+            tier, available, disabled=self.disabled, limits=limits, broken=self.broken
+        )
+        return problem is None
 
     def status_without(self, extension: str) -> ExtensionStatus:
         """The path ``extension`` takes if treated as absent: for a driver that advertises
@@ -344,23 +288,24 @@ class DeviceCaps:
         'khr:cl_khr_command_buffer'
         """
         self.status(extension)  # a KeyError naming the known extensions
-        return _resolve(
-            extension,
-            self.extensions - {extension},
-            self.platform_extensions,
-            self.extension_versions,
-            self.limits,
-            self.image_support,
-            self.disabled,
-        )
+        return self._rule(extension, self.extensions - {extension})
+
+    def with_disabled(self, names: Iterable[str]) -> DeviceCaps:
+        """This report with ``names`` disabled too, as if ``QCOM_EXT_DISABLE`` also named
+        them (Qualcomm names force their fallback, Khronos names drop that tier); what
+        ``probe(device, disabled=names)`` returns. ConfigError for an unknown name."""
+        extra = parse_disabled(",".join(names))
+        if extra <= self.disabled:
+            return self
+        return self._resolved(disabled=self.disabled | extra)
 
     def with_verdicts(self, verdicts: Mapping[str, Any]) -> DeviceCaps:
-        """This report with trial verdicts (:mod:`qcom_ext.verify`) applied: each extension
-        whose trial failed, crashed or timed out joins ``limits.broken`` and takes the path
-        it would take without it (a protected context becomes ``unavailable``, never a
-        fallback).
+        """This report with trial verdicts (:mod:`qcom_ext.device.verdicts`) applied: each
+        extension whose trial failed, crashed or timed out joins ``broken`` and takes the
+        path it would take without it (a protected context becomes ``unavailable``, never
+        a fallback).
 
-        >>> from qcom_ext.tools.verify.runner import Verdict
+        >>> from qcom_ext.device.verdicts import Verdict
         >>> caps = DeviceCaps.from_info(extensions="cl_qcom_recordable_queues", disabled=())
         >>> crashed = Verdict("cl_qcom_recordable_queues", "the trial recording", "crashed",
         ...                   "SIGSEGV", "2026-01-02")
@@ -373,47 +318,53 @@ class DeviceCaps:
         """
         merged = {**self.verdicts, **verdicts}
         earlier = {v.reason for v in self.verdicts.values()}  # replaced by the new verdicts
-        broken = {e: r for e, r in self.limits.broken or () if r not in earlier}
+        broken = {e: r for e, r in self.broken if r not in earlier}
         for name, verdict in merged.items():
             if verdict.broken:
                 broken.setdefault(name, verdict.reason)
-        limits = dataclasses.replace(self.limits, broken=tuple(broken.items()))
-        statuses = _statuses(
-            self.extensions,
-            self.platform_extensions,
-            self.extension_versions,
-            limits,
-            self.image_support,
-            self.disabled,
-        )
-        return dataclasses.replace(
-            self, limits=limits, statuses=statuses, verdicts=MappingProxyType(merged)
-        )
+        return self._resolved(broken=tuple(broken.items()), verdicts=MappingProxyType(merged))
 
     def compiler_options(self) -> tuple[str, ...]:
         """The ``-D`` flags that pick each kernel-side path in ``kernels/qcom_ext.h``.
 
         ``QCOM_EXT_NATIVE_<ext>`` for native, ``QCOM_EXT_KHR_<ext>`` for the Khronos tier,
-        nothing for the portable fallback. With cl_intel_required_subgroup_size, also the
-        sizes ``"half"`` and ``"full"`` stand for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``).
+        nothing for the portable fallback; then the device's quirks. With
+        cl_intel_required_subgroup_size, also the sizes ``"half"`` and ``"full"`` stand
+        for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``).
         """
-        options = []
-        for name, status in sorted(self.statuses.items()):
-            if "kernel" in REGISTRY[name].side and status.tier in ("native", "khr"):
-                options.append(f"-DQCOM_EXT_{status.tier.upper()}_{name}")
+        options = [
+            flag for name, status in sorted(self.statuses.items()) for flag in _flag(name, status)
+        ]
+        options += self._quirks()
+        if self.path(_REQD) == _INTEL_TIER:
+            options += self._sub_group_sizes()
+        return tuple(options)
+
+    def trial_options(self, extension: str, path: str) -> tuple[str, ...]:
+        """The ``-D`` flags of kernels that take ``path`` for ``extension`` and the portable
+        code for every other extension (a trial: one broken builtin cannot fail another's
+        trial), whatever path this report gives ``extension``.
+
+        >>> caps = DeviceCaps.from_info(extensions="cl_qcom_dot_product8", disabled=())
+        >>> caps.trial_options("cl_qcom_bitreverse", "native")
+        ('-DQCOM_EXT_NATIVE_cl_qcom_bitreverse',)
+        """
+        options = [*_flag(extension, ExtensionStatus(path, "")), *self._quirks()]
+        if extension == _REQD and path == _INTEL_TIER:
+            options += self._sub_group_sizes()
+        return tuple(options)
+
+    def _quirks(self) -> list[str]:
+        """The device's quirks, as ``-D`` flags (the one place they are injected)."""
         if "oclgrind" in f"{self.platform_name} {self.device_name}".lower():
             # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
             # makes of portable idioms; the compat header then uses plainer code.
-            options.append("-DQCOM_EXT_QUIRK_OCLGRIND")
-        if self.path("cl_qcom_reqd_sub_group_size") == "khr:cl_intel_required_subgroup_size":
-            from qcom_ext.ext.program.subgroups import half_and_full
+            return ["-DQCOM_EXT_QUIRK_OCLGRIND"]
+        return []
 
-            half, full = half_and_full(self.limits.sub_group_sizes or ())
-            options += [
-                f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}",
-                f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}",
-            ]
-        return tuple(options)
+    def _sub_group_sizes(self) -> list[str]:
+        half, full = half_and_full(self.limits.sub_group_sizes or ())
+        return [f"-DQCOM_EXT_SUB_GROUP_SIZE_HALF={half}", f"-DQCOM_EXT_SUB_GROUP_SIZE_FULL={full}"]
 
     def device(self) -> Any:
         """The ``pyopencl.Device`` this report describes (needs a probed device)."""
@@ -449,6 +400,7 @@ class DeviceCaps:
             "extensions": sorted(self.extensions),
             "extension_versions": dict(sorted(self.extension_versions.items())),
             "limits": self.limits.to_dict(),
+            "broken": [list(pair) for pair in self.broken],
             "qcom": {
                 name: {"path": s.path, "reason": s.reason}
                 for name, s in sorted(self.statuses.items())

@@ -1,109 +1,55 @@
 """Probe OpenCL devices: ``probe()`` for one, ``probe_all()`` for every device.
 
-Everything is read through cffi (no kernel is compiled), and each report is cached
-per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup. The
-cached verdicts of :mod:`qcom_ext.tools.verify.runner` are applied; ``probe(verify=True)`` runs the
-missing trials in child processes first.
+Everything is read through cffi (no kernel is compiled): the strings, and the limits
+the registry declares (:data:`~qcom_ext.device.limits.LIMIT_QUERIES`). Each report is
+cached per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup.
+The cached verdicts of :mod:`qcom_ext.device.verdicts` are applied; ``probe(verify=True)``
+runs the missing trials in child processes first.
+
+Paths are steered by arguments, never by rewriting the environment: ``probe(device,
+disabled=names)`` is the report with ``names`` disabled on top of ``QCOM_EXT_DISABLE``
+(the user's switch), and inside ``with disabling(names):`` every ``probe()`` of this
+thread (the library's own calls included) sees them disabled too; other threads do not.
 
 >>> caps = probe()                      # the device pyopencl would pick
 >>> caps.path("cl_qcom_recordable_queues") in ("native", "khr:cl_khr_command_buffer",
 ...                                              "fallback")
 True
+>>> probe(disabled=["cl_qcom_bitreverse"]).path("cl_qcom_bitreverse")
+'fallback'
+>>> with disabling({"cl_qcom_bitreverse"}):
+...     probe().path("cl_qcom_bitreverse")
+'fallback'
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
+import contextvars
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, driver, handle_int
 from qcom_ext.device import clml as _clml
-from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, Limits
+from qcom_ext.device import verdicts as _verdicts
+from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, parse_disabled
+from qcom_ext.device.limits import LIMIT_QUERIES, Limits
+from qcom_ext.device.registry import LimitQuery
 from qcom_ext.errors import CLError, ConfigError, EntryPointMissing, NoPlatformError, QcomExtError
-from qcom_ext.tools.verify import runner as _verify
 
-__all__ = ["clear_cache", "default_device", "probe", "probe_all"]
+__all__ = ["clear_cache", "default_device", "disabling", "probe", "probe_all", "read_device"]
 
 _lock = threading.Lock()
 _cache: dict[tuple[int, str], DeviceCaps] = {}
+_derived: dict[tuple[int, str, frozenset[str]], tuple[DeviceCaps, DeviceCaps]] = {}
 _default: dict[str, int] = {}
 _verified: set[tuple[int, str]] = set()  # probe(verify=True) ran for these keys
-
-# (Limits field, what must be present to ask, query token names). "images" means
-# CL_DEVICE_IMAGE_SUPPORT; None means every device. A failed query of an advertised
-# extension is reported in DeviceCaps.problems (advertised is not always usable).
-_LIMIT_QUERIES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
-    ("max_mem_alloc_size", None, ("CL_DEVICE_MAX_MEM_ALLOC_SIZE",)),
-    (
-        "image2d_max_size",
-        "images",
-        ("CL_DEVICE_IMAGE2D_MAX_WIDTH", "CL_DEVICE_IMAGE2D_MAX_HEIGHT"),
-    ),
-    ("image_pitch_alignment", "images", ("CL_DEVICE_IMAGE_PITCH_ALIGNMENT",)),
-    ("image_base_address_alignment", "images", ("CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT",)),
-    ("page_size", "cl_qcom_ext_host_ptr", ("CL_DEVICE_PAGE_SIZE_QCOM",)),
-    ("ext_mem_padding", "cl_qcom_ext_host_ptr", ("CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM",)),
-    (
-        "recordable_queue_max_size",
-        "cl_qcom_recordable_queues",
-        ("CL_DEVICE_RECORDABLE_QUEUE_MAX_SIZE",),
-    ),
-    (
-        "onchip_global_mem_size",
-        "cl_qcom_onchip_global_memory",
-        ("CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM",),
-    ),
-    (
-        "hof_max_filter_size",
-        "cl_qcom_accelerated_image_ops",
-        ("CL_DEVICE_HOF_MAX_FILTER_SIZE_X_QCOM", "CL_DEVICE_HOF_MAX_FILTER_SIZE_Y_QCOM"),
-    ),
-    (
-        "hof_max_num_phases",
-        "cl_qcom_accelerated_image_ops",
-        ("CL_DEVICE_HOF_MAX_NUM_PHASES_QCOM",),
-    ),
-    (
-        "block_matching_max_region",
-        "cl_qcom_accelerated_image_ops",
-        (
-            "CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_X_QCOM",
-            "CL_DEVICE_BLOCK_MATCHING_MAX_REGION_SIZE_Y_QCOM",
-        ),
-    ),
-    (
-        "extended_image2d_max_size",
-        "cl_qcom_extended_images",
-        (
-            "CL_DEVICE_EXTENDED_IMAGE2D_MAX_WIDTH_QCOM",
-            "CL_DEVICE_EXTENDED_IMAGE2D_MAX_HEIGHT_QCOM",
-        ),
-    ),
-    (
-        "extended_image3d_max_size",
-        "cl_qcom_extended_images",
-        (
-            "CL_DEVICE_EXTENDED_IMAGE3D_MAX_WIDTH_QCOM",
-            "CL_DEVICE_EXTENDED_IMAGE3D_MAX_HEIGHT_QCOM",
-            "CL_DEVICE_EXTENDED_IMAGE3D_MAX_DEPTH_QCOM",
-        ),
-    ),
-    ("printf_buffer_size", "cl_qcom_limited_printf", ("CL_DEVICE_PRINTF_BUFFER_SIZE_QCOM",)),
-    ("sub_group_sizes", "cl_intel_required_subgroup_size", ("CL_DEVICE_SUB_GROUP_SIZES_INTEL",)),
-    ("max_num_sub_groups", "cl_khr_subgroups", ("CL_DEVICE_MAX_NUM_SUB_GROUPS",)),
-    (
-        "command_buffer_capabilities",
-        "cl_khr_command_buffer",
-        ("CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR",),
-    ),
-    (
-        "integer_dot_product_capabilities",
-        "cl_khr_integer_dot_product",
-        ("CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR",),
-    ),
+#: The names ``disabling()`` adds in this thread / asyncio task.
+_forced: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "qcom_ext_disabled", default=frozenset()
 )
 
 _DEVICE_TYPES = (
@@ -129,24 +75,43 @@ def _opencl_major(version: str) -> int:
         return 0
 
 
-def _read_limits(device: int, extensions: frozenset[str], images: bool) -> tuple[Limits, list]:
+def _read_limit(device: int, platform: int, query: LimitQuery) -> Any:
+    if query.reader == "clml":
+        return _clml.ml_interface_versions(platform)
+    if query.reader == "sizes":
+        return _info.device_sizes(device, getattr(C, query.tokens[0]))
+    numbers = tuple(_info.device_uint(device, getattr(C, t)) for t in query.tokens)
+    return numbers[0] if len(numbers) == 1 else numbers
+
+
+def _read_limits(
+    device: int, platform: int, extensions: frozenset[str], images: bool
+) -> tuple[Any, list[str]]:
+    """The :class:`Limits` of every query whose condition the device meets, and a problem
+    for each failed query of an advertised extension (advertised is not always usable)."""
     values: dict[str, Any] = {}
     problems: list[str] = []
-    for field_name, needs, tokens in _LIMIT_QUERIES:
+    for query in LIMIT_QUERIES:
+        needs = query.needs
         if (needs == "images" and not images) or needs not in (None, "images", *extensions):
             continue
         try:
-            if field_name == "sub_group_sizes":
-                value: Any = _info.device_sizes(device, getattr(C, tokens[0]))
-            else:
-                numbers = tuple(_info.device_uint(device, getattr(C, t)) for t in tokens)
-                value = numbers[0] if len(numbers) == 1 else numbers
-        except (CLError, ValueError) as exc:
+            values[query.field] = _read_limit(device, platform, query)
+        except (CLError, EntryPointMissing, ValueError) as exc:
             if needs not in (None, "images"):  # optional core queries may just be absent
-                problems.append(f"{needs} is advertised but {tokens[0]} failed: {exc}")
-            continue
-        values[field_name] = value
+                what = query.tokens[0] if query.tokens else _clml.ENTRY_POINT
+                problems.append(f"{needs} is advertised but {what} failed: {exc}")
     return Limits(**values), problems
+
+
+def _extension_versions(device: int, device_version: str) -> dict[str, str]:
+    if _opencl_major(device_version) < 3:
+        return {}
+    try:
+        packed = _info.device_name_versions(device, C.CL_DEVICE_EXTENSIONS_WITH_VERSION)
+    except CLError:
+        return {}  # optional: 3.0 drivers are allowed to get this wrong
+    return {name: _info.version_string(v) for name, v in packed.items()}
 
 
 def read_device(device: Any) -> DeviceCaps:
@@ -156,20 +121,8 @@ def read_device(device: Any) -> DeviceCaps:
     extensions = frozenset(_info.device_str(dev, C.CL_DEVICE_EXTENSIONS).split())
     device_version = _info.device_str(dev, C.CL_DEVICE_VERSION)
     images = bool(_info.device_uint(dev, C.CL_DEVICE_IMAGE_SUPPORT))
-    versions: dict[str, str] = {}
-    if _opencl_major(device_version) >= 3:
-        try:
-            packed = _info.device_name_versions(dev, C.CL_DEVICE_EXTENSIONS_WITH_VERSION)
-            versions = {name: _info.version_string(v) for name, v in packed.items()}
-        except CLError:
-            pass  # optional: 3.0 drivers are allowed to get this wrong
-    limits, problems = _read_limits(dev, extensions, images)
-    if "cl_qcom_ml_ops" in extensions:
-        try:
-            versions_ml = _clml.ml_interface_versions(platform)
-            limits = dataclasses.replace(limits, ml_interface_versions=versions_ml)
-        except (CLError, EntryPointMissing) as exc:
-            problems.append(f"cl_qcom_ml_ops is advertised but {_clml.ENTRY_POINT} failed: {exc}")
+    versions = _extension_versions(dev, device_version)
+    limits, problems = _read_limits(dev, platform, extensions, images)
     return DeviceCaps.from_info(
         extensions=extensions,
         device_version=device_version,
@@ -197,7 +150,9 @@ def _require_platforms() -> list[int]:
     return platforms
 
 
-def _pick(handles: list[int], answer: str, name_of: Any, what: str, last: bool) -> int:
+def _pick(
+    handles: list[int], answer: str, name_of: Any, what: str, last: bool, source: str
+) -> int:
     """pyopencl's rule: an index, else a case-insensitive name substring."""
     if not answer:
         return handles[0]
@@ -206,49 +161,111 @@ def _pick(handles: list[int], answer: str, name_of: Any, what: str, last: bool) 
     matches = [h for h in handles if answer.lower() in name_of(h).lower()]
     if not matches:
         names = ", ".join(f"{i}: {name_of(h)}" for i, h in enumerate(handles))
-        raise ConfigError(f"PYOPENCL_CTX: {answer!r} matches no {what} (have {names})")
+        raise ConfigError(f"{source}: {answer!r} matches no {what} (have {names})")
     return matches[-1] if last else matches[0]
 
 
-def default_device() -> int:
+def default_device(spec: str | None = None) -> int:
     """The device ``pyopencl.create_some_context(interactive=False)`` would use.
 
-    Follows ``PYOPENCL_CTX`` (``"<platform>:<device>"``, indices or name substrings) by
-    pyopencl's rules, on qcom_ext's own enumeration, so it also works when qcom_ext had
-    to open a library other than pyopencl's (an Android vendor library).
+    ``spec`` is a ``PYOPENCL_CTX``-style choice (``"<platform>:<device>"``, indices or
+    name substrings, as the CLIs' ``--device``); None reads ``PYOPENCL_CTX``. Followed
+    by pyopencl's rules, on qcom_ext's own enumeration, so it also works when qcom_ext
+    had to open a library other than pyopencl's (an Android vendor library).
     """
-    spec = os.environ.get("PYOPENCL_CTX", "")
+    source = "PYOPENCL_CTX" if spec is None else "device"
+    spec = os.environ.get("PYOPENCL_CTX", "") if spec is None else spec
     if spec not in _default:
         answers = spec.split(":") if spec else []
         if len(answers) > 2:
-            raise ConfigError(f"PYOPENCL_CTX={spec!r}: expected '<platform>:<device>'")
+            raise ConfigError(f"{source}={spec!r}: expected '<platform>:<device>'")
         platform = _pick(
             _require_platforms(),
             answers[0] if answers else "",
             lambda p: _info.platform_str(p, C.CL_PLATFORM_NAME),
             "platform",
             last=True,  # pyopencl keeps the last platform whose name matches
+            source=source,
         )
         devices = _info.device_ids(platform)
         if not devices:
-            raise QcomExtError(f"PYOPENCL_CTX={spec!r}: the chosen platform has no device")
+            raise QcomExtError(f"{source}={spec!r}: the chosen platform has no device")
         _default[spec] = _pick(
             devices,
             answers[1].split(",")[0] if len(answers) > 1 else "",
             lambda d: _info.device_str(d, C.CL_DEVICE_NAME),
             "device",
             last=False,
+            source=source,
         )
     return _default[spec]
 
 
-def probe(device: Any = None, *, verify: bool = False) -> DeviceCaps:
+def _names(disabled: str | Iterable[str]) -> frozenset[str]:
+    """``disabled`` (a ``QCOM_EXT_DISABLE``-style string or names) as checked names."""
+    if isinstance(disabled, str):
+        return parse_disabled(disabled)
+    return parse_disabled(",".join(disabled))
+
+
+@contextlib.contextmanager
+def disabling(names: str | Iterable[str]) -> Iterator[None]:
+    """While the block runs, every :func:`probe` of this thread (or asyncio task) treats
+    ``names`` as disabled too, on top of ``QCOM_EXT_DISABLE`` and of enclosing blocks: the
+    library's own calls take the paths that leaves. Nothing outside the block (other
+    threads, child processes, the environment) changes.
+
+    >>> device = probe().device_id
+    >>> with disabling("cl_qcom_bitreverse"):
+    ...     "cl_qcom_bitreverse" in probe(device).disabled
+    True
+    >>> "cl_qcom_bitreverse" in probe(device).disabled  # unless QCOM_EXT_DISABLE names it
+    False
+    """
+    token = _forced.set(_forced.get() | _names(names))
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def _run_trials(caps: DeviceCaps) -> DeviceCaps:
+    # The device layer's one upward import, made here lazily and listed in pyproject.toml's
+    # import contract: the trials run in child processes, which is the tools layer's job
+    # (qcom_ext.tools.verify.runner); the verdicts they leave are this layer's.
+    from qcom_ext.tools.verify.runner import verify
+
+    return verify(caps)
+
+
+def _probed(handle: int, verify: bool) -> DeviceCaps:
+    """The cached report of ``handle`` under ``QCOM_EXT_DISABLE`` (verdicts applied)."""
+    key = (handle, os.environ.get(DISABLE_ENV, ""))
+    caps = _cache.get(key)
+    if verify and key not in _verified:
+        caps = _run_trials(read_device(handle))
+        with _lock:
+            _cache[key] = caps
+            _verified.add(key)
+    elif caps is None:
+        caps = _verdicts.apply_cached(read_device(handle))
+        with _lock:
+            caps = _cache.setdefault(key, caps)
+    return caps
+
+
+def probe(
+    device: Any = None, *, verify: bool = False, disabled: str | Iterable[str] = ()
+) -> DeviceCaps:
     """The capability report of ``device`` (default: the device pyopencl would pick).
 
-    Cached trial verdicts (:mod:`qcom_ext.verify`) are applied: an advertised extension
-    whose trial crashed or failed takes the path it would take without it.
+    Cached trial verdicts (:mod:`qcom_ext.device.verdicts`) are applied: an advertised
+    extension whose trial crashed or failed takes the path it would take without it.
     ``verify=True`` first runs, in child processes, the trials that have no cached
     verdict yet (once per device and process), so a driver crash cannot end the caller.
+    ``disabled`` names extensions to treat as disabled on top of ``QCOM_EXT_DISABLE``
+    and of any :func:`disabling` block (Qualcomm names force their fallback, Khronos
+    names drop that tier).
 
     >>> import qcom_ext
     >>> caps = qcom_ext.probe()  # PYOPENCL_CTX or the first device
@@ -256,35 +273,39 @@ def probe(device: Any = None, *, verify: bool = False) -> DeviceCaps:
     True
     """
     handle = default_device() if device is None else handle_int(device)
-    key = (handle, os.environ.get(DISABLE_ENV, ""))
-    caps = _cache.get(key)
-    if verify and key not in _verified:
-        caps = _verify.verify(read_device(handle))
+    caps = _probed(handle, verify)
+    extra = _forced.get() | _names(disabled) if disabled else _forced.get()
+    if not extra:
+        return caps
+    key = (handle, os.environ.get(DISABLE_ENV, ""), extra)
+    base, derived = _derived.get(key, (None, caps))
+    if base is not caps:  # first time, or the base report changed (verify, clear_cache)
+        derived = caps.with_disabled(extra)
         with _lock:
-            _cache[key] = caps
-            _verified.add(key)
-    elif caps is None:
-        caps = _verify.apply_cached(read_device(handle))
-        with _lock:
-            caps = _cache.setdefault(key, caps)
-    return caps
+            _derived[key] = (caps, derived)
+    return derived
 
 
-def probe_all(*, verify: bool = False) -> list[DeviceCaps]:
-    """Reports for every device of every platform, in platform order (``verify``: as
-    for :func:`probe`).
+def probe_all(*, verify: bool = False, disabled: str | Iterable[str] = ()) -> list[DeviceCaps]:
+    """Reports for every device of every platform, in platform order (``verify`` and
+    ``disabled``: as for :func:`probe`).
 
     >>> import qcom_ext
     >>> every = qcom_ext.probe_all()
     >>> len(every) >= 1 and all(isinstance(c, qcom_ext.DeviceCaps) for c in every)
     True
     """
-    return [probe(d, verify=verify) for p in _require_platforms() for d in _info.device_ids(p)]
+    return [
+        probe(d, verify=verify, disabled=disabled)
+        for p in _require_platforms()
+        for d in _info.device_ids(p)
+    ]
 
 
 def clear_cache() -> None:
     """Forget cached reports (for example after changing drivers in-process)."""
     with _lock:
         _cache.clear()
+        _derived.clear()
         _default.clear()
         _verified.clear()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,7 @@ from rich.table import Table
 
 from qcom_ext._version import __version__
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.device.probe import probe, probe_all
+from qcom_ext.device.probe import default_device, probe, probe_all
 from qcom_ext.errors import QcomExtError
 from qcom_ext.tools import tune_cli as _tune_cli
 
@@ -74,10 +73,18 @@ def _render(caps: DeviceCaps, console: Console) -> None:
     console.print(f"[bold]{caps.summary()}[/]")
 
 
+def chosen_device(spec: str | None) -> int | None:
+    """The device a ``--device`` spec names (``PYOPENCL_CTX``'s syntax), passed down as
+    a handle; None without one (``qcom_ext.probe()``'s choice). The environment is left
+    as it is."""
+    return default_device(spec) if spec else None
+
+
 def _probe_command(args: argparse.Namespace) -> int:
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
-    reports = probe_all(verify=args.verify) if args.all else [probe(verify=args.verify)]
+    if args.all:
+        reports = probe_all(verify=args.verify)
+    else:
+        reports = [probe(chosen_device(args.device), verify=args.verify)]
     if args.json:
         payload = [c.to_dict() for c in reports]
         print(json.dumps(payload if args.all else payload[0], indent=2))
@@ -103,9 +110,9 @@ def _selftest_command(args: argparse.Namespace) -> int:
     from qcom_ext.tools.selftest import run_selftest
     from qcom_ext.tools.selftest._render import render
 
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
-    report = run_selftest(seed=args.seed, only=args.only, verify=args.verify)
+    report = run_selftest(
+        chosen_device(args.device), seed=args.seed, only=args.only, verify=args.verify
+    )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -113,49 +120,57 @@ def _selftest_command(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="qcom-ext", description="Qualcomm Adreno OpenCL extensions, portable."
-    )
-    parser.add_argument("--version", action="version", version=f"qcom_ext {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    probe_parser = commands.add_parser(
+def _add_probe(commands: Any) -> None:
+    parser = commands.add_parser(
         "probe", help="show the path each cl_qcom_* extension takes on a device"
     )
-    probe_parser.add_argument("--json", action="store_true", help="print the full JSON report")
-    probe_parser.add_argument("--all", action="store_true", help="every device")
-    probe_parser.add_argument(
+    parser.add_argument("--json", action="store_true", help="print the full JSON report")
+    parser.add_argument("--all", action="store_true", help="every device")
+    parser.add_argument(
         "--verify",
         action="store_true",
         help="first try each native call the device would make in a child process (cached "
         "per device and driver); an extension whose trial crashes or fails is downgraded",
     )
-    probe_parser.add_argument(
+    parser.add_argument(
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )
-    probe_parser.set_defaults(run=_probe_command)
-    selftest_parser = commands.add_parser(
+    parser.set_defaults(run=_probe_command)
+
+
+def _add_selftest(commands: Any) -> None:
+    parser = commands.add_parser(
         "selftest",
         help="run every extension's computation on a device, on each path it can take",
     )
-    selftest_parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    selftest_parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")
-    selftest_parser.add_argument(
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")
+    parser.add_argument(
         "--verify",
         action="store_true",
         help="first try the risky native calls in a child process (probe --verify)",
     )
-    selftest_parser.add_argument(
+    parser.add_argument(
         "--only",
         action="append",
         metavar="EXT",
         help="check only this extension (cl_qcom_bitreverse or bitreverse; repeat or "
         "separate with commas)",
     )
-    selftest_parser.add_argument(
+    parser.add_argument(
         "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
     )
-    selftest_parser.set_defaults(run=_selftest_command)
+    parser.set_defaults(run=_selftest_command)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qcom-ext", description="Qualcomm Adreno OpenCL extensions, portable."
+    )
+    parser.add_argument("--version", action="version", version=f"qcom_ext {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_probe(commands)
+    _add_selftest(commands)
     _tune_cli.add_parser(commands)
     bench_parser = commands.add_parser(
         "bench",
@@ -164,11 +179,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     bench_parser.add_argument("args", nargs=argparse.REMAINDER)
     bench_parser.set_defaults(run=_bench_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # its options belong to the benchmarks runner's own parser
         args = argparse.Namespace(args=argv[1:], run=_bench_command)
     else:
-        args = parser.parse_args(argv)
+        args = _parser().parse_args(argv)
     try:
         return args.run(args)
     except QcomExtError as exc:

@@ -51,25 +51,15 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    import numpy as np
-    import pyopencl as cl
-
-    from qcom_ext.device.probe import probe
     from qcom_ext.errors import ConfigError
-    from qcom_ext.ops.suite import prepare, suite
+    from qcom_ext.ops.suite import suite
     from qcom_ext.ops.tuning import tuning_dir
 
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
     if args.batch < 1:
         raise ConfigError(f"--batch must be at least 1, not {args.batch}")
-    caps = probe()
-    device = caps.device()
-    context = cl.Context([device])
-    queue = cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE)
     layers = suite(kinds=[k for k in args.kinds.split(",") if k], scale=args.scale)
+    caps, queue = _open(args.device)
+    device = queue.device
     console = Console()
     if not device.image_support:
         skipped = [layer.name for layer in layers if layer.kind in ("conv", "depthwise")]
@@ -81,6 +71,40 @@ def run(args: argparse.Namespace) -> int:
         f"({device.name.strip()}), batch {args.batch}, {args.dtype}; "
         f"cache {tuning_dir()}"
     )
+    rows = _tune(queue, layers, args, console)
+    console.print(_table(rows))
+    gains = [row["gain"] for row in rows if row["gain"]]
+    if gains:
+        console.print(f"median gain over the driver's choice: {statistics.median(gains):.2f}x")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(
+                {"device": caps.label, "batch": args.batch, "dtype": args.dtype, "results": rows},
+                out,
+                indent=1,
+            )
+    return 0
+
+
+def _open(spec: str | None) -> tuple[Any, Any]:
+    """The report of the ``--device`` (PYOPENCL_CTX syntax; none: probe()'s choice) and a
+    profiling queue on it; the device is passed down, the environment left alone."""
+    import pyopencl as cl
+
+    from qcom_ext.device.probe import default_device, probe
+
+    caps = probe(default_device(spec) if spec else None)
+    device = caps.device()
+    context = cl.Context([device])
+    return caps, cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE)
+
+
+def _tune(queue: Any, layers: list[Any], args: argparse.Namespace, console: Console) -> list:
+    """Tune each layer with a progress bar; one result row per layer."""
+    import numpy as np
+
+    from qcom_ext.ops.suite import prepare
+
     rows: list[dict[str, Any]] = []
     columns = (
         TextColumn("{task.description:<16}"),
@@ -107,18 +131,24 @@ def run(args: argparse.Namespace) -> int:
             )
             progress.update(task, completed=progress.tasks[task].total)
             progress.advance(overall)
-            rows.append(
-                {
-                    "layer": layer.name,
-                    "kernel": op.launcher.identity.kernel,
-                    "global_size": list(op.global_size(x, op.output_for(queue, x))),
-                    "local_size": report.local_size,
-                    "driver_ns": report.driver_ns,
-                    "best_ns": report.best_ns,
-                    "gain": report.gain,
-                    "from_cache": report.from_cache,
-                }
-            )
+            rows.append(_row(queue, layer, op, x, report))
+    return rows
+
+
+def _row(queue: Any, layer: Any, op: Any, x: Any, report: Any) -> dict[str, Any]:
+    return {
+        "layer": layer.name,
+        "kernel": op.launcher.identity.kernel,
+        "global_size": list(op.global_size(x, op.output_for(queue, x))),
+        "local_size": report.local_size,
+        "driver_ns": report.driver_ns,
+        "best_ns": report.best_ns,
+        "gain": report.gain,
+        "from_cache": report.from_cache,
+    }
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
     table = Table(show_edge=False, pad_edge=False)
     for name in ("layer", "kernel", "global", "local", "driver", "tuned", "gain", ""):
         table.add_column(name, justify="right" if name in ("driver", "tuned", "gain") else "left")
@@ -133,18 +163,7 @@ def run(args: argparse.Namespace) -> int:
             f"{row['gain']:.2f}x" if row["gain"] else "—",
             "cached" if row["from_cache"] else "",
         )
-    console.print(table)
-    gains = [row["gain"] for row in rows if row["gain"]]
-    if gains:
-        console.print(f"median gain over the driver's choice: {statistics.median(gains):.2f}x")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(
-                {"device": caps.label, "batch": args.batch, "dtype": args.dtype, "results": rows},
-                out,
-                indent=1,
-            )
-    return 0
+    return table
 
 
 def _ms(ns: float | None) -> str:

@@ -38,32 +38,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.device.caps import LARGEST_ADRENO_WAVE, half_and_full  # one copy, re-exported
 from qcom_ext.errors import CLError, ConfigError
 
 __all__ = ["LARGEST_ADRENO_WAVE", "half_and_full", "has_sub_groups", "kernel_sub_group_size"]
-
-#: Sub-group sizes range 16..128 across Adreno tiers (guide 9.2).
-LARGEST_ADRENO_WAVE = 128
-
-
-def half_and_full(sizes: Sequence[int]) -> tuple[int, int]:
-    """The sizes ``"half"`` and ``"full"`` stand for on a device supporting ``sizes``
-    (``CL_DEVICE_SUB_GROUP_SIZES_INTEL``).
-
-    ``full`` is the largest supported size up to 128 (Adreno's largest wave; the
-    smallest size if all are larger); ``half`` the largest supported size up to
-    ``full / 2``, or ``full`` when there is none.
-
-    >>> half_and_full((16,))
-    (16, 16)
-    """
-    usable = sorted({int(s) for s in sizes if int(s) > 0})
-    if not usable:
-        raise ConfigError("no sub-group sizes given; expected CL_DEVICE_SUB_GROUP_SIZES_INTEL")
-    small = [s for s in usable if s <= LARGEST_ADRENO_WAVE]
-    full = small[-1] if small else usable[0]
-    halves = [s for s in usable if s <= full // 2]
-    return (halves[-1] if halves else full), full
 
 
 def _opencl_version(text: str) -> tuple[int, int]:

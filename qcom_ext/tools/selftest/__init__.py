@@ -3,7 +3,7 @@
 For each extension of :data:`qcom_ext.device.extensions.REGISTRY` the selftest runs small
 computations (the samples' and tests', see ``checks_*.py``) on the chosen device, on
 each path the device can take (native, the Khronos tier, the portable fallback: each
-forced through ``QCOM_EXT_DISABLE``), compares every result with a numpy reference and
+forced with ``probe(device, disabled=...)``), compares every result with a numpy reference and
 the paths with each other, and reports errors, times, the paths that could not run and
 why. Extensions with no path on the device are listed with the reason (where the
 library must refuse, such as a protected context, the refusal itself is checked).

@@ -1,78 +1,49 @@
-"""Every path a device can take for an extension, each forced through ``QCOM_EXT_DISABLE``.
+"""Every path a device can take for an extension, each forced by disabling the ones before.
 
-The selftest never picks a path itself: it sets ``QCOM_EXT_DISABLE`` (the user's value
-plus the names that force the next path) and lets :func:`qcom_ext.probe`, whose cache
-is keyed on that value, decide, exactly as the library does for every call. A native
-extension is forced to its fallback by its own name (which also drops its Khronos
-tiers, so those are unreachable on that device); a Khronos tier by the tier's name.
+The selftest never picks a path itself: it asks :func:`qcom_ext.probe` for the report
+with more names disabled (``probe(device, disabled=names)``, on top of the user's
+``QCOM_EXT_DISABLE``) and runs each path's cases inside ``disabling(names)``, so the
+library's own calls take that path too, exactly as the library decides for every call;
+the environment is never rewritten. A native extension is forced to its fallback by its
+own name (which also drops its Khronos tiers, so those are unreachable on that device);
+a Khronos tier by the tier's name.
 
->>> import os
->>> before = os.environ.get("QCOM_EXT_DISABLE")
->>> with forced({"cl_qcom_bitreverse"}):
-...     "cl_qcom_bitreverse" in os.environ["QCOM_EXT_DISABLE"]
-True
->>> os.environ.get("QCOM_EXT_DISABLE") == before
-True
+>>> from qcom_ext import probe
+>>> plan = plan_paths(probe(), "cl_qcom_protected_context")
+>>> plan.runs[-1][0]           # never a fallback: where it is not (or no longer) native
+'unavailable'
+>>> plan_paths(probe(), "cl_qcom_bitreverse").runs[-1][0]
+'fallback'
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, parse_disabled
-from qcom_ext.device.extensions import REGISTRY, khronos_problem
-from qcom_ext.device.probe import probe
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.extensions import REGISTRY, broken_reason, khronos_problem
 
-__all__ = ["PathPlan", "forced", "plan_paths"]
-
-
-@contextlib.contextmanager
-def forced(names: Iterable[str]) -> Iterator[None]:
-    """``QCOM_EXT_DISABLE`` = its current value plus ``names`` while the block runs; the
-    variable is restored (or removed) afterwards, even on errors."""
-    saved = os.environ.get(DISABLE_ENV)
-    extra = set(names)
-    if extra:
-        os.environ[DISABLE_ENV] = ",".join(sorted(parse_disabled(saved) | extra))
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(DISABLE_ENV, None)
-        else:
-            os.environ[DISABLE_ENV] = saved
+__all__ = ["PathPlan", "plan_paths"]
 
 
 @dataclass(frozen=True)
 class PathPlan:
-    """The paths to run, in order (``(path, names added to QCOM_EXT_DISABLE)``), and
-    ``(path, reason)`` for each path of the extension that will not run."""
+    """The paths to run, in order (``(path, names disabled on top of the report's)``),
+    and ``(path, reason)`` for each path of the extension that will not run."""
 
     runs: tuple[tuple[str, frozenset[str]], ...]
     skipped: tuple[tuple[str, str], ...]
 
 
-def plan_paths(device: int, extension: str) -> PathPlan:
-    """The paths ``extension`` can take on ``device`` under the current environment.
-
-    >>> from qcom_ext import probe
-    >>> plan = plan_paths(probe().device_id, "cl_qcom_protected_context")
-    >>> plan.runs[-1][0]           # never a fallback: where it is not (or no longer) native
-    'unavailable'
-    >>> plan_paths(probe().device_id, "cl_qcom_bitreverse").runs[-1][0]
-    'fallback'
-    """
+def plan_paths(caps: DeviceCaps, extension: str) -> PathPlan:
+    """The paths ``extension`` can take on the device of ``caps``, each with the names
+    to disable to reach it (from the report alone: no probe, no device needed)."""
     ext = REGISTRY[extension]
-    base = probe(device)
     runs: list[tuple[str, frozenset[str]]] = []
     extra: frozenset[str] = frozenset()
     last_reason = ""
     while True:
-        with forced(extra):
-            status = probe(device).status(extension)
+        status = caps.with_disabled(extra).status(extension)
         if status.path == "unavailable":  # no path (left): the refusal checks run
             runs.append(("unavailable", extra))
             last_reason = status.reason
@@ -85,7 +56,7 @@ def plan_paths(device: int, extension: str) -> PathPlan:
     taken = {path for path, _ in runs}
     candidates = ["native", *(f"khr:{tier}" for tier in ext.khronos), "fallback"]
     skipped = tuple(
-        (path, _why_not(base, extension, path, taken, last_reason))
+        (path, _why_not(caps, extension, path, taken, last_reason))
         for path in candidates
         if path not in taken
     )
@@ -97,14 +68,19 @@ def _why_not(
 ) -> str:
     ext = REGISTRY[extension]
     if path == "native":
-        if caps.has(extension):
-            return "advertised, but disabled by QCOM_EXT_DISABLE"
-        return "not advertised"
+        if not caps.has(extension):
+            return "not advertised"
+        broken = broken_reason(extension, caps.broken)  # a known bug or a failed trial
+        return f"advertised, but {broken or 'disabled by QCOM_EXT_DISABLE'}"
     if path.startswith("khr:"):
         tier = path.split(":", 1)[1]
         available = caps.extensions | caps.platform_extensions
         problem = khronos_problem(
-            tier, available, disabled=caps.disabled, limits=dict(caps.limits.items())
+            tier,
+            available,
+            disabled=caps.disabled,
+            limits=dict(caps.limits.items()),
+            broken=caps.broken,
         )
         if problem:
             return problem.removeprefix(f"{tier} ")

@@ -5,23 +5,26 @@ its own random generator, that returns an :class:`Outcome`: the device's result,
 numpy reference and the tolerance. The check modules (``checks_*.py``) register cases
 with :func:`case` and extensions without a computation to check with :func:`unchecked`.
 
+This is the one registry of checks: a case marked ``trial="..."`` is also the trial of
+its extension's risky native calls, which ``probe(verify=True)`` runs in a child process
+(:mod:`qcom_ext.tools.verify.runner`) on the native path and on each Khronos tier.
+
 >>> from qcom_ext.tools.selftest import _registry
 >>> [c.name for c in _registry.cases_for("cl_qcom_bitreverse")]
 ['qcom_bitreverse of 4096 uints']
+>>> _registry.trial_case("cl_qcom_bitreverse").trial
+'the trial kernel of qcom_bitreverse (4096 uints), compiled and run'
 """
 
 from __future__ import annotations
 
-import dataclasses
-import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.extensions import REGISTRY
+from qcom_ext.errors import ConfigError
+from qcom_ext.tools.selftest._env import Env
 
 __all__ = [
     "Case",
@@ -30,7 +33,9 @@ __all__ = [
     "Skip",
     "case",
     "cases_for",
+    "function_name",
     "refused",
+    "trial_case",
     "unchecked",
     "unchecked_reason",
 ]
@@ -58,63 +63,6 @@ class Outcome:
     note: str = ""
 
 
-@dataclass
-class Env:
-    """What a case gets: the device report under this run's ``QCOM_EXT_DISABLE``, a
-    context and queue on the device, and a random generator seeded per case."""
-
-    caps: DeviceCaps
-    extension: str
-    path: str
-    context: Any
-    queue: Any
-    rng: np.random.Generator = field(default_factory=np.random.default_rng)
-    store: dict[Any, Any] = field(default_factory=dict)  # shared by the cases of one run
-
-    @property
-    def tier(self) -> str:
-        """``native``, ``khr``, ``fallback`` or ``unavailable``."""
-        return self.path.split(":", 1)[0]
-
-    def for_case(self, name: str, seed: int) -> Env:
-        """This run's environment with the generator of case ``name`` (same on every path)."""
-        rng = np.random.default_rng([seed, zlib.crc32(f"{self.extension}/{name}".encode())])
-        return dataclasses.replace(self, rng=rng)
-
-    def program(self, source: str, **defines: Any) -> Any:
-        """``qcom_ext.build_program`` of ``source`` (or of ``kernels/<source>`` when it
-        names a file there), built once per run."""
-        from qcom_ext._resources import kernels_dir
-        from qcom_ext.ext.program.build import build_program
-
-        key = ("program", source, tuple(sorted(defines.items())))
-        if key not in self.store:
-            text = (kernels_dir() / source).read_text() if source.endswith(".cl") else source
-            self.store[key] = build_program(self.context, text, defines=defines or None)
-        return self.store[key]
-
-    def to_device(self, array: np.ndarray) -> Any:
-        """A read-write buffer holding a copy of ``array``."""
-        import pyopencl as cl
-
-        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
-        return cl.Buffer(self.context, flags, hostbuf=np.ascontiguousarray(array))
-
-    def empty(self, shape: Any, dtype: Any) -> tuple[Any, np.ndarray]:
-        """A read-write buffer for ``shape`` x ``dtype`` and the host array to read it into."""
-        import pyopencl as cl
-
-        host = np.empty(shape, dtype)
-        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(host.nbytes, 1)), host
-
-    def read(self, buffer: Any, host: np.ndarray) -> np.ndarray:
-        """``host`` filled from ``buffer`` (blocking)."""
-        import pyopencl as cl
-
-        cl.enqueue_copy(self.queue, host, buffer)
-        return host
-
-
 def refused(extension: str, attempt: Callable[[], Any]) -> Outcome:
     """The outcome of ``attempt()``, a call that must raise ExtensionUnavailable naming
     ``extension`` (where it has no path, qcom_ext refuses rather than fakes it)."""
@@ -135,16 +83,40 @@ CaseFunction = Callable[[Env], Outcome]
 
 @dataclass(frozen=True)
 class Case:
-    """One registered computation of an extension."""
+    """One registered computation of an extension.
+
+    ``trial``: what the case tries, where it is its extension's trial (the text names it
+    in a verdict's reason, ``"the trial recording ..."``); ``needs_device=False`` for a
+    trial that makes no OpenCL call (the tests' stand-ins for crashing drivers).
+    """
 
     extension: str
     name: str
     run: CaseFunction
     tiers: tuple[str, ...] = USABLE
     compare: bool = True  # compare the paths' results with each other
+    trial: str = ""
+    needs_device: bool = True
 
     def applies(self, path: str) -> bool:
         return path.split(":", 1)[0] in self.tiers
+
+
+def function_name(function: Callable[..., Any]) -> str:
+    """``"module:qualname"`` of a module-level function of an importable module (what a
+    trial's child process imports); ConfigError for anything else.
+
+    >>> function_name(function_name)
+    'qcom_ext.tools.selftest._registry:function_name'
+    """
+    module, qualname = getattr(function, "__module__", ""), getattr(function, "__qualname__", "")
+    name = f"{module}:{qualname}"
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        raise ConfigError(
+            f"trial function {name!r}: expected a module-level function of an importable "
+            "module ('package.module:function'), which the child process imports"
+        )
+    return name
 
 
 _CASES: dict[str, list[Case]] = {}
@@ -153,30 +125,44 @@ _UNCHECKED: dict[str, str] = {}
 
 def _known(extension: str) -> None:
     if extension not in REGISTRY:
-        raise ValueError(f"{extension!r} is not in qcom_ext.device.extensions.REGISTRY")
+        raise ConfigError(f"{extension!r} is not in qcom_ext.device.extensions.REGISTRY")
 
 
 def case(
-    extension: str, name: str, *, tiers: tuple[str, ...] = USABLE, compare: bool = True
+    extension: str,
+    name: str,
+    *,
+    tiers: tuple[str, ...] = USABLE,
+    compare: bool = True,
+    trial: str = "",
+    needs_device: bool = True,
 ) -> Callable[[CaseFunction], CaseFunction]:
     """Register the decorated function as a case of ``extension``.
 
     ``tiers`` are the paths it runs on (``("unavailable",)``: a refusal check, run where
     the extension has no path); ``compare=False`` where the paths may rightly differ
-    (a layout the driver chooses, a sub-group size each path defines).
+    (a layout the driver chooses, a sub-group size each path defines). ``trial``
+    (what it tries, ``"the trial ..."``) makes it the extension's one trial: it then
+    also runs in verify's child process, natively and on each Khronos tier.
     """
     _known(extension)
     unknown = set(tiers) - set(TIERS)
     if unknown or not tiers:
-        raise ValueError(f"case {name!r}: tiers {tiers!r}; expected some of {TIERS}")
+        raise ConfigError(f"case {name!r}: tiers {tiers!r}; expected some of {TIERS}")
     if extension in _UNCHECKED:
-        raise ValueError(f"{extension} is registered as unchecked")
+        raise ConfigError(f"{extension} is registered as unchecked")
+    if trial and "native" not in tiers:
+        raise ConfigError(f"case {name!r}: a trial tries the native path; tiers {tiers!r}")
 
     def register(run: CaseFunction) -> CaseFunction:
         cases = _CASES.setdefault(extension, [])
         if any(c.name == name for c in cases):
-            raise ValueError(f"{extension} has two cases named {name!r}")
-        cases.append(Case(extension, name, run, tuple(tiers), compare))
+            raise ConfigError(f"{extension} has two cases named {name!r}")
+        if trial:
+            function_name(run)  # the child imports it by name
+            if any(c.trial for c in cases):
+                raise ConfigError(f"{extension} has two trials (case {name!r})")
+        cases.append(Case(extension, name, run, tuple(tiers), compare, trial, needs_device))
         return run
 
     return register
@@ -186,13 +172,18 @@ def unchecked(extension: str, reason: str) -> None:
     """Record that ``extension`` has no computation to check, and why."""
     _known(extension)
     if extension in _CASES or not reason:
-        raise ValueError(f"{extension}: unchecked needs a reason and no registered cases")
+        raise ConfigError(f"{extension}: unchecked needs a reason and no registered cases")
     _UNCHECKED[extension] = reason
 
 
 def cases_for(extension: str) -> tuple[Case, ...]:
     """The registered cases of ``extension``, in registration order."""
     return tuple(_CASES.get(extension, ()))
+
+
+def trial_case(extension: str) -> Case | None:
+    """The case that is the trial of ``extension``, or None (no risky native call)."""
+    return next((c for c in _CASES.get(extension, ()) if c.trial), None)
 
 
 def unchecked_reason(extension: str) -> str | None:

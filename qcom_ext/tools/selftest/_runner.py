@@ -7,11 +7,12 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.extensions import REGISTRY
-from qcom_ext.device.probe import probe
+from qcom_ext.device.probe import disabling, probe
 from qcom_ext.errors import ConfigError, QcomExtWarning
 from qcom_ext.tools.selftest import _registry
-from qcom_ext.tools.selftest._paths import forced, plan_paths
+from qcom_ext.tools.selftest._paths import plan_paths
 from qcom_ext.tools.selftest._registry import Case, Env, Skip
 from qcom_ext.tools.selftest._report import (
     CaseResult,
@@ -58,19 +59,24 @@ def run_selftest(
     device: Any = None, *, seed: int = 0, only: Sequence[str] | None = None, verify: bool = False
 ) -> SelftestReport:
     """Check every extension (or those in ``only``) on ``device`` (a pyopencl.Device, a
-    handle or None: the device ``qcom_ext.probe()`` picks) on each of its paths.
+    handle, a :class:`~qcom_ext.DeviceCaps` or None: the device ``qcom_ext.probe()``
+    picks) on each of its paths.
 
     ``QCOM_EXT_DISABLE`` as set by the caller applies (its names stay off; the report
-    lists them); the selftest adds names to it while forcing a path and restores it.
-    Not thread-safe: other threads using qcom_ext meanwhile see the forced paths.
-    ``verify=True`` first tries the risky native calls in a child process
-    (:mod:`qcom_ext.verify`), so an extension whose trial crashed is checked on the path
-    it was downgraded to; cached verdicts apply either way and go into the report.
+    lists them); each further path is reached with ``probe(device, disabled=...)`` and
+    run inside ``disabling(...)``, which the calling thread alone sees: the environment
+    is never changed, and other threads keep their paths. ``verify=True`` first tries
+    the risky native calls in a child process (:mod:`qcom_ext.tools.verify.runner`), so
+    an extension whose trial crashed is checked on the path it was downgraded to;
+    cached verdicts apply either way and go into the report.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an int, got {seed!r}")
     names = selected(only)
-    caps = probe(device, verify=verify)
+    if isinstance(device, DeviceCaps):
+        caps = probe(device.device_id, verify=True) if verify else device
+    else:
+        caps = probe(device, verify=verify)
     verdicts = {name: v.to_dict() for name, v in sorted(caps.verdicts.items())}
     report = SelftestReport(
         DeviceStrings.from_caps(caps),
@@ -81,35 +87,43 @@ def run_selftest(
         verdicts=verdicts,
     )
     for name in names:
-        report.extensions.append(_check_extension(caps.device_id, name, seed))
+        report.extensions.append(_check_extension(caps, name, seed))
     return report
 
 
-def _check_extension(device: int, extension: str, seed: int) -> ExtensionReport:
-    status = probe(device).status(extension)
+def _check_extension(caps: DeviceCaps, extension: str, seed: int) -> ExtensionReport:
+    status = caps.status(extension)
     result = ExtensionReport(extension, status.path, status.reason)
     reason = _registry.unchecked_reason(extension)
     if reason is not None:
         result.unchecked = reason
         return result
     cases = _registry.cases_for(extension)
-    plan = plan_paths(device, extension)
+    plan = plan_paths(caps, extension)
     result.skipped = list(plan.skipped)
     for path, extra in plan.runs:
         applicable = [c for c in cases if c.applies(path)]
         if applicable:
-            with forced(extra):
-                result.runs.append(_run_path(device, extension, path, applicable, seed))
+            result.runs.append(_run_path(caps, extension, path, extra, applicable, seed))
     result.comparisons = _compare(result.runs, cases)
     return result
 
 
-def _run_path(device: int, extension: str, path: str, cases: list[Case], seed: int) -> PathRun:
+def _run_path(
+    base: DeviceCaps,
+    extension: str,
+    path: str,
+    extra: frozenset[str],
+    cases: list[Case],
+    seed: int,
+) -> PathRun:
+    """Run ``cases`` on ``path``: the report with ``extra`` disabled goes to every case,
+    and the library's own probes see ``extra`` disabled while they run."""
     import pyopencl as cl
 
     run = PathRun(path)
-    caps = probe(device)
-    if caps.path(extension) != path:  # the environment changed under the selftest
+    caps = probe(base.device_id, disabled=extra)
+    if caps.path(extension) != path:  # the device's report changed under the selftest
         run.error = f"expected path {path}, the probe now says {caps.path(extension)}"
         return run
     try:
@@ -120,14 +134,15 @@ def _run_path(device: int, extension: str, path: str, cases: list[Case], seed: i
         return run
     env = Env(caps, extension, path, context, queue)
     try:
-        for item in cases:
-            result, value = _run_case(item, env.for_case(item.name, seed))
-            run.cases.append(result)
-            if value is not None and item.compare:
-                run.values[item.name] = value
-        queue.finish()
+        with disabling(extra):
+            for item in cases:
+                result, value = _run_case(item, env.for_case(item.name, seed))
+                run.cases.append(result)
+                if value is not None and item.compare:
+                    run.values[item.name] = value
+            queue.finish()
     finally:
-        env.store.clear()
+        env.release()
     return run
 
 

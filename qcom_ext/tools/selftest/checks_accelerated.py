@@ -56,7 +56,12 @@ def _spec_convolution(env: Env) -> Outcome:
     return Outcome(np.array(got), np.array(want))
 
 
-@case(EXTENSION, "convolve: 2-D 5x5, 2x2 phases, fractional coords")
+@case(
+    EXTENSION,
+    "convolve: 2-D 5x5, 2x2 phases, fractional coords",
+    trial="the trial weight image (CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM) and qcom_convolve_imagef "
+    "kernel",
+)
 def _convolution_2d_phases(env: Env) -> Outcome:
     from qcom_ext.ext.accelerated.weights import WeightImage
 
@@ -65,7 +70,7 @@ def _convolution_2d_phases(env: Env) -> Outcome:
     coords = env.rng.uniform(-3, 25, (64, 2)).astype(np.float32)
     got = _ops(env).convolve(env.queue, _upload(env, pixels), w, coords, "clamp")
     want = ref.convolve(pixels, coords, w.weights, center=w.center, addressing="clamp")
-    return Outcome(got, want, 1e-4)
+    return Outcome(got, want, 1e-4, ran_as=w.path)
 
 
 @case(EXTENSION, "convolve: separable 7x3, 2 phases")

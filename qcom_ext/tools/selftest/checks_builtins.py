@@ -42,7 +42,11 @@ def bit_reversed(values: np.ndarray) -> np.ndarray:
     return out.astype(np.uint32)
 
 
-@case(BITREVERSE, "qcom_bitreverse of 4096 uints")
+@case(
+    BITREVERSE,
+    "qcom_bitreverse of 4096 uints",
+    trial="the trial kernel of qcom_bitreverse (4096 uints), compiled and run",
+)
 def _bitreverse(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -62,7 +66,12 @@ def _packed_rows(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(padded).view("<u4")
 
 
-@case(DOT8, "int8 x uint8 and uint8 x uint8 matrix products (13x37x10)")
+@case(
+    DOT8,
+    "int8 x uint8 and uint8 x uint8 matrix products (13x37x10)",
+    trial="the trial kernel of qcom_udot8_acc / qcom_dot8_acc (a 13x37x10 matrix product), "
+    "compiled and run",
+)
 def _dot8(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -92,7 +101,11 @@ def _dot8(env: Env) -> Outcome:
     return Outcome(np.stack(got), np.stack(want))
 
 
-@case(BF16, "bfloat16 dot product, qcom_mad32_bf16 per step (n=3000)")
+@case(
+    BF16,
+    "bfloat16 dot product, qcom_mad32_bf16 per step (n=3000)",
+    trial="the trial kernel of qcom_mad32_bf16 (a bfloat16 dot product), compiled and run",
+)
 def _bf16(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -207,7 +220,13 @@ def shuffle_model(
     return out
 
 
-@case(SHUFFLE, "up/down/rotate/xor shuffles, widths wave/4/8", compare=False)
+@case(
+    SHUFFLE,
+    "up/down/rotate/xor shuffles, widths wave/4/8",
+    compare=False,
+    trial="the trial kernel of qcom_sub_group_shuffle_{up,down,rotate_up,rotate_down,xor}, "
+    "compiled and run",
+)
 def _shuffle(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -276,7 +295,11 @@ def _reqd_runs(env: Env) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.nda
     return env.store[key]
 
 
-@case(REQD, "kernels with QCOM_REQD_SUB_GROUP_SIZE(half) and (full) compute")
+@case(
+    REQD,
+    "kernels with QCOM_REQD_SUB_GROUP_SIZE(half) and (full) compute",
+    trial='the trial kernels with qcom_reqd_sub_group_size("half") and ("full"), compiled and run',
+)
 def _reqd_values(env: Env) -> Outcome:
     values, runs = _reqd_runs(env)
     got = np.stack([runs["half_k"][0], runs["full_k"][0]])

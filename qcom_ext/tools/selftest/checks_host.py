@@ -53,7 +53,12 @@ def _lcg_on(context: Any, queue: Any, values: np.ndarray, rounds: int) -> np.nda
     return out
 
 
-@case(PERF, "kernel on a context with perf_hint='low', then set_perf_hint('high')")
+@case(
+    PERF,
+    "kernel on a context with perf_hint='low', then set_perf_hint('high')",
+    trial="the trial context with a performance hint (CL_CONTEXT_PERF_HINT_QCOM or "
+    "CL_QUEUE_THROTTLE_KHR), a kernel on it, the hint changed",
+)
 def _perf_hint(env: Env) -> Outcome:
     from qcom_ext.ext.context import context_info, create_context, create_queue, set_perf_hint
 
@@ -70,7 +75,12 @@ def _perf_hint(env: Env) -> Outcome:
     return Outcome(got, want, ran_as=ran_as)
 
 
-@case(PRIORITY, "kernel on a context with priority_hint='low'")
+@case(
+    PRIORITY,
+    "kernel on a context with priority_hint='low'",
+    trial="the trial context with a priority hint (CL_CONTEXT_PRIORITY_HINT_QCOM or "
+    "CL_QUEUE_PRIORITY_KHR) and a kernel on it",
+)
 def _priority_hint(env: Env) -> Outcome:
     from qcom_ext.ext.context import context_info, create_context, create_queue
 
@@ -91,7 +101,11 @@ _RECORDING_PATHS = {
 }
 
 
-@case(RECORDABLE, "record two kernels, replay three times with updated arguments")
+@case(
+    RECORDABLE,
+    "record two kernels, replay three times with updated arguments",
+    trial="the trial recording (two kernels recorded, replayed with updated arguments)",
+)
 def _recording(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -131,7 +145,12 @@ def _recording(env: Env) -> Outcome:
     )
 
 
-@case(PROTECTED, "protected context and queue; profiling refused", tiers=("native",))
+@case(
+    PROTECTED,
+    "protected context and queue; profiling refused",
+    tiers=("native",),
+    trial="the trial protected context (CL_CONTEXT_PROTECTED_QCOM) and a queue on it",
+)
 def _protected(env: Env) -> Outcome:
     from qcom_ext.errors import ConfigError
     from qcom_ext.ext.context import context_info, create_context, create_queue
@@ -208,6 +227,26 @@ def _onchip(env: Env) -> Outcome:
     finally:
         rec.release()
     return Outcome(np.stack(got), np.stack(want), ran_as=staged.path, note=f"recording {rec.path}")
+
+
+@case(
+    ONCHIP,
+    "a 4 KiB on-chip buffer, filled",
+    compare=False,
+    trial="the trial on-chip buffer (CL_MEM_ONCHIP_GLOBAL_QCOM, 4 KiB), filled",
+)
+def _onchip_fill(env: Env) -> Outcome:
+    import pyopencl as cl
+
+    from qcom_ext.ext.memory.onchip import onchip_buffer
+
+    buffer = onchip_buffer(env.context, 4096)
+    try:
+        cl.enqueue_fill_buffer(env.queue, buffer, np.uint8(0), 0, 4096).wait()
+        got = {"size": buffer.size, "on chip": buffer.onchip}
+    finally:
+        buffer.release()
+    return Outcome(got, {"size": 4096, "on chip": env.tier == "native"}, ran_as=buffer.path)
 
 
 @case(ML, "1x1 convolution with bias and relu6 (qcom_ext.ops, NHWC 1x5x6x12 -> 10)")

@@ -69,7 +69,41 @@ def _gather(env: Env) -> Outcome:
     return Outcome(_read_float_image(env, dst, 17, 11), want)
 
 
-@case(BICUBIC, "2x bicubic upscale of a 20x14 float image")
+VECTOR_READS = """
+__constant sampler_t s = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                         CLK_FILTER_NEAREST;
+__kernel void k(__read_only image2d_t im, __global float4 *out)
+{
+    out[0] = qcom_read_imagef_4x1(im, s, (float2)(0.5f, 0.5f), 0);
+    out[1] = qcom_read_imagef_2x2(im, s, (float2)(1.0f, 1.0f), 0);
+}
+"""
+
+
+@case(
+    VECTOR,
+    "4x1 and 2x2 reads of red = x + 10 y",
+    trial="the trial kernel of qcom_read_imagef_4x1 and qcom_read_imagef_2x2, compiled and run",
+)
+def _vector_reads(env: Env) -> Outcome:
+    """4x1 and 2x2 reads of a 4x4 image whose red is x + 10 y: (0, 1, 2, 3) at (0.5, 0.5)
+    and (10, 11, 1, 0) at (1, 1) (the extension's own example layout)."""
+    import pyopencl as cl
+
+    pixels = np.zeros((4, 4, 4), np.float32)
+    pixels[..., 0] = np.arange(4)[None, :] + 10 * np.arange(4)[:, None]
+    out, host = env.empty((2, 4), np.float32)
+    cl.Kernel(env.program(VECTOR_READS), "k")(
+        env.queue, (1,), None, _float_image(env, pixels), out
+    )
+    return Outcome(env.read(out, host), np.array([[0, 1, 2, 3], [10, 11, 1, 0]], np.float32))
+
+
+@case(
+    BICUBIC,
+    "2x bicubic upscale of a 20x14 float image",
+    trial="the trial bicubic sampler (CL_FILTER_BICUBIC_QCOM) and qcom_read_imagef_bicubic kernel",
+)
 def _bicubic(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -238,7 +272,12 @@ def _compressed(env: Env) -> Outcome:
         return Outcome(through(image), pixels, 1e-6, ran_as=ran_as, note=image.reason)
 
 
-@case(BUFFER_FROM_IMAGE, "paint via the image, invert via the buffer, gather via the image")
+@case(
+    BUFFER_FROM_IMAGE,
+    "paint via the image, invert via the buffer, gather via the image",
+    trial="the trial buffer over an image (clCreateBufferFromImageQCOM or "
+    "cl_khr_image2d_from_buffer), written and read through both",
+)
 def _buffer_from_image(env: Env) -> Outcome:
     import pyopencl as cl
 
@@ -268,7 +307,12 @@ def _buffer_from_image(env: Env) -> Outcome:
     return Outcome(got, np.stack([pattern, inverted]), ran_as=pair.path, note=note)
 
 
-@case(IMAGE_INFO, "layout of a 100x30 RGBA8 image", compare=False)
+@case(
+    IMAGE_INFO,
+    "layout of a 100x30 RGBA8 image",
+    compare=False,
+    trial="the trial clQueryImageInfoQCOM query of a 100x30 RGBA8 layout",
+)
 def _image_info(env: Env) -> Outcome:
     import pyopencl as cl
 

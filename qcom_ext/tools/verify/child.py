@@ -1,25 +1,36 @@
-"""The child process of :mod:`qcom_ext.verify`: ``python -m qcom_ext.tools.verify.child``.
+"""The child process of :mod:`qcom_ext.tools.verify.runner`:
+``python -m qcom_ext.tools.verify.child``.
 
 Reads the spec (JSON) on stdin: the device's platform and device index with the strings
 that must match there, the verdicts the parent already holds (applied to this process's
-``probe()``), and the trials to run in order. Reports on its own copy of stdout, one
-line each, ``qcom_ext-trial: begin <ext>`` before a trial and ``qcom_ext-trial: end <ext>
-<json>`` after it; whatever the driver or a kernel prints goes to stderr. A trial that
-kills the process leaves a ``begin`` without its ``end``: the parent names the signal.
+``probe()``), and the trials to run in order, each a selftest case by its
+``module:qualname``. Reports on its own copy of stdout, one line each,
+``qcom_ext-trial: begin <ext>`` before a trial and ``qcom_ext-trial: end <ext> <json>``
+after it; whatever the driver or a kernel prints goes to stderr. A trial that kills the
+process leaves a ``begin`` without its ``end``: the parent names the signal.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import traceback
+import warnings
 from typing import Any, TextIO
 
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C
-from qcom_ext.errors import BuildError, CLError, QcomExtError
-from qcom_ext.tools.verify import runner as verify
+from qcom_ext.device import verdicts as _verdicts
+from qcom_ext.device.probe import probe
+from qcom_ext.errors import BuildError, CLError, QcomExtError, QcomExtWarning
+from qcom_ext.tools.selftest._env import Env, case_rng
+from qcom_ext.tools.selftest._registry import Outcome, Skip
+from qcom_ext.tools.selftest._report import difference
+from qcom_ext.tools.verify._process import PROTOCOL
+
+__all__ = ["main", "problem_of", "run", "trial_outcome"]
 
 _DETAIL = 400
 
@@ -53,11 +64,41 @@ def _find(where: dict[str, Any] | None) -> Any:
     return pyopencl.Device.from_int_ptr(handle)
 
 
-def _outcome(item: dict[str, str], device: Any) -> dict[str, str]:
-    trial = verify.Trial(item["extension"], item["what"], item["function"])
-    target = verify.TrialTarget(item["extension"], item["subject"], item["path"], device)
+def _load(function: str) -> Any:
+    """The case function named ``"module:qualname"``, imported."""
+    module, _, name = function.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in name.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def problem_of(outcome: Outcome | None, env: Env) -> str:
+    """Why a trial's outcome fails it (``""``: it passes): a result off the reference by
+    more than the tolerance, or the library taking another path than the one on trial.
+    A stand-in that returns None has no result to check."""
+    if outcome is None:
+        return ""
+    error, where = difference(outcome.got, outcome.want)
+    if error > outcome.tolerance:
+        return f"wrong result: error {error:g} > tolerance {outcome.tolerance:g} ({where})"
+    if outcome.ran_as not in (None, env.path):
+        return f"{env.extension} took the {outcome.ran_as!r} path, not {env.path!r}"
+    return ""
+
+
+def trial_outcome(item: dict[str, str], device: Any) -> dict[str, str]:
+    """Run one trial (``item``: extension, function, subject, path) on ``device`` (None:
+    a trial that needs none) in this process: ``{"outcome", "detail", "log"}``."""
+    caps = probe(device) if device is not None else None
+    rng = case_rng(item["subject"], item["function"], 0)
+    env = Env(caps, item["subject"], item["path"], device=device, rng=rng, isolated=True)
     try:
-        trial.load()(target)
+        with warnings.catch_warnings():  # a weaker path warns, by design: not a failure
+            warnings.simplefilter("ignore", QcomExtWarning)
+            problem = problem_of(_load(item["function"])(env), env)
+    except Skip as exc:  # nothing risky could run here: no verdict against the extension
+        return {"outcome": "ok", "detail": _one_line(f"skipped: {exc}"), "log": ""}
     except (CLError, BuildError) as exc:
         return {"outcome": "failed", "detail": _one_line(str(exc)), "log": str(exc)[-4000:]}
     except Exception as exc:
@@ -65,24 +106,26 @@ def _outcome(item: dict[str, str], device: Any) -> dict[str, str]:
         detail = _one_line(f"{type(exc).__name__}: {exc}")
         return {"outcome": "failed", "detail": detail, "log": text[-4000:]}
     finally:
-        target.release()
+        env.release()
+    if problem:
+        return {"outcome": "failed", "detail": _one_line(problem), "log": problem[-4000:]}
     return {"outcome": "ok", "detail": "", "log": ""}
 
 
 def run(spec: dict[str, Any], report: TextIO) -> int:
     def emit(*parts: str) -> None:
-        report.write(" ".join((verify.PROTOCOL, *parts)) + "\n")
+        report.write(" ".join((PROTOCOL, *parts)) + "\n")
         report.flush()
 
     try:
-        verify._enter_child(verify.Verdict.from_dict(v) for v in spec["verdicts"])
+        _verdicts.use_verdicts_of_parent(_verdicts.Verdict.from_dict(v) for v in spec["verdicts"])
         device = _find(spec["device"])
     except Exception as exc:
         emit("setup-error", json.dumps(f"{type(exc).__name__}: {exc}"))
         return 2
     for item in spec["trials"]:
         emit("begin", item["extension"])
-        emit("end", item["extension"], json.dumps(_outcome(item, device)))
+        emit("end", item["extension"], json.dumps(trial_outcome(item, device)))
     return 0
 
 

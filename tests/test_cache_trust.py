@@ -220,7 +220,7 @@ def test_a_symlinked_secret_or_entry_is_not_followed(tmp_path):
 
 @posix_only
 def test_an_untrusted_verdict_directory_is_not_read(tmp_path, monkeypatch):
-    from qcom_ext.tools.verify import runner as verify
+    from qcom_ext.device import verdicts as verify
 
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
@@ -228,7 +228,7 @@ def test_an_untrusted_verdict_directory_is_not_read(tmp_path, monkeypatch):
         extensions="cl_qcom_bitreverse", platform_name="pocl", driver_version="5.0", disabled=()
     )
     crashed = verify.Verdict("cl_qcom_bitreverse", "the trial kernel", "crashed", "SIGSEGV")
-    verify._store(caps, {crashed.extension: crashed})
+    verify.store_verdicts(caps, {crashed.extension: crashed})
     assert verify.cached_verdicts(caps)  # read back from a private directory
     verify.cache_path(caps).parent.chmod(0o777)
     with pytest.warns(QcomExtWarning, match="is writable by group or others"):
@@ -389,7 +389,7 @@ def test_a_junk_verdict_file_is_a_miss_through_read_json(tmp_path, monkeypatch, 
     """The verdict reader's call (``read_json(cache_path(caps), ...)``): junk is a miss,
     and the next store replaces it."""
     from qcom_ext._cache_dir import read_json, write_atomically
-    from qcom_ext.tools.verify import runner as verify
+    from qcom_ext.device import verdicts as verify
 
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
     caps = DeviceCaps.from_info(

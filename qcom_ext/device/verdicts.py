@@ -129,17 +129,26 @@ def cache_path(caps: DeviceCaps) -> Path:
     return _cache_dir.cache_subdir(CACHE_NAME) / f"{hashlib.sha256(blob).hexdigest()[:24]}.json"
 
 
+def _well_formed(data: Any) -> bool:
+    return (
+        isinstance(data, dict)
+        and "format" in data
+        and isinstance(data.get("verdicts"), dict)
+        and all(isinstance(v, dict) for v in data["verdicts"].values())
+    )
+
+
 def cached_verdicts(caps: DeviceCaps) -> dict[str, Verdict]:
     """The cached verdicts of this device and driver; ``{}`` when there are none, the
     cache is off, or the file is unreadable, corrupt or for another device."""
     if not _cache_dir.cache_enabled():
         return {}
+    data = _cache_dir.read_json(cache_path(caps), max_bytes=1 << 20, validate=_well_formed)
+    if data is None or data["format"] != FORMAT or data.get("identity") != identity(caps):
+        return {}
     try:
-        data = json.loads(_cache_dir.read_entry(cache_path(caps)).decode("utf-8"))
-        if data.get("format") != FORMAT or data.get("identity") != identity(caps):
-            return {}
         verdicts = {name: Verdict.from_dict(v) for name, v in data["verdicts"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError):
         return {}
     return {name: v for name, v in verdicts.items() if v.extension == name}
 

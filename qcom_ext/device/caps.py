@@ -396,11 +396,16 @@ class DeviceCaps:
         ``QCOM_EXT_NATIVE_<ext>`` for native, ``QCOM_EXT_KHR_<ext>`` for the Khronos tier,
         nothing for the portable fallback. With cl_intel_required_subgroup_size, also the
         sizes ``"half"`` and ``"full"`` stand for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``).
+        Device quirks, here and nowhere else: ``USE_MAD24`` on Adreno (index arithmetic
+        through mad24/mul24, fast there; emulated and slower elsewhere) and
+        ``QCOM_EXT_QUIRK_OCLGRIND`` on Oclgrind.
         """
         options = []
         for name, status in sorted(self.statuses.items()):
             if "kernel" in REGISTRY[name].side and status.tier in ("native", "khr"):
                 options.append(f"-DQCOM_EXT_{status.tier.upper()}_{name}")
+        if self.is_adreno:
+            options.append("-DUSE_MAD24")
         if "oclgrind" in f"{self.platform_name} {self.device_name}".lower():
             # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
             # makes of portable idioms; the compat header then uses plainer code.

@@ -56,10 +56,16 @@ class _Conv(Layer):
         oh, ow = self.geometry.output_size(h, w)
         return n, self.out_channels, oh, ow
 
-    def _check_dtypes(self, *tensors: Any) -> None:
-        for t in tensors:
+    def _checked_output(self, x: Any, out: Any) -> tuple[int, int, int, int]:
+        """The NCHW output shape for ``x``, which ``out`` must have; both must hold the
+        layer's dtype."""
+        for t in (x, out):
             if t.dtype != self.dtype:
                 raise ConfigError(f"tensor is {t.dtype.name}; the layer stores {self.dtype.name}")
+        want = self.output_nchw(x.shape)
+        if out.shape != want:
+            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        return want
 
     def _upload(self, queue: Any, weights: np.ndarray, channels: int) -> None:
         """Upload the packed ``weights`` and the bias zero-padded to ``channels``."""
@@ -106,10 +112,7 @@ class Conv2d(_Conv):
     def launch_args(self, x: ImageTensor, out: ImageTensor) -> tuple[Sequence[int], list]:
         if not isinstance(x, ImageTensor) or not isinstance(out, ImageTensor):
             raise ConfigError("Conv2d takes ImageTensors (see ops.to_image)")
-        self._check_dtypes(x, out)
-        want = self.output_nchw(x.shape)
-        if out.shape != want:
-            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        want = self._checked_output(x, out)
         n, _, h, w = x.shape
         _, co, oh, ow = want
         out_blocks, out_w_blocks = -(-co // 4), -(-ow // self.pixels)
@@ -200,10 +203,7 @@ class TiledConv2d(_Conv):
         for name, t in (("input", x), ("out", out)):
             if not isinstance(t, BufferTensor) or t.layout != "NCHW":
                 raise ConfigError(f"TiledConv2d takes NCHW BufferTensors; {name} is not one")
-        self._check_dtypes(x, out)
-        want = self.output_nchw(x.shape)
-        if out.shape != want:
-            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        want = self._checked_output(x, out)
         n, ci, h, w = x.shape
         _, co, oh, ow = want
         groups = -(-co // self.cot)

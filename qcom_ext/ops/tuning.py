@@ -150,8 +150,8 @@ def _profiling_queue(kernel: Any, queue: Any) -> tuple[Any, Any]:
     return cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE), device
 
 
-def _kernel_limits(kernel: Any, device: Any) -> dict[str, Any]:
-    """What bounds a local size of ``kernel`` on ``device`` (see :func:`_problem`)."""
+def _limits(kernel: Any, device: Any) -> dict[str, Any]:
+    """What :func:`_problem` checks a local size against, for ``kernel`` on ``device``."""
     import pyopencl as cl
 
     info = cl.kernel_work_group_info
@@ -254,7 +254,7 @@ def tune_report(
             return found
     if args is not None:
         kernel.set_args(*args)
-    limits = _kernel_limits(kernel, device)
+    limits = _limits(kernel, device)
     ordered = _ordered_candidates(candidates, global_size, limits)
     measured, rejected = _time_candidates(
         queue,

@@ -69,14 +69,11 @@ __kernel void conv2d_1x1(__global const store_t *restrict input,
     const int first = IMUL(t, PIX);
     if (g * COV >= co_blocks || first >= pixels) return;
 
-    int in_at[PIX];
+    int in_at[PIX]; /* pixels past the end read a clamped pixel and are not written */
 #pragma unroll
-    for (int i = 0; i < PIX; ++i) {
-        const int p = min(first + i, pixels - 1);
-        const int q = p / out_w, ow = p - IMUL(q, out_w);
-        const int n = q / out_h, oh = q - IMUL(n, out_h);
-        in_at[i] = IMUL(IMAD(IMAD(n, in_h, IMUL(oh, stride_h)), in_w, IMUL(ow, stride_w)), in_c);
-    }
+    for (int i = 0; i < PIX; ++i)
+        in_at[i] = pointwise_input_at(min(first + i, pixels - 1), in_h, in_w, in_c, out_h,
+                                      out_w, stride_h, stride_w);
 
     float4 acc[PIX][COV];
 #pragma unroll

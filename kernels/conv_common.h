@@ -45,6 +45,16 @@ typedef float store_t;
 #define IMUL(a, b) ((a) * (b))
 #endif
 
+/* The element offset of the input pixel that output pixel p (flattened N * Ho * Wo
+ * order) of a strided 1x1 conv reads, in an N x H x W x C (NHWC) tensor. */
+int pointwise_input_at(int p, int in_h, int in_w, int in_c, int out_h, int out_w,
+                       int stride_h, int stride_w)
+{
+    const int q = p / out_w, ow = p - IMUL(q, out_w);
+    const int n = q / out_h, oh = q - IMUL(n, out_h);
+    return IMUL(IMAD(IMAD(n, in_h, IMUL(oh, stride_h)), in_w, IMUL(ow, stride_w)), in_c);
+}
+
 #ifndef ACTIVATION
 #define ACTIVATION 0
 #endif

@@ -68,10 +68,8 @@ __kernel void conv2d_1x1_int8(__global const uchar *restrict input,
     int sum_x[PIX];
 #pragma unroll
     for (int i = 0; i < PIX; ++i) {
-        const int p = min(first + i, pixels - 1);
-        const int q = p / out_w, ow = p - IMUL(q, out_w);
-        const int n = q / out_h, oh = q - IMUL(n, out_h);
-        in_at[i] = IMUL(IMAD(IMAD(n, in_h, IMUL(oh, stride_h)), in_w, IMUL(ow, stride_w)), in_c);
+        in_at[i] = pointwise_input_at(min(first + i, pixels - 1), in_h, in_w, in_c, out_h,
+                                      out_w, stride_h, stride_w);
         acc[i] = (int4)(0);
         sum_x[i] = 0;
     }

@@ -1032,8 +1032,8 @@ def case_hof_block_match_image(t: Trial) -> None:
 
 @contextlib.contextmanager
 def adreno_index_maths() -> Iterator[None]:
-    """Build qcom_ext's programs with -DUSE_MAD24, as on Adreno (ops.kernel_for adds it
-    there only), so that index arithmetic variant runs too."""
+    """Build qcom_ext's programs with -DUSE_MAD24, as on Adreno (DeviceCaps.compiler_options
+    adds it there only), so that index arithmetic variant runs too."""
     import qcom_ext.ext.program.build as program
 
     original = program.build_program

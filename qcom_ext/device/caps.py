@@ -355,12 +355,15 @@ class DeviceCaps:
         return tuple(options)
 
     def _quirks(self) -> list[str]:
-        """The device's quirks, as ``-D`` flags (the one place they are injected)."""
+        """The device's quirks, as ``-D`` flags (the one place they are injected):
+        ``USE_MAD24`` on Adreno (index arithmetic through mad24/mul24, fast there; emulated
+        and slower elsewhere) and ``QCOM_EXT_QUIRK_OCLGRIND`` on Oclgrind."""
+        quirks = ["-DUSE_MAD24"] if self.is_adreno else []
         if "oclgrind" in f"{self.platform_name} {self.device_name}".lower():
             # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
             # makes of portable idioms; the compat header then uses plainer code.
-            return ["-DQCOM_EXT_QUIRK_OCLGRIND"]
-        return []
+            quirks.append("-DQCOM_EXT_QUIRK_OCLGRIND")
+        return quirks
 
     def _sub_group_sizes(self) -> list[str]:
         half, full = half_and_full(self.limits.sub_group_sizes or ())

@@ -5,7 +5,9 @@ the RGBA image layout; convolutions in fp32 and fp16 storage with fused bias and
 activation. Every op takes numpy arrays (and returns numpy arrays) or device tensors
 (and returns device tensors), and uses a tuned local size where ``qcom_ext.tune`` cached
 one (the driver's choice otherwise). Prepared layers (:class:`DepthwiseConv2d`,
-:class:`Conv2d1x1`, ...) upload their weights once and can be tuned (``layer.tune``).
+:class:`Conv2d1x1`, ...) upload their weights once and can be tuned (``layer.tune``);
+their shared options (stride, padding, dilation, activation, storage) come as keywords
+or as one :class:`ConvOptions`.
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext import ops
@@ -18,13 +20,13 @@ one (the driver's choice otherwise). Prepared layers (:class:`DepthwiseConv2d`,
 ((1, 8, 6, 6), 6.0)
 """
 
-from qcom_ext.ops._params import ACTIVATIONS
 from qcom_ext.ops._tensor import BufferTensor, ImageTensor
 from qcom_ext.ops.conv_1x1 import Conv2d1x1, conv2d_1x1
-from qcom_ext.ops.conv_int8 import Conv2dInt8, conv2d_int8
+from qcom_ext.ops.conv_int8 import Conv2dInt8, Quantisation, conv2d_int8
 from qcom_ext.ops.depthwise import DepthwiseConv2d, depthwise_conv2d
 from qcom_ext.ops.kxk import Conv2d, TiledConv2d, conv2d
 from qcom_ext.ops.layout import from_image, to_image
+from qcom_ext.ops.options import ACTIVATIONS, ConvOptions
 
 __all__ = [
     "ACTIVATIONS",
@@ -32,8 +34,10 @@ __all__ = [
     "Conv2d",
     "Conv2d1x1",
     "Conv2dInt8",
+    "ConvOptions",
     "DepthwiseConv2d",
     "ImageTensor",
+    "Quantisation",
     "TiledConv2d",
     "conv2d",
     "conv2d_1x1",

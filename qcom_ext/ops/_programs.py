@@ -90,15 +90,12 @@ def kernel_for(
     context: Any, device: Any, filename: str, name: str, defines: Mapping[str, Any]
 ) -> Launcher:
     """The kernel ``name`` of ``kernels/<filename>`` built for ``device`` with ``defines``
-    (``USE_MAD24`` is added on Adreno). Programs are kept per context."""
+    (and the device's quirk defines, as every build: :meth:`DeviceCaps.compiler_options`).
+    Programs are kept per context."""
     import pyopencl as cl
 
-    from qcom_ext.device.probe import probe
     from qcom_ext.ext.program.build import build_program
 
-    defines = dict(defines)
-    if probe(device).is_adreno:
-        defines.setdefault("USE_MAD24", True)
     key = (device.int_ptr, filename, _options_key(defines))
     with _lock:
         per_context = _built.setdefault(context, {})

@@ -17,7 +17,7 @@ import numpy as np
 
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
 
-__all__ = ["LAYOUTS", "BufferTensor", "ImageTensor"]
+__all__ = ["LAYOUTS", "BufferTensor", "ImageTensor", "upload"]
 
 LAYOUTS = ("NCHW", "NHWC")
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
@@ -69,6 +69,14 @@ def check_shape4(shape: Any, what: str) -> tuple[int, int, int, int]:
     if min(dims) < 1:
         raise ConfigError(f"{what} must be 4 positive sizes, not {dims}")
     return dims  # type: ignore[return-value]
+
+
+def upload(context: Any, array: np.ndarray) -> Any:
+    """A read-only buffer on ``context`` holding a copy of ``array``."""
+    import pyopencl as cl
+
+    mf = cl.mem_flags
+    return cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
 
 
 def image_format(dtype: np.dtype) -> Any:
@@ -219,6 +227,13 @@ class BufferTensor:
                 f"bytes; the buffer has {buffer.size}"
             )
         return tensor
+
+    @classmethod
+    def from_numpy(cls, context: Any, array: np.ndarray, layout: str = "NCHW") -> BufferTensor:
+        """A tensor in a new read-only buffer holding a copy of the 4-D ``array`` (in
+        ``layout`` order)."""
+        shape = check_shape4(array.shape, "tensor shape")
+        return cls(upload(context, array), shape, array.dtype, check_layout(layout))
 
     def to_numpy(self, queue: Any) -> np.ndarray:
         """The tensor read back to the host (blocking), in its layout."""

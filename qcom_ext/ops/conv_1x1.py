@@ -18,18 +18,12 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
-from qcom_ext.ops._layer import Layer
-from qcom_ext.ops._params import (
-    activation_code,
-    bias_vector,
-    is_int,
-    pair,
-    slope_value,
-    weight_array,
-)
+from qcom_ext.ops._functional import on_buffers
+from qcom_ext.ops._layer import Pointwise
 from qcom_ext.ops._programs import kernel_for
-from qcom_ext.ops._tensor import BufferTensor, storage_dtype
-from qcom_ext.ops.buffer_io import buffer_call
+from qcom_ext.ops._tensor import BufferTensor, upload
+from qcom_ext.ops._weights import bias_vector, weight_array
+from qcom_ext.ops.options import ConvOptions, is_int
 
 __all__ = ["TILES", "Conv2d1x1", "conv2d_1x1", "default_tile"]
 
@@ -48,6 +42,18 @@ def default_tile(device: Any) -> tuple[int, int]:
     return 4, 8
 
 
+def tile_of(tile: Any, device: Any) -> tuple[int, int]:
+    """``tile`` checked against :data:`TILES` (ints only: (2.0, 4) would become a
+    -DPIX=2.0 build); :func:`default_tile` for None."""
+    if tile is None:
+        return default_tile(device)
+    ints = isinstance(tile, (tuple, list)) and all(is_int(v) for v in tile)
+    checked = tuple(int(v) for v in tile) if ints else None
+    if checked not in TILES:
+        raise ConfigError(f"tile {tile!r} is not one of {TILES}")
+    return checked  # type: ignore[return-value]
+
+
 def pack_weights(w: np.ndarray, cov: int, dtype: np.dtype) -> tuple[np.ndarray, int]:
     """(Co, Ci) weights -> [ceil(Ci/4)][COB][4 ci][4 co] and COB (a multiple of ``cov``)."""
     co, ci = w.shape
@@ -59,12 +65,14 @@ def pack_weights(w: np.ndarray, cov: int, dtype: np.dtype) -> tuple[np.ndarray, 
     return np.ascontiguousarray(packed, dtype=dtype), blocks
 
 
-class Conv2d1x1(Layer):
+class Conv2d1x1(Pointwise):
     """A 1x1 conv2d on NHWC :class:`BufferTensor`s with its weights packed on the device.
 
-    ``weight``: (Co, Ci) or (Co, Ci, 1, 1); ``bias``: (Co,) or None; ``stride``: int or
-    (h, w); ``tile``: (pixels, channels) per work-item from :data:`TILES` (default
-    :func:`default_tile`); ``dtype``: float32 or float16 storage.
+    ``weight``: (Co, Ci) or (Co, Ci, 1, 1); ``bias``: (Co,) or None; ``tile``: (pixels,
+    channels) per work-item from :data:`TILES` (default :func:`default_tile`). The
+    options (``stride``: int or (h, w), ``activation``, ``negative_slope``, ``dtype``:
+    float32 or float16 storage) come as keywords or as ``options=``, a
+    :class:`~qcom_ext.ops.ConvOptions`.
     """
 
     def __init__(
@@ -73,12 +81,11 @@ class Conv2d1x1(Layer):
         weight: Any,
         bias: Any = None,
         *,
-        stride: Any = 1,
-        activation: str | None = None,
-        negative_slope: float = 0.01,
-        dtype: Any = np.float32,
         tile: tuple[int, int] | None = None,
+        options: ConvOptions | None = None,
+        **settings: Any,
     ) -> None:
+        self.take_options(options, settings)
         w = weight_array(weight, "1x1 weight", (2, 4))
         if w.ndim == 4:
             if w.shape[2:] != (1, 1):
@@ -88,44 +95,21 @@ class Conv2d1x1(Layer):
                 )
             w = w[:, :, 0, 0]
         self.out_channels, self.in_channels = w.shape
-        self.stride = pair(stride, "stride", 1)
-        self.dtype = storage_dtype(dtype, "dtype")
-        self.slope = slope_value(negative_slope)
-        if tile is None:
-            self.tile = default_tile(queue.device)
-        else:  # ints only: (2.0, 4) would become a -DPIX=2.0 build
-            ints = isinstance(tile, (tuple, list)) and all(is_int(v) for v in tile)
-            self.tile = tuple(int(v) for v in tile) if ints else None
-            if self.tile not in TILES:
-                raise ConfigError(f"tile {tile!r} is not one of {TILES}")
+        self.tile = tile_of(tile, queue.device)
         pixels, channels = self.tile
         packed, self.co_blocks = pack_weights(w, channels // 4, self.dtype)
-        bias_padded = np.zeros(self.co_blocks * 4, np.float32)
-        bias_padded[: self.out_channels] = bias_vector(bias, self.out_channels)
-        import pyopencl as cl
-
-        mf = cl.mem_flags
-        self.weights = cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=packed)
-        self.bias = cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=bias_padded)
+        bias_padded = bias_vector(bias, self.out_channels, self.co_blocks * 4)
+        self.weights, self.bias = upload(queue.context, packed), upload(queue.context, bias_padded)
         defines = {
+            **self.options.defines(),
             "PIX": pixels,
             "COV": channels // 4,
-            "STORAGE_HALF": self.dtype == np.float16,
-            "ACTIVATION": activation_code(activation, negative_slope),
             "IN_ALIGNED": int(self.in_channels % 4 == 0),
             "OUT_ALIGNED": int(self.out_channels % 4 == 0),
         }
         self.launcher = kernel_for(
             queue.context, queue.device, "conv_1x1.cl", "conv2d_1x1", defines
         )
-
-    def output_shape(self, nhwc: Sequence[int]) -> tuple[int, int, int, int]:
-        """NHWC output shape for an NHWC input shape."""
-        n, h, w, c = nhwc
-        if c != self.in_channels:
-            raise ConfigError(f"input has {c} channels; this 1x1 conv takes {self.in_channels}")
-        sh, sw = self.stride
-        return n, (h - 1) // sh + 1, (w - 1) // sw + 1, self.out_channels
 
     def output_for(self, queue: Any, x: BufferTensor) -> BufferTensor:
         return BufferTensor.empty(queue.context, self.output_shape(x.shape), self.dtype, "NHWC")
@@ -139,10 +123,7 @@ class Conv2d1x1(Layer):
         want = self.output_shape(x.shape)
         if out.shape != want:
             raise ConfigError(f"out has shape {out.shape}; expected {want} (NHWC)")
-        n, h, w, c = x.shape
-        _, oh, ow, co = want
-        pixels = n * oh * ow
-        ints = [np.int32(v) for v in (h, w, c, co, oh, ow, *self.stride, pixels, self.co_blocks)]
+        pixels, ints = self.pixel_args(x.shape, want)
         per_item, channels = self.tile
         global_size = (self.co_blocks // (channels // 4), -(-pixels // per_item))
         return global_size, [x.buffer, self.weights, self.bias, out.buffer, *ints, self.slope]
@@ -165,21 +146,13 @@ def conv2d_1x1(
     """1x1 conv2d. ``x``: numpy array in ``layout`` (returned in ``layout``; NCHW is
     transposed on the host), or an NHWC :class:`BufferTensor` / pyopencl Buffer with
     ``shape`` and ``dtype`` (returned as an NHWC BufferTensor). See :class:`Conv2d1x1`."""
-    return buffer_call(
+    options = ConvOptions(stride=stride, activation=activation, negative_slope=negative_slope)
+    return on_buffers(
         queue,
         x,
         layout,
         shape,
         dtype,
         "NHWC",
-        lambda storage: Conv2d1x1(
-            queue,
-            weight,
-            bias,
-            stride=stride,
-            activation=activation,
-            negative_slope=negative_slope,
-            dtype=storage,
-            tile=tile,
-        ),
+        lambda storage: Conv2d1x1(queue, weight, bias, tile=tile, options=options, dtype=storage),
     )

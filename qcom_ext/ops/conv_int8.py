@@ -23,18 +23,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from qcom_ext.errors import ConfigError
-from qcom_ext.ops._layer import Layer
-from qcom_ext.ops._params import activation_code, bias_vector, choice, pair, slope_value
+from qcom_ext.ops._functional import run_on_host
+from qcom_ext.ops._layer import Pointwise
 from qcom_ext.ops._programs import kernel_for
-from qcom_ext.ops._tensor import BufferTensor, ImageTensor, check_layout, check_shape4
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor, check_layout, check_shape4, upload
+from qcom_ext.ops._weights import bias_vector
+from qcom_ext.ops.options import ConvOptions, choice, settled
 
-__all__ = ["OUT_DTYPES", "Conv2dInt8", "conv2d_int8"]
+__all__ = ["OUT_DTYPES", "Conv2dInt8", "Quantisation", "conv2d_int8"]
 
+_FLOAT32 = np.dtype(np.float32)
 #: Output dtypes -> the kernel's OUT_KIND.
 OUT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int8): 1, np.dtype(np.uint8): 2}
 
@@ -61,6 +65,75 @@ def _zero_point(value: Any, what: str, low: int, high: int) -> int:
     return int(value)
 
 
+def _out_dtype(value: Any) -> np.dtype:
+    try:
+        dtype = np.dtype(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"out_dtype {value!r} is not one of float32, int8, uint8") from None
+    if dtype not in OUT_DTYPES:
+        raise ConfigError(f"out_dtype {dtype} is not one of float32, int8, uint8")
+    return dtype
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quantisation:
+    """The per-tensor quantisation of a :class:`Conv2dInt8`, checked when made.
+
+    ``real = scale * (q - zero_point)`` for the uint8 input (zero point 0..255) and the
+    weights (zero point 0 for int8 weights, 0..255 for uint8 ones); ``out_dtype`` float32
+    gives real values, int8 or uint8 requantise them with ``output_scale`` (then
+    required) and ``output_zero_point`` (in the output type's range).
+
+    >>> from qcom_ext import ops
+    >>> q = ops.Quantisation(input_scale=0.1, input_zero_point=128, weight_scale=0.02,
+    ...                      out_dtype="uint8", output_scale=0.5, output_zero_point=3)
+    >>> q.out_dtype, q.accumulator_scale, q.requantisation
+    (dtype('uint8'), 0.002, (2.0, 3))
+    """
+
+    input_scale: float
+    input_zero_point: int
+    weight_scale: float
+    weight_zero_point: int = 0
+    output_scale: float | None = None
+    output_zero_point: int = 0
+    out_dtype: np.dtype = _FLOAT32
+
+    def __post_init__(self) -> None:
+        checked: dict[str, Any] = {
+            "input_scale": _scale(self.input_scale, "input_scale"),
+            "weight_scale": _scale(self.weight_scale, "weight_scale"),
+            "input_zero_point": _zero_point(self.input_zero_point, "input_zero_point", 0, 255),
+            "weight_zero_point": _zero_point(self.weight_zero_point, "weight_zero_point", 0, 255),
+            "out_dtype": _out_dtype(self.out_dtype),
+        }
+        if checked["out_dtype"] != np.float32:
+            if self.output_scale is None:
+                raise ConfigError(f"an {checked['out_dtype']} output needs output_scale")
+            info = np.iinfo(checked["out_dtype"])
+            checked["output_scale"] = _scale(self.output_scale, "output_scale")
+            checked["output_zero_point"] = _zero_point(
+                self.output_zero_point, "output_zero_point", info.min, info.max
+            )
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def accumulator_scale(self) -> float:
+        """The real value of one step of the int32 accumulator."""
+        return self.input_scale * self.weight_scale
+
+    @property
+    def requantisation(self) -> tuple[float, int]:
+        """(1 / output scale, output zero point); (1.0, 0) for a float32 output."""
+        if self.out_dtype == np.float32:
+            return 1.0, 0
+        return 1.0 / self.output_scale, self.output_zero_point  # type: ignore[operator]
+
+
+_QUANTISATION_NAMES = tuple(f.name for f in fields(Quantisation))
+
+
 def pack_weights(wq: np.ndarray) -> tuple[np.ndarray, int]:
     """(Co, Ci) 8-bit weights -> uint32 words [ceil(Ci/4)][COB][4] (bytes in memory order)."""
     co, ci = wq.shape
@@ -71,13 +144,34 @@ def pack_weights(wq: np.ndarray) -> tuple[np.ndarray, int]:
     return np.ascontiguousarray(words).view(np.uint32).reshape(steps, blocks, 4), blocks
 
 
-class Conv2dInt8(Layer):
+def _weights(weight: Any) -> np.ndarray:
+    """The int8 or uint8 (Co, Ci) weights of ``weight`` ((Co, Ci) or (Co, Ci, 1, 1))."""
+    wq = np.asarray(weight)
+    if wq.ndim == 4 and wq.shape[2:] == (1, 1):
+        wq = wq[:, :, 0, 0]
+    if wq.ndim != 2 or 0 in wq.shape:
+        raise ConfigError(
+            f"int8 1x1 weight must be (Co, Ci) or (Co, Ci, 1, 1), got {np.shape(weight)}"
+        )
+    if wq.dtype not in (np.int8, np.uint8):
+        raise ConfigError(f"int8 weight must be int8 or uint8, not {wq.dtype}")
+    return wq
+
+
+class Conv2dInt8(Pointwise):
     """A quantised 1x1 conv2d on NHWC uint8 :class:`BufferTensor`s (see the module).
 
     ``weight``: (Co, Ci) or (Co, Ci, 1, 1), int8 (then ``weight_zero_point`` must be 0)
-    or uint8. ``out_dtype``: float32, int8 or uint8 (these need ``output_scale``).
-    ``pixels``: output pixels per work-item (1, 2, 4 or 8).
+    or uint8. The quantisation (``input_scale``, ``input_zero_point``, ``weight_scale``,
+    ``weight_zero_point``, ``output_scale``, ``output_zero_point``, ``out_dtype``: float32,
+    int8 or uint8) comes as keywords or as ``quantisation=``, a :class:`Quantisation`;
+    the options (``stride``, ``activation``, ``negative_slope``) as keywords or as
+    ``options=``, a :class:`~qcom_ext.ops.ConvOptions`. ``pixels``: output pixels per
+    work-item (1, 2, 4 or 8).
     """
+
+    takes = ("stride", "activation", "negative_slope")
+    dtype = np.dtype(np.uint8)  # the input tensors'
 
     def __init__(
         self,
@@ -85,92 +179,42 @@ class Conv2dInt8(Layer):
         weight: Any,
         bias: Any = None,
         *,
-        input_scale: float,
-        input_zero_point: int,
-        weight_scale: float,
-        weight_zero_point: int = 0,
-        output_scale: float | None = None,
-        output_zero_point: int = 0,
-        out_dtype: Any = np.float32,
-        stride: Any = 1,
-        activation: str | None = None,
-        negative_slope: float = 0.01,
         pixels: int = 2,
+        quantisation: Quantisation | None = None,
+        options: ConvOptions | None = None,
+        **settings: Any,
     ) -> None:
-        import pyopencl as cl
-
-        wq = np.asarray(weight)
-        if wq.ndim == 4 and wq.shape[2:] == (1, 1):
-            wq = wq[:, :, 0, 0]
-        if wq.ndim != 2 or 0 in wq.shape:
-            raise ConfigError(
-                f"int8 1x1 weight must be (Co, Ci) or (Co, Ci, 1, 1), got {np.shape(weight)}"
-            )
-        if wq.dtype not in (np.int8, np.uint8):
-            raise ConfigError(f"int8 weight must be int8 or uint8, not {wq.dtype}")
+        given = {k: settings.pop(k) for k in list(settings) if k in _QUANTISATION_NAMES}
+        q = settled(Quantisation, quantisation, given, "Conv2dInt8")
+        self.take_options(options, settings)
+        wq = _weights(weight)
         signed = wq.dtype == np.int8
-        self.weight_zero_point = _zero_point(
-            weight_zero_point, "weight_zero_point", 0, 0 if signed else 255
-        )
-        self.input_zero_point = _zero_point(input_zero_point, "input_zero_point", 0, 255)
-        acc_scale = _scale(input_scale, "input_scale") * _scale(weight_scale, "weight_scale")
-        try:
-            self.out_dtype = np.dtype(out_dtype)
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"out_dtype {out_dtype!r} is not one of float32, int8, uint8"
-            ) from None
-        if self.out_dtype not in OUT_DTYPES:
-            raise ConfigError(f"out_dtype {self.out_dtype} is not one of float32, int8, uint8")
-        if self.out_dtype != np.float32:
-            if output_scale is None:
-                raise ConfigError(f"an {self.out_dtype} output needs output_scale")
-            info = np.iinfo(self.out_dtype)
-            inv_out = 1.0 / _scale(output_scale, "output_scale")
-            out_zero = _zero_point(output_zero_point, "output_zero_point", info.min, info.max)
-        else:
-            inv_out, out_zero = 1.0, 0
-        self.pixels = pixels = choice(pixels, (1, 2, 4, 8), "pixels")
-        slope = slope_value(negative_slope)
+        _zero_point(q.weight_zero_point, "weight_zero_point", 0, 0 if signed else 255)
+        self.quantisation, self.out_dtype = q, q.out_dtype
+        self.pixels = choice(pixels, (1, 2, 4, 8), "pixels")
         self.out_channels, self.in_channels = wq.shape
-        self.stride = pair(stride, "stride", 1)
         packed, self.co_blocks = pack_weights(wq)
+        bias_padded = bias_vector(bias, self.out_channels, self.co_blocks * 4)
+        offset = np.zeros(self.co_blocks * 4, np.int32)
         sums = wq.astype(np.int64).sum(axis=1)
-        offset = np.zeros(self.co_blocks * 4, np.int64)
-        offset[: self.out_channels] = (
-            -self.input_zero_point * sums
-            + self.in_channels * self.input_zero_point * self.weight_zero_point
+        zx, zw = q.input_zero_point, q.weight_zero_point
+        offset[: self.out_channels] = -zx * sums + self.in_channels * zx * zw
+        self.weights, self.bias, self.offset = (
+            upload(queue.context, a) for a in (packed, bias_padded, offset)
         )
-        bias_padded = np.zeros(self.co_blocks * 4, np.float32)
-        bias_padded[: self.out_channels] = bias_vector(bias, self.out_channels)
-        mf = cl.mem_flags
-        make = lambda a: cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)  # noqa: E731
-        self.weights, self.bias = make(packed), make(bias_padded)
-        self.offset = make(offset.astype(np.int32))
-        self.scalars = [
-            np.float32(acc_scale),
-            np.int32(self.weight_zero_point),
-            np.float32(inv_out),
-            np.int32(out_zero),
-            slope,
-        ]
+        inv_out, out_zero = q.requantisation
+        self.scalars = [np.float32(q.accumulator_scale), np.int32(zw)]
+        self.scalars += [np.float32(inv_out), np.int32(out_zero), self.slope]
         defines = {
-            "PIX": pixels,
+            "PIX": self.pixels,
             "WEIGHTS_SIGNED": int(signed),
             "OUT_KIND": OUT_DTYPES[self.out_dtype],
             "IN_ALIGNED": int(self.in_channels % 4 == 0),
-            "ACTIVATION": activation_code(activation, negative_slope),
+            "ACTIVATION": self.options.activation_code,
         }
         self.launcher = kernel_for(
             queue.context, queue.device, "conv_int8.cl", "conv2d_1x1_int8", defines
         )
-
-    def output_shape(self, nhwc: Sequence[int]) -> tuple[int, int, int, int]:
-        n, h, w, c = nhwc
-        if c != self.in_channels:
-            raise ConfigError(f"input has {c} channels; this conv takes {self.in_channels}")
-        sh, sw = self.stride
-        return n, (h - 1) // sh + 1, (w - 1) // sw + 1, self.out_channels
 
     def output_for(self, queue: Any, x: BufferTensor) -> BufferTensor:
         import pyopencl as cl
@@ -192,10 +236,7 @@ class Conv2dInt8(Layer):
             or out.dtype != self.out_dtype
         ):
             raise ConfigError(f"out must be an NHWC {self.out_dtype} BufferTensor of {want}")
-        n, h, w, c = x.shape
-        _, oh, ow, co = want
-        pixels = n * oh * ow
-        ints = [np.int32(v) for v in (h, w, c, co, oh, ow, *self.stride, pixels, self.co_blocks)]
+        pixels, ints = self.pixel_args(x.shape, want)
         args = [x.buffer, self.weights, self.offset, self.bias, out.buffer, *ints, *self.scalars]
         return (self.co_blocks, -(-pixels // self.pixels)), args
 
@@ -227,10 +268,7 @@ def conv2d_int8(
     import pyopencl as cl
 
     check_layout(layout)
-    layer = Conv2dInt8(
-        queue,
-        weight,
-        bias,
+    quantisation = Quantisation(
         input_scale=input_scale,
         input_zero_point=input_zero_point,
         weight_scale=weight_scale,
@@ -238,10 +276,9 @@ def conv2d_int8(
         output_scale=output_scale,
         output_zero_point=output_zero_point,
         out_dtype=out_dtype,
-        stride=stride,
-        activation=activation,
-        negative_slope=negative_slope,
     )
+    options = ConvOptions(stride=stride, activation=activation, negative_slope=negative_slope)
+    layer = Conv2dInt8(queue, weight, bias, quantisation=quantisation, options=options)
     if isinstance(x, (ImageTensor, cl.Image)):
         raise ConfigError("conv2d_int8 works on uint8 NHWC buffers or numpy arrays")
     if isinstance(x, cl.Buffer):
@@ -260,14 +297,4 @@ def conv2d_int8(
         raise ConfigError(
             f"input must be a non-empty 4-D uint8 array, got {array.dtype} {array.shape}"
         )
-    host = np.ascontiguousarray(array if layout == "NHWC" else array.transpose(0, 2, 3, 1))
-    source = BufferTensor(
-        cl.Buffer(
-            queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host
-        ),
-        host.shape,
-        np.dtype(np.uint8),
-        "NHWC",
-    )
-    result = layer(queue, source).to_numpy(queue)
-    return result if layout == "NHWC" else np.ascontiguousarray(result.transpose(0, 3, 1, 2))
+    return run_on_host(queue, layer, np.ascontiguousarray(array), layout, "NHWC")

@@ -18,19 +18,13 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ops._functional import on_images
 from qcom_ext.ops._layer import Layer
-from qcom_ext.ops._params import (
-    Geometry,
-    activation_code,
-    bias_vector,
-    choice,
-    slope_value,
-    weight_array,
-)
 from qcom_ext.ops._programs import kernel_for
-from qcom_ext.ops._tensor import ImageTensor, storage_dtype
-from qcom_ext.ops.image_io import image_call
+from qcom_ext.ops._tensor import ImageTensor
+from qcom_ext.ops._weights import bias_vector, weight_array
 from qcom_ext.ops.layout import to_image
+from qcom_ext.ops.options import ConvOptions, choice
 
 __all__ = ["DepthwiseConv2d", "depthwise_conv2d"]
 
@@ -43,8 +37,11 @@ ROWS = (1, 2, 4)
 class DepthwiseConv2d(Layer):
     """A depthwise conv2d (one filter per channel) with its weights in images.
 
-    ``weight``: (C, 1, KH, KW) or (C, KH, KW); ``bias``: (C,) or None. ``dtype``
-    float32 or float16 is the storage of the weights and of the tensors it takes.
+    ``weight``: (C, 1, KH, KW) or (C, KH, KW); ``bias``: (C,) or None. The options
+    (``stride``, ``padding``, ``dilation``, ``activation``, ``negative_slope``, ``dtype``:
+    float32 or float16 storage of the weights and of the tensors it takes) come as
+    keywords or as ``options=``, a :class:`~qcom_ext.ops.ConvOptions`. ``pixels`` x
+    ``rows``: the outputs one work-item computes.
     """
 
     def __init__(
@@ -53,18 +50,14 @@ class DepthwiseConv2d(Layer):
         weight: Any,
         bias: Any = None,
         *,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        activation: str | None = None,
-        negative_slope: float = 0.01,
-        dtype: Any = np.float32,
         pixels: int = 4,
         rows: int = 1,
+        options: ConvOptions | None = None,
+        **settings: Any,
     ) -> None:
-        pixels = choice(pixels, PIXELS, "pixels")  # outputs per work-item
-        rows = choice(rows, ROWS, "rows")  # output rows per work-item
-        self.pixels, self.rows = pixels, rows
+        self.take_options(options, settings)
+        self.pixels = choice(pixels, PIXELS, "pixels")  # outputs per work-item
+        self.rows = choice(rows, ROWS, "rows")  # output rows per work-item
         w = weight_array(weight, "depthwise weight", (3, 4))
         if w.ndim == 4:
             if w.shape[1] != 1:
@@ -73,20 +66,15 @@ class DepthwiseConv2d(Layer):
                     "a channel multiplier other than 1 is not supported"
                 )
             w = w[:, 0]
-        self.channels = w.shape[0]
-        self.geometry = Geometry.of(w.shape[1:], stride, padding, dilation)
-        self.dtype = storage_dtype(dtype, "dtype")
-        self.slope = slope_value(negative_slope)
-        code = activation_code(activation, negative_slope)
-        kh, kw = self.geometry.kernel
+        self.channels, kh, kw = w.shape
+        self.geometry = self.options.geometry((kh, kw))
         self.weights = to_image(queue, w.reshape(1, self.channels, kh, kw).astype(self.dtype))
         self.bias = to_image(queue, bias_vector(bias, self.channels).reshape(1, -1, 1, 1))
         defines = {
             **self.geometry.defines(),
-            "ACTIVATION": code,
-            "PIXELS": pixels,
-            "ROWS": rows,
-            "STORAGE_HALF": self.dtype == np.float16,
+            **self.options.defines(),
+            "PIXELS": self.pixels,
+            "ROWS": self.rows,
         }
         self.launcher = kernel_for(
             queue.context, queue.device, "conv_depthwise.cl", "depthwise_conv2d", defines
@@ -149,23 +137,20 @@ def depthwise_conv2d(
     ``pixels`` x ``rows``: the outputs one work-item computes (4 x 1: the MNN design;
     8 or more rows read fewer texels per output, fewer give more work-items).
     """
-    return image_call(
+    options = ConvOptions(
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        activation=activation,
+        negative_slope=negative_slope,
+    )
+    return on_images(
         queue,
         x,
         layout,
         shape,
-        lambda storage: DepthwiseConv2d(
-            queue,
-            weight,
-            bias,
-            stride=stride,
-            padding=padding,
-            dilation=dilation,
-            activation=activation,
-            negative_slope=negative_slope,
-            dtype=storage,
-            pixels=pixels,
-            rows=rows,
-        ),
         dtype,
+        lambda storage: DepthwiseConv2d(
+            queue, weight, bias, pixels=pixels, rows=rows, options=options, dtype=storage
+        ),
     )

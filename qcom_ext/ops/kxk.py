@@ -14,59 +14,36 @@ work-item) or on NCHW buffers through local-memory tiles (kernels/conv_tiled.cl)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ops._functional import on_buffers, on_images
 from qcom_ext.ops._layer import Layer
-from qcom_ext.ops._params import (
-    Geometry,
-    activation_code,
-    bias_vector,
-    choice,
-    slope_value,
-    weight_array,
-)
 from qcom_ext.ops._programs import kernel_for
-from qcom_ext.ops._tensor import BufferTensor, ImageTensor, storage_dtype
-from qcom_ext.ops.buffer_io import buffer_call
-from qcom_ext.ops.image_io import image_call
+from qcom_ext.ops._tensor import BufferTensor, ImageTensor, upload
+from qcom_ext.ops._weights import bias_vector, weight_array
+from qcom_ext.ops.options import ConvOptions, choice
 
 __all__ = ["METHODS", "Conv2d", "TiledConv2d", "conv2d"]
 
 METHODS = ("image", "tiled")
 
 
-def _buffer(queue: Any, array: np.ndarray) -> Any:
-    import pyopencl as cl
-
-    mf = cl.mem_flags
-    return cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
-
-
 class _Conv(Layer):
-    """Weights (Co, Ci, KH, KW), bias, geometry and activation, checked."""
+    """Weights (Co, Ci, KH, KW), bias and options, checked; the options come as keywords
+    (``stride``, ``padding``, ``dilation``, ``activation``, ``negative_slope``, ``dtype``)
+    or as ``options=``, a :class:`~qcom_ext.ops.ConvOptions`."""
 
     def __init__(
-        self,
-        weight: Any,
-        bias: Any,
-        stride: Any,
-        padding: Any,
-        dilation: Any,
-        activation: str | None,
-        negative_slope: float,
-        dtype: Any,
+        self, weight: Any, bias: Any, options: ConvOptions | None, settings: Mapping[str, Any]
     ) -> None:
-        w = weight_array(weight, "conv2d weight", (4,))
-        self.w = w
-        self.out_channels, self.in_channels = w.shape[:2]
-        self.geometry = Geometry.of(w.shape[2:], stride, padding, dilation)
-        self.dtype = storage_dtype(dtype, "dtype")
-        self.slope = slope_value(negative_slope)
-        self.code = activation_code(activation, negative_slope)
+        self.take_options(options, settings)
+        self.w = weight_array(weight, "conv2d weight", (4,))
+        self.out_channels, self.in_channels, kh, kw = self.w.shape
+        self.geometry = self.options.geometry((kh, kw))
         self.bias_values = bias_vector(bias, self.out_channels)
 
     def output_nchw(self, nchw: Sequence[int]) -> tuple[int, int, int, int]:
@@ -79,10 +56,23 @@ class _Conv(Layer):
         oh, ow = self.geometry.output_size(h, w)
         return n, self.out_channels, oh, ow
 
-    def _check_dtypes(self, *tensors: Any) -> None:
-        for t in tensors:
+    def _checked_output(self, x: Any, out: Any) -> tuple[int, int, int, int]:
+        """The NCHW output shape for ``x``, which ``out`` must have; both must hold the
+        layer's dtype."""
+        for t in (x, out):
             if t.dtype != self.dtype:
                 raise ConfigError(f"tensor is {t.dtype.name}; the layer stores {self.dtype.name}")
+        want = self.output_nchw(x.shape)
+        if out.shape != want:
+            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        return want
+
+    def _upload(self, queue: Any, weights: np.ndarray, channels: int) -> None:
+        """Upload the packed ``weights`` and the bias zero-padded to ``channels``."""
+        self.weights = upload(queue.context, np.ascontiguousarray(weights, dtype=self.dtype))
+        self.bias = upload(
+            queue.context, bias_vector(self.bias_values, self.out_channels, channels)
+        )
 
 
 class Conv2d(_Conv):
@@ -96,33 +86,20 @@ class Conv2d(_Conv):
         weight: Any,
         bias: Any = None,
         *,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        activation: str | None = None,
-        negative_slope: float = 0.01,
-        dtype: Any = np.float32,
         pixels: int = 4,
+        options: ConvOptions | None = None,
+        **settings: Any,
     ) -> None:
-        super().__init__(
-            weight, bias, stride, padding, dilation, activation, negative_slope, dtype
-        )
-        self.pixels = pixels = choice(pixels, (1, 2, 4, 8), "pixels")
+        super().__init__(weight, bias, options, settings)
+        self.pixels = choice(pixels, (1, 2, 4, 8), "pixels")
         co, ci, kh, kw = self.w.shape
         cob, cib = -(-co // 4), -(-ci // 4)
         padded = np.zeros((cob * 4, cib * 4, kh, kw))
         padded[:co, :ci] = self.w
-        packed = padded.reshape(cob, 4, cib, 4, kh, kw).transpose(0, 2, 4, 5, 1, 3)
-        self.weights = _buffer(queue, np.ascontiguousarray(packed, dtype=self.dtype))
-        bias_padded = np.zeros(cob * 4, np.float32)
-        bias_padded[:co] = self.bias_values
-        self.bias = _buffer(queue, bias_padded)
-        defines = {
-            **self.geometry.defines(),
-            "PIX": pixels,
-            "ACTIVATION": self.code,
-            "STORAGE_HALF": self.dtype == np.float16,
-        }
+        self._upload(
+            queue, padded.reshape(cob, 4, cib, 4, kh, kw).transpose(0, 2, 4, 5, 1, 3), cob * 4
+        )
+        defines = {**self.geometry.defines(), **self.options.defines(), "PIX": self.pixels}
         self.launcher = kernel_for(
             queue.context, queue.device, "conv_kxk.cl", "conv2d_image", defines
         )
@@ -135,10 +112,7 @@ class Conv2d(_Conv):
     def launch_args(self, x: ImageTensor, out: ImageTensor) -> tuple[Sequence[int], list]:
         if not isinstance(x, ImageTensor) or not isinstance(out, ImageTensor):
             raise ConfigError("Conv2d takes ImageTensors (see ops.to_image)")
-        self._check_dtypes(x, out)
-        want = self.output_nchw(x.shape)
-        if out.shape != want:
-            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        want = self._checked_output(x, out)
         n, _, h, w = x.shape
         _, co, oh, ow = want
         out_blocks, out_w_blocks = -(-co // 4), -(-ow // self.pixels)
@@ -165,50 +139,42 @@ class TiledConv2d(_Conv):
         weight: Any,
         bias: Any = None,
         *,
-        stride: Any = 1,
-        padding: Any = 0,
-        dilation: Any = 1,
-        activation: str | None = None,
-        negative_slope: float = 0.01,
-        dtype: Any = np.float32,
         block: int | None = None,
         channels_per_item: int = 4,
+        options: ConvOptions | None = None,
+        **settings: Any,
     ) -> None:
-        super().__init__(
-            weight, bias, stride, padding, dilation, activation, negative_slope, dtype
-        )
+        super().__init__(weight, bias, options, settings)
         self.cot = choice(channels_per_item, (1, 2, 4, 8), "channels_per_item")
         if block is not None and (
             isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1
         ):
             raise ConfigError(f"block must be a positive int, not {block!r}")
+        self.block = self._block(queue.device, block)
         co, ci, kh, kw = self.w.shape
         cop = -(-co // self.cot) * self.cot
         padded = np.zeros((cop, ci, kh, kw))
         padded[:co] = self.w
-        self.weights = _buffer(queue, np.ascontiguousarray(padded, dtype=self.dtype))
-        bias_padded = np.zeros(cop, np.float32)
-        bias_padded[:co] = self.bias_values
-        self.bias = _buffer(queue, bias_padded)
-        device = queue.device
-        sizes = (block,) if block is not None else (16, 8, 4)
-        problems = []
-        for bs in sizes:
-            problem = self._fits(device, bs)
-            if problem is None:
-                self.block = bs
-                break
-            problems.append(f"BS={bs}: {problem}")
-        else:
-            raise ConfigError("no tile fits this device: " + "; ".join(problems))
+        self._upload(queue, padded, cop)
         defines = {
             **self.geometry.defines(),
+            **self.options.defines(),
             "BS": self.block,
             "COT": self.cot,
-            "ACTIVATION": self.code,
-            "STORAGE_HALF": self.dtype == np.float16,
         }
-        self.launcher = kernel_for(queue.context, device, "conv_tiled.cl", "conv2d_tiled", defines)
+        self.launcher = kernel_for(
+            queue.context, queue.device, "conv_tiled.cl", "conv2d_tiled", defines
+        )
+
+    def _block(self, device: Any, block: int | None) -> int:
+        """``block``, or the first of 16, 8, 4 that fits ``device``."""
+        problems = []
+        for bs in (block,) if block is not None else (16, 8, 4):
+            problem = self._fits(device, bs)
+            if problem is None:
+                return bs
+            problems.append(f"BS={bs}: {problem}")
+        raise ConfigError("no tile fits this device: " + "; ".join(problems))
 
     def region(self, bs: int) -> tuple[int, int]:
         """(RH, RW): the input region a BS x BS output tile reads."""
@@ -237,10 +203,7 @@ class TiledConv2d(_Conv):
         for name, t in (("input", x), ("out", out)):
             if not isinstance(t, BufferTensor) or t.layout != "NCHW":
                 raise ConfigError(f"TiledConv2d takes NCHW BufferTensors; {name} is not one")
-        self._check_dtypes(x, out)
-        want = self.output_nchw(x.shape)
-        if out.shape != want:
-            raise ConfigError(f"out has shape {out.shape}; expected {want}")
+        want = self._checked_output(x, out)
         n, ci, h, w = x.shape
         _, co, oh, ow = want
         groups = -(-co // self.cot)
@@ -280,30 +243,30 @@ def conv2d(
     ``stride``, ``padding``, ``dilation``: int or (h, w); ``activation``: None, "relu",
     "relu6" or "leaky_relu" (``negative_slope``).
     """
-    options = {
-        "stride": stride,
-        "padding": padding,
-        "dilation": dilation,
-        "activation": activation,
-        "negative_slope": negative_slope,
-    }
+    if method not in METHODS:
+        raise ConfigError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    options = ConvOptions(
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        activation=activation,
+        negative_slope=negative_slope,
+    )
     if method == "image":
-        return image_call(
-            queue,
-            x,
-            layout,
-            shape,
-            lambda storage: Conv2d(queue, weight, bias, dtype=storage, **options),
-            dtype,
-        )
-    if method == "tiled":
-        return buffer_call(
+        return on_images(
             queue,
             x,
             layout,
             shape,
             dtype,
-            "NCHW",
-            lambda storage: TiledConv2d(queue, weight, bias, dtype=storage, **options),
+            lambda storage: Conv2d(queue, weight, bias, options=options, dtype=storage),
         )
-    raise ConfigError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    return on_buffers(
+        queue,
+        x,
+        layout,
+        shape,
+        dtype,
+        "NCHW",
+        lambda storage: TiledConv2d(queue, weight, bias, options=options, dtype=storage),
+    )

@@ -65,9 +65,7 @@ def as_buffer_tensor(
     array = as_array4(tensor, "tensor")
     if dtype is not None:
         array = array.astype(storage_dtype(dtype, "dtype"), copy=False)
-    mf = cl.mem_flags
-    buffer = cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
-    return BufferTensor(buffer, tuple(array.shape), array.dtype, layout)  # type: ignore[arg-type]
+    return BufferTensor.from_numpy(queue.context, array, layout)
 
 
 def to_image(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ops.options import ConvOptions
 
 __all__ = ["KINDS", "SuiteLayer", "prepare", "suite"]
 
@@ -139,79 +140,59 @@ def prepare(
 ) -> tuple[Any, Any]:
     """(prepared op, device input) for ``layer`` with random weights and input.
 
-    conv and depthwise run on the image layout, 1x1 and int8 on NHWC buffers; ``options``
-    go to the op's constructor (``tile=`` for 1x1, ``pixels=`` ...).
+    conv and depthwise run on the image layout (conv with ``method="tiled"``: on NCHW
+    buffers through local-memory tiles), 1x1 and int8 on NHWC buffers; the other
+    ``options`` go to the op's constructor (``tile=`` for 1x1, ``pixels=`` ...).
     """
-    import pyopencl as cl
-
     from qcom_ext.ops._tensor import BufferTensor
     from qcom_ext.ops.conv_1x1 import Conv2d1x1
-    from qcom_ext.ops.conv_int8 import Conv2dInt8
     from qcom_ext.ops.depthwise import DepthwiseConv2d
-    from qcom_ext.ops.kxk import Conv2d
+    from qcom_ext.ops.kxk import Conv2d, TiledConv2d
     from qcom_ext.ops.layout import to_image
 
     rng = np.random.default_rng(seed)
-    n, ci, co, s, k = batch, layer.in_channels, layer.out_channels, layer.size, layer.kernel
-    scale = 1.0 / np.sqrt(ci * k * k)
-    bias = rng.standard_normal(co).astype(np.float32) * 0.1
-    mf = cl.mem_flags
+    bias = rng.standard_normal(layer.out_channels).astype(np.float32) * 0.1
+    conv = ConvOptions(stride=layer.stride, padding=layer.padding, activation=layer.activation)
     if layer.kind == "int8":
-        x = rng.integers(0, 256, (n, s, s, ci), dtype=np.uint8)
-        w = rng.integers(-128, 128, (co, ci), dtype=np.int8)
-        op = Conv2dInt8(
-            queue,
-            w,
-            bias,
-            input_scale=0.02,
-            input_zero_point=128,
-            weight_scale=0.01 * scale,
-            output_scale=0.05,
-            output_zero_point=0,
-            out_dtype=np.int8,
-            stride=layer.stride,
-            activation=layer.activation,
-            **options,
-        )
-        buf = cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
-        return op, BufferTensor(buf, x.shape, np.dtype(np.uint8), "NHWC")
-    x = rng.standard_normal((n, ci, s, s)).astype(dtype)
+        return _prepare_int8(queue, layer, batch, rng, bias, conv, options)
+    ci, s, k = layer.in_channels, layer.size, layer.kernel
+    x = rng.standard_normal((batch, ci, s, s)).astype(dtype)
+    shapes = {"1x1": (layer.out_channels, ci), "depthwise": (ci, 1, k, k)}
+    w = rng.standard_normal(shapes.get(layer.kind, (layer.out_channels, ci, k, k)))
+    w = (w / np.sqrt(ci * k * k)).astype(np.float32)
+    tiled = layer.kind == "conv" and options.pop("method", "image") == "tiled"
+    kinds = {"1x1": Conv2d1x1, "depthwise": DepthwiseConv2d, "conv": Conv2d}
+    make = TiledConv2d if tiled else kinds[layer.kind]
+    op = make(queue, w, bias, options=conv, dtype=dtype, **options)
     if layer.kind == "1x1":
-        w = (rng.standard_normal((co, ci)) * scale).astype(np.float32)
-        op = Conv2d1x1(
-            queue,
-            w,
-            bias,
-            stride=layer.stride,
-            activation=layer.activation,
-            dtype=dtype,
-            **options,
-        )
         nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-        buf = cl.Buffer(queue.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=nhwc)
-        return op, BufferTensor(buf, nhwc.shape, nhwc.dtype, "NHWC")
-    if layer.kind == "depthwise":
-        w = (rng.standard_normal((ci, 1, k, k)) * scale).astype(np.float32)
-        op = DepthwiseConv2d(
-            queue,
-            w,
-            bias,
-            stride=layer.stride,
-            padding=layer.padding,
-            activation=layer.activation,
-            dtype=dtype,
-            **options,
-        )
-    else:
-        w = (rng.standard_normal((co, ci, k, k)) * scale).astype(np.float32)
-        op = Conv2d(
-            queue,
-            w,
-            bias,
-            stride=layer.stride,
-            padding=layer.padding,
-            activation=layer.activation,
-            dtype=dtype,
-            **options,
-        )
+        return op, BufferTensor.from_numpy(queue.context, nhwc, "NHWC")
+    if tiled:
+        return op, BufferTensor.from_numpy(queue.context, x, "NCHW")
     return op, to_image(queue, x)
+
+
+def _prepare_int8(
+    queue: Any,
+    layer: SuiteLayer,
+    batch: int,
+    rng: np.random.Generator,
+    bias: np.ndarray,
+    conv: ConvOptions,
+    options: dict[str, Any],
+) -> tuple[Any, Any]:
+    from qcom_ext.ops._tensor import BufferTensor
+    from qcom_ext.ops.conv_int8 import Conv2dInt8, Quantisation
+
+    ci, s = layer.in_channels, layer.size
+    x = rng.integers(0, 256, (batch, s, s, ci), dtype=np.uint8)
+    w = rng.integers(-128, 128, (layer.out_channels, ci), dtype=np.int8)
+    quantisation = Quantisation(
+        input_scale=0.02,
+        input_zero_point=128,
+        weight_scale=0.01 / np.sqrt(ci),
+        output_scale=0.05,
+        out_dtype=np.int8,
+    )
+    op = Conv2dInt8(queue, w, bias, quantisation=quantisation, options=conv, **options)
+    return op, BufferTensor.from_numpy(queue.context, x, "NHWC")

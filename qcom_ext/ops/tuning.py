@@ -6,13 +6,9 @@ and returns the fastest. Candidates the kernel or device cannot take (too large 
 ``CL_KERNEL_WORK_GROUP_SIZE`` or ``CL_DEVICE_MAX_WORK_ITEM_SIZES``, not dividing the global
 size when it may not be padded, refused by the enqueue) are rejected, never timed.
 
-Results persist as one JSON file per key in ``tuning/`` of the cache root
-(``QCOM_EXT_CACHE_DIR``, else the user cache directory; ``QCOM_EXT_NO_CACHE=1`` keeps
-them in memory only). The key is the platform, device, driver version, kernel name,
-source hash, build options, global size and whether the global size may be padded, so
-a new driver, source or option set is tuned afresh. Files are written to a temporary
-name and renamed, so concurrent writers never leave a torn file; a file that does not
-parse or does not match its key is ignored (and replaced by the next tuning).
+Results persist in the tuning cache (:mod:`qcom_ext.ops.tuning_cache`: one JSON file per
+kernel, device, driver, build options and global size), so later launches and later
+processes use them.
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -27,26 +23,28 @@ True
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from qcom_ext._cache_dir import (
-    cache_enabled,
-    cache_subdir,
-    read_json,
-    unwritable,
-    write_atomically,
-)
 from qcom_ext.errors import ConfigError
+from qcom_ext.ops.tuning_cache import (
+    KernelIdentity,
+    LocalSize,
+    TuningCache,
+    TuningResult,
+    cached_local_size,
+    forget,
+    kernel_identity,
+    open_cache,
+    remember,
+    tuning_dir,
+)
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "KernelIdentity",
@@ -60,203 +58,6 @@ __all__ = [
     "tune_report",
     "tuning_dir",
 ]
-
-FORMAT = "qcom_ext-tuning"
-VERSION = 1
-LocalSize = tuple[int, ...] | None
-log = logging.getLogger(__name__)
-#: A tuning file larger than this is not read (a miss, replaced by the next tuning).
-MAX_ENTRY_BYTES = 1 << 16
-
-
-@dataclass(frozen=True)
-class KernelIdentity:
-    """What a tuned local size is valid for, besides the global size."""
-
-    platform: str
-    device: str
-    driver: str
-    kernel: str
-    source_sha256: str
-    options: str
-
-    def key(self, global_size: Sequence[int], pad_global: bool) -> dict[str, Any]:
-        """The full cache key of one global size (stored in the entry and checked)."""
-        return {
-            **asdict(self),
-            "global_size": [int(g) for g in global_size],
-            "pad_global": bool(pad_global),
-        }
-
-    def digest(self, global_size: Sequence[int], pad_global: bool) -> str:
-        text = json.dumps(self.key(global_size, pad_global), sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
-
-
-def kernel_identity(
-    kernel: Any, device: Any = None, *, source: str | None = None, options: str | None = None
-) -> KernelIdentity:
-    """The identity of ``kernel`` on ``device`` (default: its context's first device).
-
-    The source comes from the program (``CL_PROGRAM_SOURCE``) unless given; a program
-    created from binaries has none: one :func:`qcom_ext.build_program` loaded from its
-    cache is keyed by the source it was built from (as when it compiles it), any other
-    by the hash of its binaries.
-    """
-    import pyopencl as cl
-
-    from qcom_ext.ext.program.build import binaries_digest, source_digest
-
-    program = kernel.get_info(cl.kernel_info.PROGRAM)
-    device = device if device is not None else kernel.context.devices[0]
-    source_sha256 = None
-    if source is None:
-        source = program.get_info(cl.program_info.SOURCE) or ""
-        if not source.strip():
-            binaries = program.get_info(cl.program_info.BINARIES)
-            source_sha256 = source_digest(binaries)
-            source = "binary:" + binaries_digest(binaries)
-    if options is None:
-        options = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
-    return KernelIdentity(
-        platform=device.platform.name.strip(),
-        device=device.name.strip(),
-        driver=device.driver_version.strip(),
-        kernel=kernel.function_name,
-        source_sha256=source_sha256 or hashlib.sha256(source.encode()).hexdigest(),
-        options=" ".join(options.split()),
-    )
-
-
-def tuning_dir() -> Path:
-    """The directory of the tuning cache now (``<cache root>/tuning``)."""
-    return cache_subdir("tuning")
-
-
-@dataclass(frozen=True)
-class TuningResult:
-    """What :func:`tune_report` found. Times are median device nanoseconds per run."""
-
-    local_size: LocalSize
-    best_ns: float | None
-    driver_ns: float | None
-    measured: tuple[tuple[LocalSize, float], ...] = ()
-    rejected: tuple[tuple[LocalSize, str], ...] = ()
-    from_cache: bool = False
-
-    @property
-    def gain(self) -> float | None:
-        """Driver's median over the best median (1.0: the driver's choice is the best)."""
-        if not self.best_ns or not self.driver_ns:
-            return None
-        return self.driver_ns / self.best_ns
-
-
-@dataclass
-class TuningCache:
-    """One JSON file per key in ``directory``."""
-
-    directory: Path
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def path(self, digest: str) -> Path:
-        return self.directory / f"{digest}.json"
-
-    def load(
-        self, identity: KernelIdentity, global_size: Sequence[int], pad_global: bool
-    ) -> TuningResult | None:
-        """The stored result, or None when absent, unreadable, corrupt or foreign."""
-        path = self.path(identity.digest(global_size, pad_global))
-        entry = read_json(path, max_bytes=MAX_ENTRY_BYTES, validate=lambda e: type(e) is dict)
-        return None if entry is None else _decode(entry, identity.key(global_size, pad_global))
-
-    def store(
-        self,
-        identity: KernelIdentity,
-        global_size: Sequence[int],
-        pad_global: bool,
-        result: TuningResult,
-    ) -> Path | None:
-        """Write the entry atomically; its path, or None (with a warning) when impossible."""
-        path = self.path(identity.digest(global_size, pad_global))
-        entry = {
-            "format": FORMAT,
-            "version": VERSION,
-            "key": identity.key(global_size, pad_global),
-            "local_size": None if result.local_size is None else list(result.local_size),
-            "best_ns": result.best_ns,
-            "driver_ns": result.driver_ns,
-            "measured": [[None if ls is None else list(ls), ns] for ls, ns in result.measured],
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        try:
-            write_atomically(path, json.dumps(entry, indent=1).encode())
-            return path
-        except OSError as exc:
-            unwritable("tuning cache", path, exc)
-            return None
-
-
-def _decode(entry: Any, key: dict[str, Any]) -> TuningResult | None:
-    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
-        return None
-    if entry.get("version") != VERSION or entry.get("key") != key:
-        return None
-    local = entry.get("local_size")
-    dims = len(key["global_size"])
-    if local is not None:
-        if (
-            not isinstance(local, list)
-            or len(local) != dims
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in local)
-        ):
-            return None
-        local = tuple(local)
-    best, driver_ns = entry.get("best_ns"), entry.get("driver_ns")
-    if not all(v is None or _is_time(v) for v in (best, driver_ns)):
-        return None
-    return TuningResult(local, best, driver_ns, from_cache=True)
-
-
-def _is_time(value: Any) -> bool:
-    """A median time as stored: a finite number of nanoseconds >= 0 (a bool is not one)."""
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
-
-
-_memory: dict[tuple[KernelIdentity, tuple[int, ...], bool], TuningResult | None] = {}
-_memory_lock = threading.Lock()
-
-
-def forget() -> None:
-    """Drop the in-process memo of cache lookups (files are re-read on the next lookup)."""
-    with _memory_lock:
-        _memory.clear()
-
-
-def _cache() -> TuningCache | None:
-    return TuningCache(tuning_dir()) if cache_enabled() else None
-
-
-def cached_local_size(
-    identity: KernelIdentity, global_size: Sequence[int], pad_global: bool = True
-) -> LocalSize:
-    """The tuned local size for this kernel and global size, or None (driver's choice)
-    when it was never tuned. Lookups are memoised in the process (see :func:`forget`), so
-    a launch pays a dict lookup, not a file read."""
-    key = (identity, tuple(int(g) for g in global_size), bool(pad_global))
-    try:
-        found = _memory[key]
-    except KeyError:
-        cache = _cache()
-        found = cache.load(identity, key[1], pad_global) if cache else None
-        with _memory_lock:
-            _memory[key] = found
-    return None if found is None else found.local_size
 
 
 def padded(global_size: Sequence[int], local_size: LocalSize) -> tuple[int, ...]:
@@ -325,30 +126,6 @@ def _problem(
     return None
 
 
-def _limits(kernel: Any, device: Any) -> dict[str, Any]:
-    """What :func:`_problem` checks a local size against, for ``kernel`` on ``device``."""
-    import pyopencl as cl
-
-    info = cl.kernel_work_group_info
-    return {
-        "group": kernel.get_work_group_info(info.WORK_GROUP_SIZE, device),
-        "items": list(device.max_work_item_sizes),
-        "required": list(kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, device)),
-    }
-
-
-def _runnable(
-    local: LocalSize, global_size: Sequence[int], pad_global: bool, limits: dict[str, Any]
-) -> bool:
-    """Whether a cached local size is one the kernel and device can run (else a miss)."""
-    if local is None:
-        return True
-    problem = _problem(local, global_size, pad_global, limits)
-    if problem is not None:
-        log.info("cached local size %s not used: %s; tuning again", local, problem)
-    return problem is None
-
-
 def _median_ns(
     queue: Any, kernel: Any, global_size: Sequence[int], local: LocalSize, repeats: int
 ) -> float:
@@ -376,6 +153,85 @@ def _profiling_queue(kernel: Any, queue: Any) -> tuple[Any, Any]:
     return cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE), device
 
 
+def _limits(kernel: Any, device: Any) -> dict[str, Any]:
+    """What :func:`_problem` checks a local size against, for ``kernel`` on ``device``."""
+    import pyopencl as cl
+
+    info = cl.kernel_work_group_info
+    return {
+        "group": kernel.get_work_group_info(info.WORK_GROUP_SIZE, device),
+        "items": list(device.max_work_item_sizes),
+        "required": list(kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, device)),
+    }
+
+
+def _runnable(
+    local: LocalSize, global_size: Sequence[int], pad_global: bool, limits: dict[str, Any]
+) -> bool:
+    """Whether a cached local size is one the kernel and device can run (else a miss)."""
+    if local is None:
+        return True
+    problem = _problem(local, global_size, pad_global, limits)
+    if problem is not None:
+        log.info("cached local size %s not used: %s; tuning again", local, problem)
+    return problem is None
+
+
+def _ordered_candidates(
+    candidates: Iterable[Sequence[int] | None] | None,
+    global_size: Sequence[int],
+    limits: dict[str, Any],
+) -> list[LocalSize]:
+    """The driver's choice (None) first, then ``candidates`` (default: the kernel's
+    required size, else :func:`default_candidates`)."""
+    if candidates is None:
+        required = limits["required"]
+        if any(required):
+            listed: list[LocalSize] = [tuple(required[: len(global_size)])]
+        else:
+            listed = list(default_candidates(global_size, limits["items"], limits["group"]))
+    else:
+        listed = [None if c is None else tuple(c) for c in candidates]
+    return [None] + [c for c in listed if c is not None]
+
+
+def _time_candidates(
+    queue: Any,
+    kernel: Any,
+    global_size: tuple[int, ...],
+    ordered: list[LocalSize],
+    limits: dict[str, Any],
+    *,
+    pad_global: bool,
+    budget_s: float,
+    repeats: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[list[tuple[LocalSize, float]], list[tuple[LocalSize, str]]]:
+    """(measured, rejected): the median time of each of the ``ordered`` local sizes,
+    and why each other one was not timed (see :func:`tune_report`)."""
+    import pyopencl as cl
+
+    measured: list[tuple[LocalSize, float]] = []
+    rejected: list[tuple[LocalSize, str]] = []
+    progress = progress or (lambda done, total: None)
+    start = time.perf_counter()
+    for index, local in enumerate(ordered):
+        progress(index, len(ordered))
+        if local is not None and measured and time.perf_counter() - start > budget_s:
+            rejected.append((local, f"not timed: budget of {budget_s:g} s spent"))
+            continue
+        problem = None if local is None else _problem(local, global_size, pad_global, limits)
+        if problem is None:
+            try:
+                measured.append((local, _median_ns(queue, kernel, global_size, local, repeats)))
+                continue
+            except cl.Error as exc:
+                problem = f"enqueue refused: {exc}"
+        rejected.append((local, problem))
+    progress(len(ordered), len(ordered))
+    return measured, rejected
+
+
 def tune_report(
     kernel: Any,
     global_size: Sequence[int],
@@ -398,8 +254,6 @@ def tune_report(
     ``identity`` replaces the one read from the kernel (``source`` and ``options`` are
     then unused): the ops pass the identity their lookups use.
     """
-    import pyopencl as cl
-
     global_size = tuple(int(g) for g in global_size)
     if not global_size or any(g < 1 for g in global_size):
         raise ConfigError(f"global_size {global_size} must be positive sizes")
@@ -408,7 +262,7 @@ def tune_report(
     queue, device = _profiling_queue(kernel, queue)
     if identity is None:
         identity = kernel_identity(kernel, device, source=source, options=options)
-    cache = _cache() if use_cache else None
+    cache = open_cache() if use_cache else None
     limits = _limits(kernel, device)
     if cache is not None and not force:
         found = cache.load(identity, global_size, pad_global)
@@ -416,39 +270,22 @@ def tune_report(
             return found
     if args is not None:
         kernel.set_args(*args)
-    if candidates is None:
-        required = limits["required"]
-        if any(required):
-            listed: list[LocalSize] = [tuple(required[: len(global_size)])]
-        else:
-            listed = list(default_candidates(global_size, limits["items"], limits["group"]))
-    else:
-        listed = [None if c is None else tuple(c) for c in candidates]
-    ordered: list[LocalSize] = [None] + [c for c in listed if c is not None]
-    measured: list[tuple[LocalSize, float]] = []
-    rejected: list[tuple[LocalSize, str]] = []
-    start = time.perf_counter()
-    for index, local in enumerate(ordered):
-        if progress is not None:
-            progress(index, len(ordered))
-        if local is not None and measured and time.perf_counter() - start > budget_s:
-            rejected.append((local, f"not timed: budget of {budget_s:g} s spent"))
-            continue
-        problem = None if local is None else _problem(local, global_size, pad_global, limits)
-        if problem is None:
-            try:
-                measured.append((local, _median_ns(queue, kernel, global_size, local, repeats)))
-                continue
-            except cl.Error as exc:
-                problem = f"enqueue refused: {exc}"
-        rejected.append((local, problem))
-    if progress is not None:
-        progress(len(ordered), len(ordered))
+    ordered = _ordered_candidates(candidates, global_size, limits)
+    measured, rejected = _time_candidates(
+        queue,
+        kernel,
+        global_size,
+        ordered,
+        limits,
+        pad_global=pad_global,
+        budget_s=budget_s,
+        repeats=repeats,
+        progress=progress,
+    )
     driver_ns = next((ns for ls, ns in measured if ls is None), None)
     best_local, best_ns = min(measured, key=lambda item: item[1]) if measured else (None, None)
     result = TuningResult(best_local, best_ns, driver_ns, tuple(measured), tuple(rejected))
-    with _memory_lock:
-        _memory[(identity, global_size, bool(pad_global))] = result
+    remember(identity, global_size, pad_global, result)
     if cache is not None:
         cache.store(identity, global_size, pad_global, result)
     return result

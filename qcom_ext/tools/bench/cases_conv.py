@@ -109,31 +109,14 @@ def torch_ns(layer: SuiteLayer, batch: int, rounds: int) -> float | None:
 
 
 def _variants(layer: SuiteLayer) -> list[tuple[str, dict[str, Any]]]:
+    """(variant name, the options that make it) of ``layer``'s kind (see the module)."""
     if layer.kind == "1x1":
         return [(f"tile {p}x{c}", {"tile": (p, c)}) for p, c in TILES_1X1]
     if layer.kind == "conv":
-        return [("image", {}), ("tiled", {})]
+        return [("image", {}), ("tiled", {"method": "tiled"})]
     if layer.kind == "depthwise":
         return [(f"{p} px", {"pixels": p}) for p in DEPTHWISE_PIXELS]
     return [("", {})]
-
-
-def _tiled(queue: Any, layer: SuiteLayer, batch: int, dtype: Any) -> tuple[Any, Any]:
-    rng = np.random.default_rng(0)
-    ci, co, k, s = layer.in_channels, layer.out_channels, layer.kernel, layer.size
-    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype(np.float32)
-    op = ops.TiledConv2d(
-        queue,
-        w,
-        rng.standard_normal(co).astype(np.float32) * 0.1,
-        stride=layer.stride,
-        padding=layer.padding,
-        activation=layer.activation,
-        dtype=dtype,
-    )
-    x = rng.standard_normal((batch, ci, s, s)).astype(dtype)
-    buf = cl.Buffer(queue.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=x)
-    return op, ops.BufferTensor(buf, x.shape, x.dtype, "NCHW")
 
 
 def measure_layer(
@@ -148,28 +131,23 @@ def measure_layer(
     retune: bool,
 ) -> dict[str, Any]:
     """Driver-chosen and tuned device times of one layer variant."""
-    if variant == "tiled":
-        op, x = _tiled(queue, layer, batch, dtype)
-    else:
-        op, x = prepare(queue, layer, batch=batch, dtype=dtype, **options)
+    op, x = prepare(queue, layer, batch=batch, dtype=dtype, **options)
     out = op.output_for(queue, x)
     global_size, args = op.launch_args(x, out)
     launcher = op.launcher
-    if variant == "tiled":  # a required local size: nothing to tune
-        fixed = (op.block, op.block, 1)
-        driver = tuned = median_ns(
-            queue, lambda: launcher(queue, global_size, *args, local_size=fixed), rounds
-        )
-        local: Any = fixed
-    else:
-        driver = median_ns(
-            queue, lambda: launcher(queue, global_size, *args, local_size=None), rounds
-        )
-        report = op.tune(queue, x, out, budget_s=budget_s, force=retune)
-        local = report.local_size
-        tuned = median_ns(
+
+    def launch_ns(local: Any) -> float:
+        return median_ns(
             queue, lambda: launcher(queue, global_size, *args, local_size=local), rounds
         )
+
+    if isinstance(op, ops.TiledConv2d):  # a required local size: nothing to tune
+        local: Any = (op.block, op.block, 1)
+        driver = tuned = launch_ns(local)
+    else:
+        driver = launch_ns(None)
+        local = op.tune(queue, x, out, budget_s=budget_s, force=retune).local_size
+        tuned = launch_ns(local)
     itemsize = 1 if layer.kind == "int8" else np.dtype(dtype).itemsize
     return {
         "layer": layer.name,
@@ -243,21 +221,9 @@ def run(
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians against the issue's targets (None where nothing was measured)."""
-    best_1x1: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if row["kind"] != "1x1" or "vs_torch" not in row:
-            continue
-        best = best_1x1.get(row["layer"])
-        if best is None or row["vs_torch"] > best["vs_torch"]:
-            best_1x1[row["layer"]] = row
+    best_1x1 = _best_per_layer([r for r in rows if r["kind"] == "1x1"], "vs_torch")
     mace = [r["vs_torch"] for r in rows if r["variant"] == "tile 2x4" and "vs_torch" in r]
-    best_depthwise: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if "roofline_fraction" not in row:
-            continue
-        best = best_depthwise.get(row["layer"])
-        if best is None or row["roofline_fraction"] > best["roofline_fraction"]:
-            best_depthwise[row["layer"]] = row
+    best_depthwise = _best_per_layer(rows, "roofline_fraction")
     gains = [r["gain"] for r in rows if r["variant"] != "tiled"]
     values = {
         "pointwise_vs_torch": _median([r["vs_torch"] for r in best_1x1.values()]),
@@ -279,6 +245,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for name, limit in TARGETS.items()
     }
     return values
+
+
+def _best_per_layer(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Layer name -> its row with the largest ``key`` (rows without ``key`` left out)."""
+    best: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if key in row and (row["layer"] not in best or row[key] > best[row["layer"]][key]):
+            best[row["layer"]] = row
+    return best
 
 
 def _median(values: list[float]) -> float | None:
@@ -347,34 +322,22 @@ def markdown(result: dict[str, Any], header: str) -> str:
 
 # ---- cases for python -m qcom_ext.tools.bench.run -----------------------------------------------
 
+#: case name -> (suite layer, variant, where it runs).
 _CASE_LAYERS = {
-    "conv_depthwise": ("dw144_s1_56", "4 px"),
-    "conv_1x1": ("pw24_144_56", "tile 2x4"),
-    "conv_kxk_image": ("conv0_3x3_s2", "image"),
-    "conv_kxk_tiled": ("conv0_3x3_s2", "tiled"),
-    "conv_int8": ("qpw24_144_56", ""),
-}
-
-
-_WHERE = {
-    "conv_depthwise": "image layout",
-    "conv_1x1": "NHWC buffers, tile 2x4",
-    "conv_kxk_image": "image layout",
-    "conv_kxk_tiled": "NCHW buffers, local-memory tiles",
-    "conv_int8": "NHWC uint8 buffers, int8 weights",
+    "conv_depthwise": ("dw144_s1_56", "4 px", "image layout"),
+    "conv_1x1": ("pw24_144_56", "tile 2x4", "NHWC buffers, tile 2x4"),
+    "conv_kxk_image": ("conv0_3x3_s2", "image", "image layout"),
+    "conv_kxk_tiled": ("conv0_3x3_s2", "tiled", "NCHW buffers, local-memory tiles"),
+    "conv_int8": ("qpw24_144_56", "", "NHWC uint8 buffers, int8 weights"),
 }
 
 
 def _case_setup(name: str) -> Callable[[qcom_ext.DeviceCaps], dict[str, Any]]:
     def setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
-        layer_name, variant = _CASE_LAYERS[name]
+        layer_name, variant, _ = _CASE_LAYERS[name]
         layer = next(layer for layer in suite(scale=0.5) if layer.name == layer_name)
         queue = cl.CommandQueue(cl.Context([caps.device()]))
-        options = dict(_variants(layer)).get(variant, {})
-        if variant == "tiled":
-            op, x = _tiled(queue, layer, 1, np.float32)
-        else:
-            op, x = prepare(queue, layer, **options)
+        op, x = prepare(queue, layer, **dict(_variants(layer))[variant])
         return {"queue": queue, "op": op, "x": x, "out": op.output_for(queue, x)}
 
     return setup
@@ -415,9 +378,9 @@ _SPECS += [
         "setup": _case_setup(name),
         "run": _case_run,
         "baseline": False,
-        "note": f"{layer} at half size, batch 1, {_WHERE[name]}, enqueue + finish",
+        "note": f"{layer} at half size, batch 1, {where}, enqueue + finish",
     }
-    for name, (layer, variant) in _CASE_LAYERS.items()
+    for name, (layer, _, where) in _CASE_LAYERS.items()
 ]
 CASES: list[Any] = [Case(**spec) for spec in _SPECS]
 

@@ -42,3 +42,15 @@ def aborts_natively(env) -> None:
     if env.path == "native":
         aborts(env)
     reports_its_target(env)
+
+
+def killed(env) -> None:
+    """Dies as the out-of-memory killer ends a process."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def hangs_at_exit(env) -> None:
+    """Passes, but leaves a non-daemon thread: the interpreter waits for it at exit."""
+    import threading
+
+    threading.Thread(target=time.sleep, args=(15,)).start()

@@ -79,6 +79,37 @@ def test_fallback_and_native_runs_each_path(pytester):
     result.stdout.fnmatch_lines(["*fallback*PASSED*"])
 
 
+@needs_device
+def test_the_fallback_is_forced_without_touching_the_environment(pytester):
+    """qcom_path forces the fallback with disabling(), not QCOM_EXT_DISABLE: the
+    library's own probe() calls in the test take it, os.environ stays as it was, and
+    nothing of it is left for the next test."""
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+        import qcom_ext
+
+        BEFORE = os.environ.get("QCOM_EXT_DISABLE")
+        NAME = "cl_qcom_bitreverse"
+
+        @pytest.mark.fallback_and_native(NAME)
+        def test_path(qcom_path, device_caps, request):
+            assert os.environ.get("QCOM_EXT_DISABLE") == BEFORE
+            seen = qcom_ext.probe(device_caps.device_id).path(NAME)
+            assert seen == qcom_path.path(NAME)
+            forced = request.node.callspec.params["qcom_path"] == "fallback"
+            assert (seen == "fallback") == forced
+
+        def test_after(device_caps):
+            assert qcom_ext.probe(device_caps.device_id).path(NAME) == device_caps.path(NAME)
+        """
+    )
+    result = pytester.runpytest("-v", "-rs", "-p", "no:cacheprovider")
+    own = sum(c.path("cl_qcom_bitreverse") not in ("fallback", "unavailable") for c in DEVICES)
+    result.assert_outcomes(passed=2 * len(DEVICES) + own, skipped=len(DEVICES) - own)
+
+
 def test_fallback_and_native_needs_the_fixture_and_one_name(pytester):
     pytester.makepyfile(
         """

@@ -299,11 +299,20 @@ def test_crashes_and_errors_become_verdicts_and_the_caller_survives(cache, trial
     assert caps.path("cl_qcom_onchip_global_memory") == "fallback"
     assert caps.path("cl_qcom_bitreverse") == "fallback"
     assert caps.path("cl_qcom_perf_hint") == "native"
-    # cached: a second verify and a plain application start no child process
+    # cached: a second verify tries again only what passed (a cache only downgrades: the
+    # known-broken ones need no child), and a plain application starts no child process
     assert verify.cache_path(caps).is_file()
-    monkeypatch.setattr(verify, "_child", lambda *a: pytest.fail("a child process was started"))
+    asked = []
+
+    def passes_again(spec, what, timeout):
+        asked.append(sorted(what))
+        return {name: caps.verdicts[name] for name in what}
+
+    monkeypatch.setattr(verify, "_child", passes_again)
     again = verify.verify(adreno740(" cl_khr_command_buffer"))
+    assert asked == [["cl_qcom_perf_hint"]]
     assert again.statuses == caps.statuses
+    monkeypatch.setattr(verify, "_child", lambda *a: pytest.fail("a child process was started"))
     assert verify.apply_cached(adreno740(" cl_khr_command_buffer")).statuses == caps.statuses
 
 

@@ -261,8 +261,9 @@ def probe(
 
     Cached trial verdicts (:mod:`qcom_ext.device.verdicts`) are applied: an advertised
     extension whose trial crashed or failed takes the path it would take without it.
-    ``verify=True`` first runs, in child processes, the trials that have no cached
-    verdict yet (once per device and process), so a driver crash cannot end the caller.
+    ``verify=True`` first runs, in child processes, the trial of every path not already
+    known broken (a cached ``ok`` spares none; once per device and process), so a driver
+    crash cannot end the caller.
     ``disabled`` names extensions to treat as disabled on top of ``QCOM_EXT_DISABLE``
     and of any :func:`disabling` block (Qualcomm names force their fallback, Khronos
     names drop that tier).

@@ -12,25 +12,39 @@ process first (:mod:`qcom_ext.tools.verify.runner`); each trial ends in a
 ``crashed``
     the child died (the signal is named: ``SIGSEGV``, ``SIGABRT`` ...);
 ``timed_out``
-    the trial did not finish within the time limit (the child is killed).
+    the trial did not finish within the time limit (the child is killed);
+``inconclusive``
+    the child was killed by ``SIGKILL``, the out-of-memory killer's signal: the
+    extension is not used in this process, but the verdict is not cached (the next
+    ``verify=True`` tries again), since memory pressure says nothing about the driver.
 
 Verdicts are cached as JSON under the cache root (``verify/``), keyed by platform,
 device name, driver version and qcom_ext version, so a new driver is tried again. A
 plain ``probe()`` reads that file when it exists (no child process) and applies it
 (:func:`apply_cached`): an extension whose trial did not pass takes the path it would
 take without it (:meth:`DeviceCaps.with_verdicts`), with the reason. The file is
-untrusted input: anything unreadable is no verdict, and an ``ok`` never grants a path.
+untrusted input: anything unreadable is no verdict, and a cache can only downgrade: a
+cached ``ok`` is neither applied nor a reason to skip a trial (:meth:`Verdict.lasting`).
+Writers hold a lock on ``<file>.lock`` over the read-merge-write (:func:`store_verdicts`),
+so concurrent processes keep each other's verdicts.
 
 >>> Verdict("cl_qcom_bitreverse", "the trial kernel", "crashed", "SIGSEGV").reason
 'the trial kernel crashed (SIGSEGV) in a child process'
+>>> killed = Verdict("cl_qcom_bitreverse", "the trial kernel", "inconclusive", "SIGKILL")
+>>> killed.broken, killed.lasting  # not used in this process, not cached
+(True, False)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +55,8 @@ from qcom_ext.device.caps import DeviceCaps
 __all__ = [
     "CACHE_NAME",
     "FORMAT",
+    "LASTING",
+    "LOCK_TIMEOUT",
     "OUTCOMES",
     "Verdict",
     "apply_cached",
@@ -53,7 +69,10 @@ __all__ = [
 
 CACHE_NAME = "verify"
 FORMAT = 1
-OUTCOMES = ("ok", "failed", "crashed", "timed_out")
+OUTCOMES = ("ok", "failed", "crashed", "timed_out", "inconclusive")
+#: The outcomes that mark an extension broken until its driver or qcom_ext changes.
+LASTING = ("failed", "crashed", "timed_out")
+LOCK_TIMEOUT = 10.0  # seconds to wait for another writer of the same verdict file
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,13 @@ class Verdict:
         return self.outcome != "ok"
 
     @property
+    def lasting(self) -> bool:
+        """True for a verdict that is cached and spares later trials: a known breakage
+        (``failed``, ``crashed``, ``timed_out``). An ``ok`` never grants a path and an
+        ``inconclusive`` holds for this process only."""
+        return self.outcome in LASTING
+
+    @property
     def reason(self) -> str:
         """One line for ``ExtensionStatus.reason`` (after ``"<ext> advertised, but "``)."""
         when = f" (verified {self.verified})" if self.verified else ""
@@ -95,6 +121,11 @@ class Verdict:
             return f"{self.trial} crashed ({self.detail}) in a child process{when}"
         if self.outcome == "timed_out":
             return f"{self.trial} did not finish within {self.detail} in a child process{when}"
+        if self.outcome == "inconclusive":
+            return (
+                f"{self.trial} was killed ({self.detail}, the out-of-memory killer's signal) "
+                f"in a child process{when}: inconclusive, not cached"
+            )
         return f"{self.trial} failed in a child process: {self.detail}{when}"
 
     def to_dict(self) -> dict[str, str]:
@@ -153,20 +184,67 @@ def cached_verdicts(caps: DeviceCaps) -> dict[str, Verdict]:
     return {name: v for name, v in verdicts.items() if v.extension == name}
 
 
+def _try_lock(handle: int) -> bool:
+    """One attempt at an exclusive lock on the open file ``handle``: True when taken."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: a byte-range lock on the file's first byte
+        import msvcrt
+
+        try:
+            msvcrt.locking(handle, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            return False
+        raise
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the writers' lock of verdict file ``path`` (``<path>.lock``, mode 0o600, in
+    the trusted cache directory): OSError when it cannot be made or is held by another
+    writer for over :data:`LOCK_TIMEOUT` s. Released when the block ends (or the
+    process dies: the lock is the open file's)."""
+    _cache_dir.check_dir(path.parent, create=True)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.open(path.with_suffix(".lock"), flags, 0o600)
+    try:
+        deadline = time.monotonic() + LOCK_TIMEOUT
+        while not _try_lock(handle):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    errno.ETIMEDOUT, f"another writer held the lock over {LOCK_TIMEOUT:g} s"
+                )
+            time.sleep(0.005)
+        yield
+    finally:
+        os.close(handle)
+
+
 def store_verdicts(caps: DeviceCaps, verdicts: Mapping[str, Verdict]) -> None:
-    """Add ``verdicts`` to the cached ones of ``caps``'s device and driver (atomically;
-    an unwritable cache warns once and stores nothing)."""
-    if not _cache_dir.cache_enabled():
+    """Add ``verdicts`` to the cached ones of ``caps``'s device and driver; an
+    ``inconclusive`` one is not stored. The read-merge-write holds the file's lock, so
+    concurrent writers keep each other's verdicts; the file is replaced atomically, so
+    readers see a whole one. An unwritable cache warns once and stores nothing."""
+    kept = {n: v for n, v in verdicts.items() if v.outcome != "inconclusive"}
+    if not kept or not _cache_dir.cache_enabled():
         return
     path = cache_path(caps)
-    merged = {**cached_verdicts(caps), **verdicts}
-    payload = {
-        "format": FORMAT,
-        "identity": identity(caps),
-        "verdicts": {n: v.to_dict() for n, v in sorted(merged.items())},
-    }
     try:
-        _cache_dir.write_atomically(path, json.dumps(payload, indent=1).encode())
+        with _locked(path):
+            merged = {**cached_verdicts(caps), **kept}
+            payload = {
+                "format": FORMAT,
+                "identity": identity(caps),
+                "verdicts": {n: v.to_dict() for n, v in sorted(merged.items())},
+            }
+            _cache_dir.write_atomically(path, json.dumps(payload, indent=1).encode())
     except OSError as exc:
         _cache_dir.unwritable("trial verdict", path, exc)
 
@@ -176,8 +254,13 @@ _parent_verdicts: dict[str, Verdict] | None = None
 
 
 def apply_cached(caps: DeviceCaps) -> DeviceCaps:
-    """``caps`` with the cached verdicts applied (what a plain ``probe()`` returns)."""
-    verdicts = _parent_verdicts if _parent_verdicts is not None else cached_verdicts(caps)
+    """``caps`` with the cached verdicts that mark an extension broken applied (what a
+    plain ``probe()`` returns): a cache can only downgrade, so a cached ``ok`` (stale or
+    forged) is not applied. In a trial child: the parent's verdicts, as they are."""
+    if _parent_verdicts is not None:
+        verdicts = _parent_verdicts
+    else:
+        verdicts = {n: v for n, v in cached_verdicts(caps).items() if v.lasting}
     return caps.with_verdicts(verdicts) if verdicts else caps
 
 

@@ -13,8 +13,9 @@ Installed with qcom_ext (entry point ``pytest11``), so a project's tests just us
     run only on devices that advertise the extension; a clear skip elsewhere.
 ``@pytest.mark.fallback_and_native("cl_qcom_...")`` with the ``qcom_path`` fixture
     run the test once per path: ``native`` (the device's own native or Khronos path,
-    skipped where the device has neither) and ``fallback`` (forced through
-    ``QCOM_EXT_DISABLE``); ``qcom_path`` is the DeviceCaps probed under that setting.
+    skipped where the device has neither) and ``fallback`` (forced with
+    ``probe(disabled=...)`` and a ``disabling()`` block around the test, never through the
+    environment); ``qcom_path`` is the DeviceCaps probed under that setting.
 
 The report header lists each device's probe summary. Example test module::
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -221,21 +223,24 @@ def cl_queue(cl_context: Any) -> Any:
 
 
 @pytest.fixture
-def qcom_path(
-    request: pytest.FixtureRequest, device_caps: Any, monkeypatch: pytest.MonkeyPatch
-) -> Any:
-    """DeviceCaps under the path this instance runs (``fallback_and_native`` marker)."""
-    import qcom_ext
-    from qcom_ext.device.caps import DISABLE_ENV
+def qcom_path(request: pytest.FixtureRequest, device_caps: Any) -> Iterator[Any]:
+    """DeviceCaps under the path this instance runs (``fallback_and_native`` marker).
+
+    The fallback instance runs inside ``disabling(name)``
+    (:func:`qcom_ext.device.probe.disabling`): every ``probe()`` of the test's thread, the
+    library's own included, takes the fallback; the environment, other threads and child
+    processes are left alone, and the block ends with the test.
+    """
+    from qcom_ext.device.probe import disabling, probe
 
     (name,) = request.node.get_closest_marker("fallback_and_native").args
     if request.param == "native":
         if device_caps.path(name) in ("fallback", "unavailable"):
             pytest.skip(f"{device_caps.label} has no native or Khronos path for {name}")
-        return device_caps
-    current = os.environ.get(DISABLE_ENV, "")
-    monkeypatch.setenv(DISABLE_ENV, f"{current},{name}" if current else name)
-    caps = qcom_ext.probe(device_caps.device_id)
+        yield device_caps
+        return
+    caps = probe(device_caps.device_id, disabled=[name])
     if caps.path(name) != "fallback":
         pytest.skip(f"{name} has no portable fallback on {device_caps.label}: {caps.path(name)}")
-    return caps
+    with disabling([name]):
+        yield caps

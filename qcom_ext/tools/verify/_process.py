@@ -4,10 +4,21 @@ The child (``python -m qcom_ext.tools.verify.child``) reads the spec on stdin an
 on stdout, ``qcom_ext-trial: begin <ext>`` before a trial and ``qcom_ext-trial: end <ext>
 <json>`` after it; its stderr is kept (the end becomes a verdict's ``log``). A ``begin``
 without its ``end`` is the trial that killed the child (the exit status names the
-signal) or hung (killed after the time limit).
+signal; ``SIGKILL``, the out-of-memory killer's signal, is ``inconclusive``, not a
+crash) or hung.
+
+Every wait is bounded by the caller's ``timeout``: for the first line, from each line to
+the next, and for the exit once the report pipe closes. On expiry the child's process
+group is killed (the child runs in a session of its own) and the verdicts already
+received are kept; the trial begun and not ended is ``timed_out``. Anything on the
+report pipe that is not the protocol is a :class:`TrialProtocolError` naming it.
 
 >>> signal_name(-11), signal_name(3), signal_name(0xC0000005)
 ('SIGSEGV', 'exit status 3', 'exit status 0xc0000005')
+>>> end_fields('{"outcome": "failed", "detail": "CL_INVALID_VALUE"}')
+('failed', 'CL_INVALID_VALUE', '')
+>>> end_fields('{"outcome": "ok"}') is None  # no detail: not an end report
+True
 """
 
 from __future__ import annotations
@@ -16,24 +27,44 @@ import collections
 import contextlib
 import datetime
 import json
+import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qcom_ext.device.verdicts import Verdict
 from qcom_ext.errors import QcomExtError
 
-__all__ = ["DEFAULT_TIMEOUT", "PROTOCOL", "STARTUP_TIMEOUT", "run_child", "signal_name"]
+__all__ = [
+    "CHILD_COMMAND",
+    "DEFAULT_TIMEOUT",
+    "PROTOCOL",
+    "TrialProtocolError",
+    "end_fields",
+    "run_child",
+    "signal_name",
+]
 
-DEFAULT_TIMEOUT = 60.0  # seconds per trial
-STARTUP_TIMEOUT = 120.0  # seconds for the child to import qcom_ext and find the device
+DEFAULT_TIMEOUT = 60.0  # seconds: for the child's first line, each trial and its exit
 PROTOCOL = "qcom_ext-trial:"
+CHILD_COMMAND = (sys.executable, "-m", "qcom_ext.tools.verify.child")
+_REPORTED = ("ok", "failed")  # what a child may report; it cannot judge its own death
 _LOG_TAIL = 4000
+_SHOWN = 200  # characters of a garbage line an error quotes
+_MAX_LINE = 1 << 20  # bytes read per line: a longer one is cut (and its rest is garbage)
+_REAP = 5.0  # seconds to reap a killed child, or to let a reader thread finish
+_POSIX = os.name == "posix"
+
+
+class TrialProtocolError(QcomExtError):
+    """The trial child's report pipe carried something else than the protocol (not
+    JSON, JSON of the wrong shape, missing keys, an end without its begin): the message
+    quotes what came, truncated. The child is killed; it is no verdict on any
+    extension."""
 
 
 def signal_name(status: int) -> str:
@@ -52,23 +83,69 @@ def _today() -> str:
     return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
+def end_fields(payload: str) -> tuple[str, str, str] | None:
+    """``(outcome, detail, log)`` of an end report's JSON, None when it is not one: an
+    object with ``outcome`` ``"ok"`` or ``"failed"``, a string ``detail`` and perhaps a
+    string ``log``."""
+    try:
+        result = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(result, dict):
+        return None
+    outcome, detail, log = result.get("outcome"), result.get("detail"), result.get("log", "")
+    if outcome not in _REPORTED or not (isinstance(detail, str) and isinstance(log, str)):
+        return None
+    return outcome, detail, log
+
+
+def _json_string(text: str) -> str | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
+
+
 def _pump(stream: Any, sink: Callable[[str | None], None]) -> None:
-    for raw in iter(stream.readline, b""):
+    for raw in iter(lambda: stream.readline(_MAX_LINE), b""):
         sink(raw.decode("utf-8", errors="replace").rstrip("\n"))
     sink(None)
+
+
+def _send(stream: Any, data: bytes) -> None:
+    """Write the spec and close the child's stdin (a dead or stuck child: nothing)."""
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            stream.write(data)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
 
 
 class _Child:
     """The child process, its report lines (a queue) and the tail of its stderr."""
 
-    def __init__(self, what: Mapping[str, str], timeout: float, env: dict[str, str]) -> None:
+    def __init__(
+        self, what: Mapping[str, str], timeout: float, env: dict[str, str], command: Sequence[str]
+    ) -> None:
         self.what, self.timeout = what, timeout
+        group: dict[str, Any] = (
+            {"start_new_session": True}
+            if _POSIX
+            else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+        )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "qcom_ext.tools.verify.child"],
+            list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            **group,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.errors: collections.deque[str] = collections.deque(maxlen=200)
@@ -92,63 +169,86 @@ class _Child:
         return Verdict(name, self.what[name], outcome, detail, _today(), text or self.log())
 
     def send(self, spec: dict[str, Any]) -> None:
-        with contextlib.suppress(OSError):  # a child that died at once: reported later
-            self.proc.stdin.write(json.dumps(spec).encode())  # type: ignore[union-attr]
-            self.proc.stdin.close()  # type: ignore[union-attr]
+        """Hand the spec over in a thread: a child that never reads it (a spec larger
+        than the pipe's buffer) cannot block the caller."""
+        data = json.dumps(spec).encode()
+        threading.Thread(target=_send, args=(self.proc.stdin, data), daemon=True).start()
 
     def read(self) -> dict[str, Verdict]:
-        """Follow the reports until the child ends, or a trial outlives its time."""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
+        """Follow the reports until the child ends, or no line comes within the timeout."""
         while True:
             try:
-                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = self.lines.get(timeout=self.timeout)
             except queue.Empty:
                 return self._hung()
             if line is None:
                 return self._ended()
-            if line.startswith(PROTOCOL) and self._report(line[len(PROTOCOL) :].strip()):
-                deadline = time.monotonic() + self.timeout
+            self._report(line)
 
-    def _report(self, text: str) -> bool:
-        """Take one report line; True when a trial began or ended (its clock restarts)."""
+    def _report(self, line: str) -> None:
+        """Take one report line: a trial begun, a trial's end, or the child's setup
+        error; anything else is a :class:`TrialProtocolError`."""
+        text = line[len(PROTOCOL) :].strip() if line.startswith(PROTOCOL) else ""
         kind, _, rest = text.partition(" ")
-        if kind == "begin":
-            self.current = rest.strip()
-        elif kind == "end":
+        if kind == "begin" and self.current is None and rest in self.what:
+            self.current = rest
+            return
+        if kind == "end" and self.current is not None:
             name, _, payload = rest.partition(" ")
-            result = json.loads(payload)
-            self.verdicts[name] = self.verdict(
-                name, result["outcome"], result["detail"], result.get("log", "")
-            )
-            self.current = None
-        elif kind == "setup-error":
-            self.proc.wait()
+            fields = end_fields(payload) if name == self.current else None
+            if fields is not None:
+                self.verdicts[name] = self.verdict(name, *fields)
+                self.current = None
+                return
+        if kind == "setup-error" and _json_string(rest) is not None:
             raise QcomExtError(
-                f"the trial child process could not start the trials: {json.loads(rest)}"
+                f"the trial child process could not start the trials: {_json_string(rest)}"
             )
-        return kind in ("begin", "end")
-
-    def _hung(self) -> dict[str, Verdict]:
-        self.proc.kill()
-        self.proc.wait()
-        if self.current is None:
-            raise QcomExtError(
-                f"the trial child process gave no sign within {STARTUP_TIMEOUT:g} s "
-                f"(stderr: {self.log()[-500:]!r})"
-            )
-        self.verdicts[self.current] = self.verdict(
-            self.current, "timed_out", f"{self.timeout:g} s"
+        raise TrialProtocolError(
+            f"the trial child process sent {_shown(line)} on its report pipe: not the "
+            f"protocol ('{PROTOCOL} begin <ext>', then 'end <ext> <json>'); "
+            f"stderr: {self.log()[-200:]!r}"
         )
-        return self.verdicts
 
-    def _ended(self) -> dict[str, Verdict]:
-        status = self.proc.wait()
-        for reader in self.readers:
-            reader.join(timeout=5)
+    def _timed_out(self) -> dict[str, Verdict]:
+        """The timeout passed: the child's group is killed, the trial begun timed out and
+        the verdicts received stand (none at all: a QcomExtError)."""
+        self._kill()
         if self.current is not None:
             self.verdicts[self.current] = self.verdict(
-                self.current, "crashed", signal_name(status)
+                self.current, "timed_out", f"{self.timeout:g} s"
             )
+        elif not self.verdicts:
+            raise QcomExtError(
+                f"the trial child process gave no sign within {self.timeout:g} s "
+                f"(stderr: {self.log()[-500:]!r})"
+            )
+        return self.verdicts
+
+    def _hung(self) -> dict[str, Verdict]:
+        """No line within the timeout. A child that has ended (another process still
+        holds its pipe) died; else it hangs."""
+        if self.proc.poll() is not None:
+            self._kill()  # whatever holds the pipe in its group
+            return self._died(self.proc.returncode)
+        return self._timed_out()
+
+    def _ended(self) -> dict[str, Verdict]:
+        """The report pipe closed: the child's exit, waited on for the timeout at most,
+        names a crash."""
+        try:
+            status = self.proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:  # hangs at exit
+            return self._timed_out()
+        return self._died(status)
+
+    def _died(self, status: int) -> dict[str, Verdict]:
+        for reader in self.readers:  # the end of stderr, for the log
+            reader.join(timeout=1)
+        if self.current is not None:
+            killed = _POSIX and status == -signal.SIGKILL  # the out-of-memory killer's
+            outcome = "inconclusive" if killed else "crashed"
+            self.verdicts[self.current] = self.verdict(self.current, outcome, signal_name(status))
         elif not self.verdicts:
             raise QcomExtError(
                 f"the trial child process ended ({signal_name(status)}) "
@@ -156,21 +256,39 @@ class _Child:
             )
         return self.verdicts
 
+    def _kill(self) -> None:
+        """Kill the child's process group (on Windows the child) and reap the child."""
+        with contextlib.suppress(OSError):
+            if _POSIX:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=_REAP)
+
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
+        if self.proc.returncode is None:
+            self._kill()
+        for reader, stream in zip(self.readers, (self.proc.stdout, self.proc.stderr), strict=True):
+            reader.join(timeout=1)
+            if not reader.is_alive():  # closing under a blocked reader would block here
+                with contextlib.suppress(OSError):
+                    stream.close()  # type: ignore[union-attr]
 
 
 def run_child(
-    spec: dict[str, Any], what: Mapping[str, str], timeout: float, env: dict[str, str]
+    spec: dict[str, Any],
+    what: Mapping[str, str],
+    timeout: float,
+    env: dict[str, str],
+    *,
+    command: Sequence[str] = CHILD_COMMAND,
 ) -> dict[str, Verdict]:
-    """Start a child on ``spec`` (``what``: extension -> the trial's name in reasons) and
-    return the verdicts it gave: every trial's, up to the one that crashed or hung."""
-    child = _Child(what, timeout, env)
+    """Start a child (``command``: the trial child; tests pass stand-ins) on ``spec``
+    (``what``: extension -> the trial's name in reasons) and return the verdicts it gave:
+    every trial's, up to the one that crashed or hung. Raises :class:`QcomExtError` when
+    it gave none (:class:`TrialProtocolError` for garbage on its pipe)."""
+    child = _Child(what, timeout, env, command)
     try:
         child.send(spec)
         return child.read()

@@ -144,7 +144,8 @@ def main() -> int:
     report = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # driver and kernel output goes to stderr, never into the report
     sys.stdout = sys.stderr
-    return run(json.load(sys.stdin), report)
+    with report:  # closed once the trials are done: the parent then waits for the exit
+        return run(json.load(sys.stdin), report)
 
 
 if __name__ == "__main__":

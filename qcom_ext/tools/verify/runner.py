@@ -41,7 +41,7 @@ from qcom_ext.device.verdicts import (
 )
 from qcom_ext.errors import ConfigError, QcomExtError
 from qcom_ext.tools.selftest import _registry
-from qcom_ext.tools.verify._process import DEFAULT_TIMEOUT, run_child
+from qcom_ext.tools.verify._process import DEFAULT_TIMEOUT, TrialProtocolError, run_child
 
 __all__ = [
     "CACHE_NAME",
@@ -49,6 +49,7 @@ __all__ = [
     "FORMAT",
     "OUTCOMES",
     "Trial",
+    "TrialProtocolError",
     "Verdict",
     "apply_cached",
     "cache_path",
@@ -92,16 +93,22 @@ def trials_needed(caps: DeviceCaps) -> list[tuple[Trial, str, str]]:
 def verify(
     caps: DeviceCaps, *, force: bool = False, timeout: float = DEFAULT_TIMEOUT
 ) -> DeviceCaps:
-    """Run, in child processes, the trials of every path ``caps`` would use that has no
-    cached verdict (all of them with ``force``), cache the verdicts and return ``caps``
-    with them applied. A downgrade can bring a Khronos tier into use; its trial runs too.
+    """Run, in child processes, the trial of every path ``caps`` would use that is not
+    already known broken (every one with ``force``), cache the verdicts and return
+    ``caps`` with them applied. A cache only downgrades: a cached ``failed``, ``crashed``
+    or ``timed_out`` spares its trial, a cached ``ok`` never does. A downgrade can bring
+    a Khronos tier into use; its trial runs too. ``timeout`` bounds every wait on a
+    child: for its first report, for each trial, and for its exit.
 
     Raises :class:`~qcom_ext.ConfigError` when a trial needs the device but the report
-    was not read from one a child process can find (``DeviceCaps.from_info``).
+    was not read from one a child process can find (``DeviceCaps.from_info``), and
+    :class:`TrialProtocolError` when a child's report pipe carries anything else than
+    the protocol.
     """
     if not timeout > 0:
         raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    verdicts = {} if force else cached_verdicts(caps)
+    cached = {} if force else cached_verdicts(caps)
+    verdicts = {name: v for name, v in cached.items() if v.lasting}
     current = caps.with_verdicts(verdicts)
     while True:
         needed = [item for item in trials_needed(current) if item[0].extension not in verdicts]
@@ -181,6 +188,8 @@ def _run(
         }
         what = {t.extension: t.what for t, _, _ in pending}
         got = _child(spec, what, timeout)
+        if not got:  # no progress: a fresh child would do the same
+            raise QcomExtError(f"a trial child process ended without a verdict on {list(what)}")
         verdicts.update(got)
         pending = [item for item in pending if item[0].extension not in verdicts]
     return verdicts

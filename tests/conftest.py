@@ -26,17 +26,18 @@ def _program_cache_in_a_temporary_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def stand_ins(monkeypatch):
-    """``stand_ins(module, "_wrap_x", ...)``: those wrappers return ``_fakes.Stand`` objects
-    for fake handles; the probe cache (keyed by handle) is forgotten before and after and
-    QCOM_EXT_DISABLE is cleared (tests that want it set it)."""
-    from _fakes import Stand
+def fake_cl_objects(monkeypatch):
+    """``fake_cl_objects(module, "_wrap_x", ...)``: those wrappers return
+    ``fakes.driver.FakeCLObject`` objects for fake handles; the probe cache (keyed by
+    handle) is forgotten before and after and QCOM_EXT_DISABLE is cleared (tests that want
+    it set it)."""
+    from fakes.driver import FakeCLObject
 
     from qcom_ext.device.probe import clear_cache
 
     def use(module, *names: str) -> None:
         for name in names:
-            monkeypatch.setattr(module, name, Stand)
+            monkeypatch.setattr(module, name, FakeCLObject)
 
     clear_cache()
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)

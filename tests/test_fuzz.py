@@ -29,10 +29,10 @@ from types import SimpleNamespace
 import fuzz_oracles as oracle
 import numpy as np
 import pytest
-from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 from conftest import default_building_context
 from conv_reference import assert_close
 from conv_reference import conv2d as conv2d_reference
+from fakes.driver import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp

@@ -1,19 +1,38 @@
 """The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin):
 ``device_caps`` / ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context`` over
-every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here.
+every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here;
+the test doubles live in tests/fakes/.
+
+Two suite-wide rules are set here:
+
+* hypothesis profiles: ``ci`` (derandomized: every run draws the same examples, so a CI
+  machine's kernel caches are reused and a failure reproduces) is loaded when ``CI`` is
+  set, ``dev`` (random draws) otherwise; ``--hypothesis-profile`` overrides either;
+* the time budget (tests/time_budget.py, a plugin): a test slower than ``test_budget_s``
+  (pyproject.toml), counting its setup and teardown, fails, and the run ends with a list
+  of its slowest tests.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from qcom_ext.tools.pytest_plugin import selected_devices
 
+pytest_plugins = ["time_budget"]
+
 DATA = Path(__file__).parent / "data"
 DEVICES = selected_devices()  # the devices the plugin parametrizes over
+
+# Loaded before any test module builds its own settings, which inherit from the profile.
+settings.register_profile("dev")  # hypothesis's defaults: new random draws each run
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev")
 
 
 @pytest.fixture(autouse=True, scope="session")

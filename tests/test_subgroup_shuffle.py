@@ -306,6 +306,7 @@ def shape_id(shape: tuple) -> str:
     return f"{type_name}-size{size}-local{'x'.join(map(str, local))}"
 
 
+@pytest.mark.slow  # a program build and a kernel compile a shape: 5 to 15 s cold
 @pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 def test_shuffles_match_model(shuffle_path, shape):
     caps = shuffle_path

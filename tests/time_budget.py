@@ -109,6 +109,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if not times:
         return
     budget = config.stash[_BUDGET]
-    terminalreporter.write_sep("-", f"slowest tests (budget {budget:g} s, 0: none)")
+    limit = f"budget {budget:g} s" if budget else "no budget"
+    terminalreporter.write_sep("-", f"slowest tests ({limit}, setup and teardown included)")
     for wall, cpu, nodeid in sorted(times, reverse=True)[:5]:
         terminalreporter.write_line(f"{wall:7.1f} s {cpu:7.1f} CPU-s  {nodeid}")

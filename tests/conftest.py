@@ -1,19 +1,38 @@
 """The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin):
 ``device_caps`` / ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context`` over
-every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here.
+every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here;
+the test doubles live in tests/fakes/.
+
+Two suite-wide rules are set here:
+
+* hypothesis profiles: ``ci`` (derandomized: every run draws the same examples, so a CI
+  machine's kernel caches are reused and a failure reproduces) is loaded when ``CI`` is
+  set, ``dev`` (random draws) otherwise; ``--hypothesis-profile`` overrides either;
+* the time budget (tests/time_budget.py, a plugin): a test slower than ``test_budget_s``
+  (pyproject.toml), counting its setup and teardown, fails, and the run ends with a list
+  of its slowest tests.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from qcom_ext.tools.pytest_plugin import selected_devices
 
+pytest_plugins = ["time_budget"]
+
 DATA = Path(__file__).parent / "data"
 DEVICES = selected_devices()  # the devices the plugin parametrizes over
+
+# Loaded before any test module builds its own settings, which inherit from the profile.
+settings.register_profile("dev")  # hypothesis's defaults: new random draws each run
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -26,17 +45,18 @@ def _program_cache_in_a_temporary_dir(tmp_path_factory):
 
 
 @pytest.fixture
-def stand_ins(monkeypatch):
-    """``stand_ins(module, "_wrap_x", ...)``: those wrappers return ``_fakes.Stand`` objects
-    for fake handles; the probe cache (keyed by handle) is forgotten before and after and
-    QCOM_EXT_DISABLE is cleared (tests that want it set it)."""
-    from _fakes import Stand
+def fake_cl_objects(monkeypatch):
+    """``fake_cl_objects(module, "_wrap_x", ...)``: those wrappers return
+    ``fakes.driver.FakeCLObject`` objects for fake handles; the probe cache (keyed by
+    handle) is forgotten before and after and QCOM_EXT_DISABLE is cleared (tests that want
+    it set it)."""
+    from fakes.driver import FakeCLObject
 
     from qcom_ext.device.probe import clear_cache
 
     def use(module, *names: str) -> None:
         for name in names:
-            monkeypatch.setattr(module, name, Stand)
+            monkeypatch.setattr(module, name, FakeCLObject)
 
     clear_cache()
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)

@@ -1,4 +1,4 @@
-"""Oracles of tests/test_fuzz.py: which inputs are valid, and what they must give.
+"""Oracles of tests/test_fuzz_*.py: which inputs are valid, and what they must give.
 
 Each is written from the documented rule or the specification, not from qcom_ext's code:
 the OpenCL 3.0 image-format table, the weight-image rules of

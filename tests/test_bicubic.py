@@ -14,8 +14,16 @@ import warnings
 import numpy as np
 import pyopencl as cl
 import pytest
-from _fakes import DEVICE, Stand, addr, adreno740_device_info, cstr, fake_driver, platform_info
 from compat_helpers import preprocess, whole
+from fakes.driver import (
+    DEVICE,
+    FakeCLObject,
+    addr,
+    adreno740_device_info,
+    cstr,
+    fake_driver,
+    platform_info,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -362,8 +370,8 @@ CTX, SAMPLER = 0xC0, 0x5A
 
 
 @pytest.fixture
-def fake_adreno(stand_ins):
-    stand_ins(sampler_module, "_wrap_sampler")
+def fake_adreno(fake_cl_objects):
+    fake_cl_objects(sampler_module, "_wrap_sampler")
 
 
 def context_info(ctx, param, size, value, size_ret):
@@ -411,7 +419,7 @@ def test_native_sampler_is_created_with_the_bicubic_token(
         warnings.simplefilter("error", QcomExtWarning)  # native: no warning
         with fake_block(calls):
             made = qcom_ext.create_sampler(
-                Stand(CTX), normalized=normalized, addressing=addressing
+                FakeCLObject(CTX), normalized=normalized, addressing=addressing
             )
     assert made.int_ptr == SAMPLER
     assert calls == [("clCreateSampler", CTX, int(normalized), token, 0x411C)]
@@ -421,7 +429,7 @@ def test_native_sampler_is_created_with_the_bicubic_token(
 def test_native_refusal_is_a_cl_error(fake_adreno):
     calls: list = []
     with fake_block(calls, status=C.CL_INVALID_VALUE), pytest.raises(CLError) as info:
-        qcom_ext.create_sampler(Stand(CTX), normalized=False, addressing="clamp")
+        qcom_ext.create_sampler(FakeCLObject(CTX), normalized=False, addressing="clamp")
     assert "clCreateSampler failed: CL_INVALID_VALUE" in str(info.value)
     assert "addressing=CL_ADDRESS_CLAMP, filter=CL_FILTER_BICUBIC_QCOM" in str(info.value)
     assert [c[0] for c in calls] == ["clCreateSampler"]
@@ -435,7 +443,7 @@ def test_native_sampler_is_released_when_wrapping_fails(fake_adreno, monkeypatch
     monkeypatch.setattr(sampler_module, "_wrap_sampler", broken)
     calls: list = []
     with fake_block(calls), pytest.raises(RuntimeError, match="wrapping failed"):
-        qcom_ext.create_sampler(Stand(CTX), normalized=True, addressing="clamp")
+        qcom_ext.create_sampler(FakeCLObject(CTX), normalized=True, addressing="clamp")
     assert calls[-1] == ("clReleaseSampler", SAMPLER)
 
 
@@ -446,4 +454,4 @@ def test_no_images_no_bicubic(fake_adreno):
     info[0x1016] = struct.pack("<I", 0)  # CL_DEVICE_IMAGE_SUPPORT
     unavailable = pytest.raises(ExtensionUnavailable, match="CL_DEVICE_IMAGE_SUPPORT is 0")
     with fake_block([], info=info), unavailable:
-        qcom_ext.create_sampler(Stand(CTX), normalized=True, addressing="clamp")
+        qcom_ext.create_sampler(FakeCLObject(CTX), normalized=True, addressing="clamp")

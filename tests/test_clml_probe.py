@@ -1,11 +1,11 @@
 """probe() reports the CLML (cl_qcom_ml_ops) interface versions through
-clQueryMLInterfaceVersionsQCOM, marshalled through cffi callbacks (tests/_fakes.py)."""
+clQueryMLInterfaceVersionsQCOM, marshalled through cffi callbacks (tests/fakes/driver.py)."""
 
 from __future__ import annotations
 
 import json
 
-from _fakes import (
+from fakes.driver import (
     DEVICE,
     adreno740_device_info,
     cstr,

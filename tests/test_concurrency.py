@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pytest
-from recording_helpers import FakeRecordingDriver, native_caps
+from fakes.recording import FakeRecordingDriver, native_caps
 
 import qcom_ext
 import qcom_ext.ext.context as context_module
@@ -223,7 +223,7 @@ def recording_path(request, monkeypatch, device_caps):
         monkeypatch.setenv("QCOM_EXT_DISABLE", "cl_qcom_recordable_queues")
     elif request.param == "native":
         monkeypatch.setattr(recording_module, "probe", lambda device: native_caps(device_caps))
-        with FakeRecordingDriver().substitute():
+        with FakeRecordingDriver():
             yield request.param
         return
     yield request.param

@@ -1,6 +1,6 @@
 """The native paths of create_context / create_queue / set_perf_hint on a fake Adreno.
 
-cffi callbacks stand in for the driver (tests/_fakes.py): the info queries present an
+cffi callbacks stand in for the driver (tests/fakes/driver.py): the info queries present an
 Adreno 740 (or a device with the Khronos queue hints), and clCreateContext,
 clCreateCommandQueue(WithProperties), clSetPerfHintQCOM and the release calls record
 exactly what reaches them. The handles they return are fake, so the step that wraps a
@@ -15,7 +15,15 @@ import sys
 import warnings
 
 import pytest
-from _fakes import DEVICE, PLATFORM, addr, adreno740_device_info, cstr, fake_driver, platform_info
+from fakes.driver import (
+    DEVICE,
+    PLATFORM,
+    addr,
+    adreno740_device_info,
+    cstr,
+    fake_driver,
+    platform_info,
+)
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ContextInfo, QcomExtWarning
@@ -114,8 +122,8 @@ class FakeCL:
 
 
 @pytest.fixture(autouse=True)
-def fake_wrapping(stand_ins):
-    stand_ins(context_module, "_wrap_context", "_wrap_queue")
+def fake_wrapping(fake_cl_objects):
+    fake_cl_objects(context_module, "_wrap_context", "_wrap_queue")
 
 
 def quiet_create(**kwargs):

@@ -1,8 +1,8 @@
 """Fault injection: each documented error code of each driver entry point qcom_ext calls.
 
-A real pocl device claims the Qualcomm extensions (tests/_claiming.py) and cffi callbacks
+A real pocl device claims the Qualcomm extensions (tests/fakes/claiming.py) and cffi callbacks
 stand in for the entry points: they make real objects through the real driver, recorded
-in a :class:`_ledger.Ledger`, or fake recordings (tests/recording_helpers.py). Each case
+in a :class:`fakes.ledger.Ledger`, or fake recordings (tests/fakes/recording.py). Each case
 arms one fault on one entry point and makes the public call that reaches it:
 
 * ``error``: the entry point returns (or writes to ``errcode_ret``) one code that its
@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pytest
-from _claiming import claiming, u32, u64
-from _fakes import ml_versions_query
-from _ledger import Ledger
 from conftest import DEVICES
-from recording_helpers import FakeRecordingDriver
+from fakes.claiming import claiming
+from fakes.driver import ml_versions_query, u32, u64
+from fakes.ledger import Ledger
+from fakes.recording import FakeRecordingDriver
 
 import qcom_ext
 from qcom_ext import (
@@ -253,7 +253,7 @@ INFO = {
 }
 
 
-class StandIns:
+class LedgerDriver:
     """Entry points that make real objects (recorded in the ledger) or answer queries;
     recordings go through :class:`FakeRecordingDriver`, which replays for real."""
 
@@ -273,7 +273,7 @@ class StandIns:
             )
         }
 
-    def entry_points(self) -> dict[str, Callable[..., Any]]:
+    def substitutes(self) -> dict[str, Callable[..., Any]]:
         r = self.recordings
         return {
             "clCreateContext": self.create_context,
@@ -438,7 +438,7 @@ class Env:
     kernel: cl.Kernel
     ledger: Ledger
     faults: Faults
-    stand_ins: StandIns
+    fake: LedgerDriver
     monkeypatch: pytest.MonkeyPatch
     code: int = 0  # the code of the case under test
 
@@ -448,10 +448,10 @@ class Env:
 
     @contextlib.contextmanager
     def native(self, claims: tuple[str, ...]) -> Iterator[None]:
-        observers = self.stand_ins.observers()
+        observers = self.fake.observers()
         wrapped = {
             name: self.faults.wrap(name, impl, observers.get(name))
-            for name, impl in self.stand_ins.entry_points().items()
+            for name, impl in self.fake.substitutes().items()
         }
         with claiming(self.caps.device_id, extensions=claims, info=INFO, **wrapped):
             yield
@@ -470,7 +470,14 @@ def env(shared, monkeypatch):
     context, queue, kernel = shared
     ledger = Ledger()
     yield Env(
-        DEVICE, context, queue, kernel, ledger, Faults(), StandIns(ledger, context), monkeypatch
+        DEVICE,
+        context,
+        queue,
+        kernel,
+        ledger,
+        Faults(),
+        LedgerDriver(ledger, context),
+        monkeypatch,
     )
     queue.finish()
     ledger.close()
@@ -634,7 +641,7 @@ def _failed_replay(env: Env):
     yield lambda: rec.replay(env.queue, args={(0, 1): np.int32(5)})
     assert rec._state == "ready"
     rec.replay(env.queue).wait()  # it still replays, sending the failed update back
-    assert env.stand_ins.recordings.replays[-1]["values"] == {(0, 1): struct.pack("<i", 1)}
+    assert env.fake.recordings.replays[-1]["values"] == {(0, 1): struct.pack("<i", 1)}
     rec.release()
     yield
 

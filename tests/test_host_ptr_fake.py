@@ -1,6 +1,6 @@
 """The native import paths (cl_qcom_*_host_ptr) on a fake Adreno driver.
 
-cffi callbacks stand in for clCreateBuffer / clCreateImage (tests/_memfakes.py) and
+cffi callbacks stand in for clCreateBuffer / clCreateImage (tests/fakes/memory.py) and
 check what reaches the driver: the flags, the size, and the bytes of every
 cl_mem_*_host_ptr struct against the LP64 layouts of qcom-extensions.md section 14.
 A memfd stands in for the dma-buf / ION fd, so the host mapping the struct points at is
@@ -15,7 +15,7 @@ import struct
 import sys
 
 import pytest
-from _memfakes import STRUCT_SIZES, FakeContext, FakeMemDriver, ext_host_ptr, use_ext_flags
+from fakes.memory import STRUCT_SIZES, FakeContext, FakeMemDriver, ext_host_ptr, use_ext_flags
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable
@@ -42,8 +42,8 @@ ION, AHB, ANB = (
 
 
 @pytest.fixture(autouse=True)
-def fake_wrapping(stand_ins):
-    stand_ins(memobj, "wrap")
+def fake_wrapping(fake_cl_objects):
+    fake_cl_objects(memobj, "wrap")
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The native and Khronos paths of buffer_from_image / image_with_buffer, byte for byte.
 
-A real device claims the extensions (tests/_claiming.py). cffi callbacks stand in for
+A real device claims the extensions (tests/fakes/claiming.py). cffi callbacks stand in for
 clCreateBufferFromImageQCOM and clGetDeviceImageInfoQCOM (native), or clCreateBuffer
 and clCreateImage (cl_khr_image2d_from_buffer): they record exactly what reaches them
 and hand back real objects made by the real driver, so everything after the call
@@ -17,8 +17,9 @@ import warnings
 import numpy as np
 import pyopencl as cl
 import pytest
-from _claiming import addr, claiming, real, u32
 from conftest import DEVICES
+from fakes.claiming import claiming, real
+from fakes.driver import addr, u32
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, QcomExtWarning, buffer_from_image, image_with_buffer

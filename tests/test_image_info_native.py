@@ -1,6 +1,6 @@
 """query_image_info's native path: what reaches clQueryImageInfoQCOM, byte for byte.
 
-A real device claims cl_qcom_extended_query_image_info (tests/_claiming.py) and a cffi
+A real device claims cl_qcom_extended_query_image_info (tests/fakes/claiming.py) and a cffi
 callback stands in for clQueryImageInfoQCOM: it records the device, flags, the raw
 cl_image_format and cl_image_desc bytes and the param_name, and answers from a table
 in the widths a driver may use (size_t or cl_uint).
@@ -13,8 +13,9 @@ import sys
 import warnings
 
 import pytest
-from _claiming import addr, claiming
 from conftest import DEVICES
+from fakes.claiming import claiming
+from fakes.driver import addr
 
 from qcom_ext import CLError, ImageInfo, QcomExtWarning, query_image_info
 from qcom_ext.binding.lib import C, ffi

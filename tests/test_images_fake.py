@@ -1,4 +1,4 @@
-"""Native compressed and planar images on a fake Adreno driver (tests/_memfakes.py).
+"""Native compressed and planar images on a fake Adreno driver (tests/fakes/memory.py).
 
 cffi callbacks stand in for clGetSupportedImageFormats and clCreateImage and record the
 flags, the cl_image_format and the cl_image_desc bytes (image_desc.mem_object of the
@@ -15,8 +15,8 @@ import struct
 import sys
 
 import pytest
-from _fakes import Stand
-from _memfakes import FakeContext, FakeMemDriver, ext_host_ptr, use_ext_flags
+from fakes.driver import FakeCLObject
+from fakes.memory import FakeContext, FakeMemDriver, ext_host_ptr, use_ext_flags
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, ExtensionUnavailable
@@ -35,8 +35,8 @@ RO, WO, RW = C.CL_MEM_READ_ONLY, C.CL_MEM_WRITE_ONLY, C.CL_MEM_READ_WRITE
 
 
 @pytest.fixture(autouse=True)
-def fake_wrapping(stand_ins):
-    stand_ins(memobj, "wrap")
+def fake_wrapping(fake_cl_objects):
+    fake_cl_objects(memobj, "wrap")
 
 
 @pytest.fixture
@@ -249,7 +249,7 @@ def test_wrap_failure_releases_the_children_not_yet_wrapped(dmabuf, monkeypatch)
         if wrapped:
             raise RuntimeError("wrap failed")
         wrapped.append(handle)
-        return Stand(handle)
+        return FakeCLObject(handle)
 
     monkeypatch.setattr(memobj, "wrap", wrap)
     with FakeMemDriver() as fake, pytest.raises(RuntimeError, match="wrap failed"):

@@ -5,7 +5,7 @@ the limits and why), and the same measurement must report a loop that does leak.
 
 Each kind runs on the device's own path and, where the device has no native path, on
 the native one through cffi stand-ins that hand back real objects of the real driver
-(tests/_claiming.py, recording_helpers.FakeRecordingDriver), so the native code's
+(tests/fakes/claiming.py, fakes.recording.FakeRecordingDriver), so the native code's
 handles are created, wrapped and released for real. Objects are released the way a user
 would: ``release()`` where qcom_ext or pyopencl offers it, else dropping the last
 reference (CPython frees pyopencl objects at once). Program cycles cost ~8 ms each on
@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pytest
-from _claiming import addr, claiming, real, u32
 from _leakcheck import (
     CYCLES,
     WARMUP,
@@ -41,7 +40,9 @@ from _leakcheck import (
     wait_for_driver_release,
 )
 from conftest import DEVICES
-from recording_helpers import FakeRecordingDriver, native_caps
+from fakes.claiming import claiming, real
+from fakes.driver import addr, u32
+from fakes.recording import FakeRecordingDriver, native_caps
 
 import qcom_ext
 import qcom_ext.ext.context as context_module
@@ -273,7 +274,7 @@ def recording_path(request, monkeypatch, device_caps):
     elif request.param == "native":
         monkeypatch.setattr(recording_module, "probe", lambda device: native_caps(device_caps))
         fake = FakeRecordingDriver()
-        with fake.substitute():
+        with fake:
             yield fake
     else:
         yield None

@@ -1,7 +1,7 @@
 """onchip_buffer's native path: the cl_mem_properties list that reaches the driver.
 
 A real device claims cl_qcom_onchip_global_memory with an on-chip size
-(tests/_claiming.py); a cffi callback stands in for clCreateBufferWithProperties,
+(tests/fakes/claiming.py); a cffi callback stands in for clCreateBufferWithProperties,
 records the property words, flags, size and host pointer, and returns a real buffer
 made without the properties, so the result is a working pyopencl.Buffer.
 """
@@ -14,8 +14,9 @@ import warnings
 
 import pyopencl as cl
 import pytest
-from _claiming import addr, claiming, real, u32, u64
 from conftest import DEVICES
+from fakes.claiming import claiming, real
+from fakes.driver import addr, u32, u64
 
 from qcom_ext import CLError, ConfigError, QcomExtWarning, onchip_buffer, scrub_onchip
 from qcom_ext.binding.lib import C, driver, ffi

@@ -8,8 +8,8 @@ checks both what the probe asks (exact reference tokens) and how it decodes answ
 from __future__ import annotations
 
 import pytest
-from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 from conftest import adreno_strings
+from fakes.driver import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 
 from qcom_ext import REGISTRY
 from qcom_ext.device.probe import read_device
@@ -38,7 +38,7 @@ def test_fake_adreno740_probe():
     assert limits.block_matching_max_region == (32, 24)
     assert limits.image_pitch_alignment == 64
     assert limits.integer_dot_product_capabilities == 3
-    assert limits.ml_interface_versions == ((2, 0), (3, 0))  # cl_qcom_ml_ops, _fakes
+    assert limits.ml_interface_versions == ((2, 0), (3, 0))  # cl_qcom_ml_ops, fakes.driver
     assert caps.problems == ()
     advertised = set(adreno_strings()["adreno740-cl3.0"].split())
     for name in REGISTRY:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 import pytest
-from recording_helpers import FakeRecordingDriver, N, Pipeline, native_caps
+from fakes.recording import FakeRecordingDriver, N, Pipeline, native_caps
 
 import qcom_ext
 import qcom_ext.ext.recording as recording
@@ -30,13 +30,13 @@ ADD = "__kernel void add(__global int *a, int b) { a[get_global_id(0)] += b; }"
 @pytest.fixture(params=["probed", "replay", "native"])
 def path_env(request, monkeypatch, device_caps):
     """The device's own path; the replay path forced through QCOM_EXT_DISABLE; the native
-    path through the fake driver of recording_helpers (which replays for real)."""
+    path through the fake driver of fakes.recording (which replays for real)."""
     if request.param == "replay":
         monkeypatch.setenv("QCOM_EXT_DISABLE", "cl_qcom_recordable_queues")
         yield "replay"
     elif request.param == "native":
         monkeypatch.setattr(recording, "probe", lambda device: native_caps(device_caps, None))
-        with FakeRecordingDriver().substitute():
+        with FakeRecordingDriver():
             yield "native"
     else:
         yield EXPECTED_PATH[device_caps.path("cl_qcom_recordable_queues")]

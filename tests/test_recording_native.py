@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 import pytest
-from recording_helpers import FakeRecordingDriver, N, Pipeline, native_caps
+from fakes.recording import FakeRecordingDriver, N, Pipeline, native_caps
 
 import qcom_ext.ext.recording as recording
 from qcom_ext import CLError, ConfigError, QcomExtWarning, Recording
@@ -56,7 +56,7 @@ def test_native_is_bit_identical_to_the_other_paths(
     monkeypatch.delenv("QCOM_EXT_DISABLE")
     fake = FakeRecordingDriver(persistent=persistent)
     monkeypatch.setattr(recording, "probe", lambda device: native_caps(device_caps))
-    with fake.substitute():
+    with fake:
         path, outcomes[path] = run_pipeline(kernel_context, queue, pipeline)
     assert path == "native" and len(fake.replays) == len(pipeline.steps())
     assert not fake.recordings  # released
@@ -69,7 +69,7 @@ def test_native_is_bit_identical_to_the_other_paths(
 def test_update_arrays_reach_the_driver_as_the_reference_lays_them_out(fake, kernel_context):
     pipeline = Pipeline(kernel_context)
     queue = cl.CommandQueue(kernel_context)
-    with fake.substitute():
+    with fake:
         rec = Recording(kernel_context)
         pipeline.record(rec)
         assert fake.queue_properties == [0x40000000]  # CL_QUEUE_RECORDABLE_QCOM, 1.x API
@@ -138,7 +138,7 @@ def test_svm_updates_use_clEnqueueRecordingSVMQCOM(fake, kernel_context, device_
         with svm.map_rw(queue) as host:
             host[:] = 0
     add = cl.Kernel(cl.Program(kernel_context, ADD).build(), "add")
-    with fake.substitute():
+    with fake:
         with Recording(kernel_context) as rec:
             rec.enqueue(add, (N,), None, first, np.int32(4))
             rec.enqueue(add, (N,), None, first, np.int32(1))
@@ -164,7 +164,7 @@ def test_recordable_queue_max_size_is_refused_with_its_name(
     fake = FakeRecordingDriver()
     add = cl.Kernel(cl.Program(kernel_context, ADD).build(), "add")
     buf = cl.Buffer(kernel_context, cl.mem_flags.READ_WRITE, N * 4)
-    with fake.substitute(), Recording(kernel_context) as rec:
+    with fake, Recording(kernel_context) as rec:
         assert rec.max_dispatches == 3
         for _ in range(3):
             rec.enqueue(add, (N,), None, buf, np.int32(1))
@@ -185,7 +185,7 @@ def test_driver_errors_surface_and_are_sent_again(fake, kernel_context):
         calls.append(args[2])  # num_args
         return C.CL_OUT_OF_RESOURCES
 
-    with fake.substitute():
+    with fake:
         with Recording(kernel_context) as rec:
             rec.enqueue(add, (N,), None, buf, np.int32(1))
         with driver.substitute(clEnqueueRecordingQCOM=failing):
@@ -213,7 +213,7 @@ def test_fake_driver_ignores_arguments_left_at_a_reused_kernel_address(fake, ker
             return super().setdefault(address, {1: stale, 2: stale, 3: stale})
 
     fake.kernel_args = EveryAddressUsedBefore()
-    with fake.substitute():
+    with fake:
         with Recording(kernel_context) as rec:
             rec.enqueue(add, (N,), None, buf, np.int32(5))
         rec.replay(queue).wait()

@@ -10,6 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Each test runs a sample script in a child process: a minute and a half in all, cold.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _fakes import DEVICE, adreno740_device_info
 from conftest import default_building_context
+from fakes.driver import DEVICE, adreno740_device_info
 from test_context_fake import CTX, FakeCL
 
 import qcom_ext
@@ -46,8 +46,8 @@ assert PROTECTED in ADRENO740.split()  # the real Adreno 740 string lists it
 
 
 @pytest.fixture
-def fake_wrapping(stand_ins):
-    stand_ins(context_module, "_wrap_context", "_wrap_queue")
+def fake_wrapping(fake_cl_objects):
+    fake_cl_objects(context_module, "_wrap_context", "_wrap_queue")
 
 
 # ---- protected contexts never fall back --------------------------------------------------

@@ -2,7 +2,7 @@
 
 On the real devices here (pocl) the fallbacks and the Khronos tiers they have run for
 real. Native host-side paths run through the fake Adreno entry points (a real device
-claims the extensions, tests/_claiming.py; cffi callbacks stand in for the driver's
+claims the extensions, tests/fakes/claiming.py; cffi callbacks stand in for the driver's
 ``*QCOM`` entry points and hand back real objects). Native kernel builtins cannot run
 here: only an Adreno compiler knows them (docs/selftest.md).
 """
@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 import pytest
-from _claiming import addr, claiming, real, u32, u64
-from _fakes import ml_versions_query
-from recording_helpers import FakeRecordingDriver
+from fakes.claiming import claiming, real
+from fakes.driver import addr, ml_versions_query, u32, u64
+from fakes.recording import FakeRecordingDriver
 
 from qcom_ext import REGISTRY, ConfigError, probe
 from qcom_ext.binding.lib import C, ffi
@@ -485,7 +485,7 @@ class FakeAdrenoHost:
         size_ret[0] = 8
         return 0
 
-    def entry_points(self) -> dict:
+    def substitutes(self) -> dict:
         return {
             "clCreateContext": self.create_context,
             "clSetPerfHintQCOM": self.set_perf_hint,
@@ -505,8 +505,8 @@ def test_native_host_paths_through_fake_adreno_entry_points(
     monkeypatch.setattr(memory_module, "DMA_HEAPS", ("/nonexistent/dma_heap/system",))
     fake, recording = FakeAdrenoHost(), FakeRecordingDriver()
     with (
-        claiming(device_caps.device_id, extensions=HOST_SIDE, info=INFO, **fake.entry_points()),
-        recording.substitute(),
+        claiming(device_caps.device_id, extensions=HOST_SIDE, info=INFO, **fake.substitutes()),
+        recording,
     ):
         report = run_selftest(device_caps.device_id, only=HOST_SIDE)
     assert report.ok, failures(report)

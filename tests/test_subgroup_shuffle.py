@@ -35,7 +35,7 @@ TYPES = {
     "float": np.float32,
 }
 
-SHUFFLE_SOURCE = """
+SHUFFLE_HEAD = """
 #define WIDTH(code) ((code) == 4 ? CLK_SUB_GROUP_SHUFFLE_WIDTH_W4_QCOM \\
                    : (code) == 8 ? CLK_SUB_GROUP_SHUFFLE_WIDTH_W8_QCOM \\
                    : CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM)
@@ -61,13 +61,16 @@ __kernel void shuffle_##T(__global const T *in, __global T *out, __global uint *
     info[5 * g + 3] = get_sub_group_local_id();                                           \\
     info[5 * g + 4] = get_sub_group_size();                                               \\
 }
-SHUFFLES(uchar) SHUFFLES(char) SHUFFLES(ushort) SHUFFLES(short) SHUFFLES(uint)
-SHUFFLES(int) SHUFFLES(ulong) SHUFFLES(long) SHUFFLES(float)
-#ifdef cl_khr_fp16
-#pragma OPENCL EXTENSION cl_khr_fp16 : enable
-SHUFFLES(half)
-#endif
 """
+
+
+def shuffle_source(type_name: str) -> str:
+    """The kernel ``shuffle_<type_name>``: every shuffle of one value per work-item, and
+    the sub-group each work-item is in. One type a program: pocl's build time grows with
+    the kernels in a program (about 2 CPU-s each here), so a program of all ten types
+    costs every test ten builds' time."""
+    fp16 = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" if type_name == "half" else ""
+    return f"{SHUFFLE_HEAD}{fp16}SHUFFLES({type_name})\n"
 
 
 # ---- the model (extension spec, section 6.13.18 of cl_qcom_subgroup_shuffle.txt) -----
@@ -111,13 +114,34 @@ def model(
 
 # ---- running ------------------------------------------------------------------------
 
+# One context per device for the module, and each program built once on it: the tests'
+# own contexts would build every program again (and a memo of them would keep each
+# test's context alive).
+_CONTEXTS: dict[int, cl.Context] = {}
 _PROGRAMS: dict[tuple, cl.Program] = {}
 
 
-def program(context, caps, source: str, size: int) -> cl.Program:
-    key = (context.int_ptr, caps.path(EXT), source, size)
+@pytest.fixture(scope="module", autouse=True)
+def _release_programs():
+    yield
+    _PROGRAMS.clear()
+    _CONTEXTS.clear()
+
+
+def shared_context(caps) -> cl.Context:
+    """The module's context on ``caps``'s device."""
+    if caps.device_id not in _CONTEXTS:
+        _CONTEXTS[caps.device_id] = cl.Context([caps.device()])
+    return _CONTEXTS[caps.device_id]
+
+
+def program(caps, source: str, size: int, options: tuple[str, ...] = ()) -> cl.Program:
+    """``source`` built for ``caps``'s path with emulated sub-groups of ``size``."""
+    key = (caps.device_id, caps.path(EXT), source, size, options)
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = qcom_ext.build_program(context, source, defines={SIZE_MACRO: size})
+        _PROGRAMS[key] = qcom_ext.build_program(
+            shared_context(caps), source, list(options), defines={SIZE_MACRO: size}
+        )
     return _PROGRAMS[key]
 
 
@@ -212,14 +236,13 @@ __kernel void spec(__global uint *buf, uint offset, int op, int own_default, uin
 
 
 @pytest.mark.parametrize("case", sorted(SPEC, key=str), ids=lambda c: f"{c[0]}-{c[1]}")
-def test_spec_examples(shuffle_path, kernel_context, case):
+def test_spec_examples(shuffle_path, case):
     op, offset, default = case
-    prg = program(kernel_context, shuffle_path, GOLDEN_SOURCE, 4)
-    queue = cl.CommandQueue(kernel_context)
+    prg = program(shuffle_path, GOLDEN_SOURCE, 4)
+    context = shared_context(shuffle_path)
+    queue = cl.CommandQueue(context)
     before = np.array([0xAA, 0xBB, 0xCC, 0xDD] * 2, np.uint32)  # two W4 groups
-    buf = cl.Buffer(
-        kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=before
-    )
+    buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=before)
     kernel = cl.Kernel(prg, "spec")
     kernel(
         queue,
@@ -238,27 +261,37 @@ def test_spec_examples(shuffle_path, kernel_context, case):
 
 # ---- property tests -------------------------------------------------------------------
 
-# pocl compiles a kernel once per local size, so the local sizes are a fixed set of edge
-# cases (one work-item, odd sizes, several sub-groups, more work-items than one pass of
-# the emulation's scratch, 2-D groups) rather than any size: 40 random sizes cost 100 to
-# 260 s of compiles a device; these cost a few.
-LOCAL_SIZES = [(1,), (5,), (8,), (33,), (64,), (320,), (3, 5), (8, 2), (24, 6)]
+# pocl builds a program in time that grows with its kernels and compiles each kernel
+# again for every local size, so the shapes are a fixed set, each built and compiled once
+# a device: (type, emulated sub-group size, local size). Together they take every type
+# and every branch of the emulation; what hypothesis draws (values, default, offset,
+# width, number of work-groups) are kernel arguments and buffer sizes, which reuse the
+# compiled kernel. (Random shapes cost 150 to 500 s a device: each draw compiled.)
+SHAPES = [
+    ("uchar", 1, (5,)),  # one-lane sub-groups, no scratch; an odd work-group
+    ("char", 4, (5,)),  # the last sub-group cut to one lane
+    ("ushort", 8, (1,)),  # one work-item: a sub-group of one lane out of eight
+    ("short", 12, (33,)),  # a size no power of two: W8 groups of 8 and 4, last sub-group 9
+    ("uint", 8, (64,)),  # eight whole sub-groups
+    ("int", 12, (320,)),  # more work-items than the 264-slot scratch: two passes
+    ("ulong", 32, (3, 5)),  # 2-D, one sub-group larger than the work-group
+    ("long", 4, (8, 2)),  # 2-D, whole sub-groups
+    ("float", 64, (24, 6)),  # 2-D, 144 work-items in sub-groups of 64 (the last 16)
+    ("half", 8, (8, 2)),  # where the device has cl_khr_fp16
+]
 _SETTINGS = settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 
 @st.composite
-def shuffle_cases(draw, types: list[str]):
-    type_name = draw(st.sampled_from(types))
-    dtype = np.dtype(TYPES.get(type_name, np.float16))
-    size = draw(st.sampled_from([1, 4, 8, 12, 32, 64]))
-    local = draw(st.sampled_from(LOCAL_SIZES))
+def shuffle_arguments(draw):
+    """(number of work-groups, width, offset, seed): what a shape runs with."""
     groups = draw(st.integers(1, 3))
     width = draw(st.sampled_from(sorted(WIDTHS.values())))
     offset = draw(st.integers(0, (width or 64) - 1))
     seed = draw(st.integers(0, 2**32 - 1))
-    return type_name, dtype, size, local, groups, width, offset, seed
+    return groups, width, offset, seed
 
 
 def random_values(dtype: np.dtype, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -268,21 +301,32 @@ def random_values(dtype: np.dtype, count: int, rng: np.random.Generator) -> np.n
     return rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
 
 
-def test_shuffles_match_model(shuffle_path, kernel_context):
+def shape_id(shape: tuple) -> str:
+    type_name, size, local = shape
+    return f"{type_name}-size{size}-local{'x'.join(map(str, local))}"
+
+
+@pytest.mark.slow  # a program build and a kernel compile a shape: 5 to 15 s cold
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
+def test_shuffles_match_model(shuffle_path, shape):
     caps = shuffle_path
-    types = list(TYPES) + (["half"] if caps.has("cl_khr_fp16") else [])
+    type_name, size, local = shape
+    if type_name == "half" and not caps.has("cl_khr_fp16"):
+        pytest.skip(f"{caps.label} has no cl_khr_fp16 (half)")
     emulated = caps.path(EXT) == "fallback"
+    dtype = np.dtype(TYPES.get(type_name, np.float16))
+    prg = program(caps, shuffle_source(type_name), size)
+    context = shared_context(caps)
 
     @_SETTINGS
-    @given(shuffle_cases(types))
-    def inner(case):
-        type_name, dtype, size, local, groups, width, offset, seed = case
+    @given(shuffle_arguments())
+    def inner(arguments):
+        groups, width, offset, seed = arguments
         rng = np.random.default_rng(seed)
         items = int(np.prod(local))
         values = random_values(dtype, items * groups, rng)
         default = random_values(dtype, 1, rng)[0]
-        prg = program(kernel_context, caps, SHUFFLE_SOURCE, size)
-        out, info = run(kernel_context, prg, type_name, values, local, offset, width, default)
+        out, info = run(context, prg, type_name, values, local, offset, width, default)
         if emulated:
             check_emulated_sub_groups(info, size, items)
         for k, op in enumerate(OPS):
@@ -290,6 +334,20 @@ def test_shuffles_match_model(shuffle_path, kernel_context):
             np.testing.assert_array_equal(out[:, k], expected, err_msg=op)
 
     inner()
+
+
+def test_shapes_take_every_type_and_branch():
+    """The fixed shapes still reach what random shapes did: every type, every size the
+    draws had, one-lane and multi-lane emulation, sub-groups cut short at the end of a
+    work-group, a scratch taken in several passes, 2-D work-groups."""
+    assert sorted(t for t, _, _ in SHAPES) == sorted([*TYPES, "half"])
+    assert {size for _, size, _ in SHAPES} == {1, 4, 8, 12, 32, 64}
+    items = {(size, int(np.prod(local))) for _, size, local in SHAPES}
+    assert any(n % size for size, n in items if 1 < size < n), "no sub-group cut short"
+    assert any(size > n for size, n in items), "no sub-group larger than its work-group"
+    chunk = {size: -(-256 // size) * size for size, _ in items}  # the header's scratch
+    assert any(n > chunk[size] for size, n in items if size > 1), "no second pass"
+    assert any(len(local) == 2 for _, _, local in SHAPES)
 
 
 def test_model_matches_the_spec_examples():
@@ -371,15 +429,14 @@ __kernel void k(__global int *v)
 """
 
 
-def test_helper_functions_take_the_scratch(shuffle_path, kernel_context):
+def test_helper_functions_take_the_scratch(shuffle_path):
     """The PARAM/ARG macros pass the scratch on the emulated path, and are placeholders
     on the others: one source for every path."""
-    prg = program(kernel_context, shuffle_path, HELPER, 8)
-    queue = cl.CommandQueue(kernel_context)
+    prg = program(shuffle_path, HELPER, 8)
+    context = shared_context(shuffle_path)
+    queue = cl.CommandQueue(context)
     values = np.arange(32, dtype=np.int32)
-    buf = cl.Buffer(
-        kernel_context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=values
-    )
+    buf = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=values)
     cl.Kernel(prg, "k")(queue, values.shape, (16,), buf)
     out = np.empty_like(values)
     cl.enqueue_copy(queue, out, buf)
@@ -393,9 +450,9 @@ def test_large_work_groups_take_several_passes(emulated, kernel_context):
     local = min(device.max_work_group_size, 600)
     if local <= 256:
         pytest.skip(f"max work-group size {device.max_work_group_size} fits one pass")
-    prg = program(kernel_context, emulated, SHUFFLE_SOURCE, 32)
+    prg = program(emulated, shuffle_source("int"), 32)
     values = np.arange(2 * local, dtype=np.int32)
-    out, info = run(kernel_context, prg, "int", values, (local,), 5, 0, -7)
+    out, info = run(shared_context(emulated), prg, "int", values, (local,), 5, 0, -7)
     check_emulated_sub_groups(info, 32, local)
     for k, op in enumerate(OPS):
         np.testing.assert_array_equal(out[:, k], model(values, info, op, 5, 0, -7), op)
@@ -413,14 +470,15 @@ KHR_STAND_INS = [
 
 
 @pytest.mark.filterwarnings("ignore::pyopencl.CompilerWarning")  # the unsupported pragmas
-def test_khr_branch_with_stand_in_builtins(emulated, kernel_context):
+def test_khr_branch_with_stand_in_builtins(emulated):
     if emulated.has("cl_khr_subgroup_shuffle"):
         pytest.skip("the device has cl_khr_subgroup_shuffle: the 'probed' tests run it")
-    prg = qcom_ext.build_program(kernel_context, SHUFFLE_SOURCE, KHR_STAND_INS)
+    prg = program(emulated, shuffle_source("long"), 1, tuple(KHR_STAND_INS))
+    context = shared_context(emulated)
     rng = np.random.default_rng(3)
     values = rng.integers(-1000, 1000, 24, dtype=np.int64)
     for offset, width in ((0, 0), (1, 4), (3, 8)):
-        out, info = run(kernel_context, prg, "long", values, (8,), offset, width, -5)
+        out, info = run(context, prg, "long", values, (8,), offset, width, -5)
         np.testing.assert_array_equal(info[:, 3:], [[0, 1]] * 24)
         for k, op in enumerate(OPS):
             np.testing.assert_array_equal(

@@ -13,9 +13,9 @@ import struct
 import numpy as np
 import pyopencl as cl
 import pytest
-from _fakes import DEVICE, addr, adreno740_device_info, cstr, fake_driver, platform_info
 from compat_helpers import preprocess, whole
 from conftest import adreno_strings
+from fakes.driver import DEVICE, addr, adreno740_device_info, cstr, fake_driver, platform_info
 from hypothesis import given
 from hypothesis import strategies as st
 

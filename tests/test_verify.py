@@ -15,9 +15,9 @@ import json
 
 import _verify_trials
 import pytest
-from _claiming import claiming, u64
-from _fakes import DEVICE, adreno740_device_info, fake_driver, platform_info
 from conftest import adreno_strings
+from fakes.claiming import claiming
+from fakes.driver import DEVICE, adreno740_device_info, fake_driver, platform_info, u64
 
 import qcom_ext
 from qcom_ext.binding.lib import C, ffi
@@ -325,7 +325,7 @@ def test_a_hanging_trial_times_out(cache, trials):
 
 
 @pytest.mark.slow
-def test_probe_verify_on_the_fake_adreno_driver(cache, trials, stand_ins, monkeypatch):
+def test_probe_verify_on_the_fake_adreno_driver(cache, trials, fake_cl_objects, monkeypatch):
     trials(RECORDING, "segfaults")
     with fake_driver(adreno740_device_info(), platform_info(), []):
         assert probe(DEVICE).path(RECORDING) == "native"  # nothing cached yet

@@ -1,4 +1,4 @@
-"""The native weight-image path on a fake Adreno 740 (tests/_fakes.py).
+"""The native weight-image path on a fake Adreno 740 (tests/fakes/driver.py).
 
 cffi callbacks stand in for clGetSupportedImageFormats, clCreateImage and
 clReleaseMemObject and record exactly what reaches them: the 96 bytes of the
@@ -15,7 +15,14 @@ import sys
 
 import numpy as np
 import pytest
-from _fakes import DEVICE, Stand, addr, adreno740_device_info, fake_driver, platform_info
+from fakes.driver import (
+    DEVICE,
+    FakeCLObject,
+    addr,
+    adreno740_device_info,
+    fake_driver,
+    platform_info,
+)
 
 import qcom_ext
 from qcom_ext import CLError, ConfigError, WeightImage, box_size, hof_limits
@@ -95,12 +102,12 @@ class FakeImages:
 
 
 @pytest.fixture(autouse=True)
-def fake_wrapping(stand_ins):
-    stand_ins(accelerated_module, "_wrap_image")
+def fake_wrapping(fake_cl_objects):
+    fake_cl_objects(accelerated_module, "_wrap_image")
 
 
-def context() -> Stand:
-    return Stand(CTX, devices=[Stand(DEVICE)])
+def context() -> FakeCLObject:
+    return FakeCLObject(CTX, devices=[FakeCLObject(DEVICE)])
 
 
 def test_2d_sobel_reaches_clCreateImage_byte_for_byte():
@@ -215,7 +222,7 @@ def test_device_without_the_extension_never_reaches_the_driver(monkeypatch):
     monkeypatch.setattr(
         accelerated_module,
         "_create_fallback",
-        lambda ctx, spec: created.append(spec) or (Stand(1), R_FLOAT),
+        lambda ctx, spec: created.append(spec) or (FakeCLObject(1), R_FLOAT),
     )
     with FakeImages(extensions="cl_khr_fp16 cl_qcom_perf_hint") as cl:
         w = WeightImage(context(), np.ones((3, 3)), center=(1, 1))

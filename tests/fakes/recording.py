@@ -1,10 +1,11 @@
-"""Test helpers for recordings: a fake Adreno recording driver and a shared pipeline.
+"""A fake Adreno recording driver and a shared pipeline, for recording tests.
 
-:class:`FakeRecordingDriver` stands cffi callbacks in for the ``cl_qcom_recordable_queues``
+:class:`FakeRecordingDriver` installs substitutes for the ``cl_qcom_recordable_queues``
 entry points (and for ``clSetKernelArg`` / ``clEnqueueNDRangeKernel``, to see what is
-recorded). It decodes every update array from its raw bytes, as a C driver would read
-it (LP64 layouts of qcom-extensions.md §3), and replays the recorded launches on the
-real queue it is given, so the native marshalling is checked end to end by results.
+recorded): ``with FakeRecordingDriver() as fake:``. It decodes every update array from
+its raw bytes, as a C driver would read it (LP64 layouts of qcom-extensions.md §3), and
+replays the recorded launches on the real queue it is given, so the native marshalling
+is checked end to end by results.
 """
 
 from __future__ import annotations
@@ -20,15 +21,9 @@ import pyopencl as cl
 from qcom_ext import DeviceCaps, ExtensionStatus
 from qcom_ext.binding.lib import C, driver, ffi
 
+from .driver import addr, raw
+
 EXT = "cl_qcom_recordable_queues"
-
-
-def addr(cdata: Any) -> int:
-    return int(ffi.cast("uintptr_t", cdata))
-
-
-def raw(pointer: Any, size: int) -> bytes:
-    return ffi.buffer(ffi.cast("char *", pointer), size)[:] if size else b""
 
 
 def native_caps(caps: DeviceCaps, max_size: int | None = 64) -> DeviceCaps:
@@ -80,21 +75,32 @@ class FakeRecordingDriver:
         self.replays: list[dict[str, Any]] = []  # decoded update arrays, one per replay
         self.queue_properties: list[int] = []
         self._next = 0xBEE0
+        self._blocks: list[Any] = []  # installed substitutes, innermost last
 
-    def substitute(self) -> Any:
-        return driver.substitute(
-            clCreateCommandQueue=self.create_queue,
-            clReleaseCommandQueue=self.release_queue,
-            clSetKernelArg=self.set_arg,
-            clSetKernelArgSVMPointer=self.set_arg_svm,
-            clEnqueueNDRangeKernel=self.enqueue_ndrange,
-            clNewRecordingQCOM=self.new_recording,
-            clEndRecordingQCOM=self.end_recording,
-            clRetainRecordingQCOM=self.retain_recording,
-            clReleaseRecordingQCOM=self.release_recording,
-            clEnqueueRecordingQCOM=self.enqueue_recording,
-            clEnqueueRecordingSVMQCOM=self.enqueue_recording_svm,
-        )
+    def substitutes(self) -> dict[str, Any]:
+        """Entry point name -> substitute."""
+        return {
+            "clCreateCommandQueue": self.create_queue,
+            "clReleaseCommandQueue": self.release_queue,
+            "clSetKernelArg": self.set_arg,
+            "clSetKernelArgSVMPointer": self.set_arg_svm,
+            "clEnqueueNDRangeKernel": self.enqueue_ndrange,
+            "clNewRecordingQCOM": self.new_recording,
+            "clEndRecordingQCOM": self.end_recording,
+            "clRetainRecordingQCOM": self.retain_recording,
+            "clReleaseRecordingQCOM": self.release_recording,
+            "clEnqueueRecordingQCOM": self.enqueue_recording,
+            "clEnqueueRecordingSVMQCOM": self.enqueue_recording_svm,
+        }
+
+    def __enter__(self) -> FakeRecordingDriver:
+        block = driver.substitute(**self.substitutes())
+        self._blocks.append(block)
+        block.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._blocks.pop().__exit__(*exc)
 
     # ---- queues and arguments ----
     def create_queue(self, context, device, properties, errcode):

@@ -1,16 +1,16 @@
-"""A ledger of the OpenCL objects that stand-in entry points hand out, for leak checks.
+"""A ledger of the OpenCL objects that substitutes hand out, for leak checks.
 
-Fault-injection tests (tests/test_fault_injection.py) stand cffi callbacks in for driver
-entry points. A callback that must hand out a context, queue or memory object makes a
-real one through the real driver and records it here with :meth:`Ledger.real`; the
-ledger takes two references of its own, so the handle stays valid (and its reference
-count readable) whatever qcom_ext does with it. Once qcom_ext has let go, the count reads
-``count at record time - 1`` for an object it owned (released exactly once, by the
-driver call or by the pyopencl object that held it) and the recorded count for a
-caller's object it must not touch; a leak reads higher, a double release lower.
-Where the reference count cannot be read (a recording, fake on pocl; a sampler, whose
-retain and info entry points cdefs/ does not declare) the handle is recorded with
-:meth:`Ledger.counted` and its release calls are counted instead
+Fault-injection tests (tests/test_fault_injection.py) install substitutes for driver
+entry points (vocabulary: tests/fakes/__init__.py). A substitute that must hand out a
+context, queue or memory object makes a real one through the real driver and records it
+here with :meth:`Ledger.real`; the ledger takes two references of its own, so the handle
+stays valid (and its reference count readable) whatever qcom_ext does with it. Once
+qcom_ext has let go, the count reads ``count at record time - 1`` for an object it owned
+(released exactly once, by the driver call or by the pyopencl object that held it) and
+the recorded count for a caller's object it must not touch; a leak reads higher, a
+double release lower. Where the reference count cannot be read (a recording, fake on
+pocl; a sampler, whose retain and info entry points cdefs/ does not declare) the handle
+is recorded with :meth:`Ledger.counted` and its release calls are counted instead
 (:meth:`Ledger.released`): exactly one each.
 """
 
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from qcom_ext.binding.lib import C, driver, ffi
+
+from .driver import addr
 
 # kind -> (retain, release, info query, reference-count token)
 _KINDS = {
@@ -45,10 +47,6 @@ _KINDS = {
 _OWN = 2  # references the ledger holds on each real object
 
 
-def handle_of(cdata: Any) -> int:
-    return int(ffi.cast("uintptr_t", cdata))
-
-
 @dataclass
 class Entry:
     kind: str
@@ -61,10 +59,10 @@ class Entry:
 
 
 class Ledger:
-    """Handles made by stand-ins, and whether each came back (see the module docstring)."""
+    """Handles made by substitutes, and whether each came back (see the module docstring)."""
 
     def __init__(self) -> None:
-        # resolved now: a substitution in force later must not stand in for the ledger
+        # resolved now: a substitute installed later must not answer the ledger's own calls
         self._fn = {name: driver.function(name) for names in _KINDS.values() for name in names[:3]}
         self.entries: list[Entry] = []
 
@@ -82,7 +80,7 @@ class Ledger:
         exactly once, else (a caller's object) not at all. Returns ``handle``."""
         if handle == ffi.NULL:
             return handle
-        entry = Entry(kind, handle_of(handle), made_by, owned)
+        entry = Entry(kind, addr(handle), made_by, owned)
         for _ in range(_OWN):
             self._fn[_KINDS[kind][0]](handle)
         entry.expected = self._count(entry) - (1 if owned else 0)
@@ -92,13 +90,13 @@ class Ledger:
     def counted(self, kind: str, handle: Any, made_by: str) -> Any:
         """Record a handle (NULL is ignored) that must see exactly one release call."""
         if handle != ffi.NULL:
-            self.entries.append(Entry(kind, handle_of(handle), made_by, counted=True))
+            self.entries.append(Entry(kind, addr(handle), made_by, counted=True))
         return handle
 
     def released(self, handle: Any) -> bool:
         """Count a release call of a counted handle; False when the handle is not one."""
         for entry in self.entries:
-            if entry.counted and entry.handle == handle_of(handle):
+            if entry.counted and entry.handle == addr(handle):
                 entry.releases += 1
                 return True
         return False

@@ -1,9 +1,11 @@
-"""A fake Adreno driver for tests: cffi callbacks answer the info queries.
+"""The fake Adreno driver (see tests/fakes/__init__.py for the vocabulary).
 
-``fake_driver`` serves ``clGetDeviceInfo``/``clGetPlatformInfo`` from tables (the real
-Adreno 740 extension string and per-extension limits, in the widths a driver may use)
-and records every query; ``extra`` adds further substitutes (``clCreateContext`` ...)
-to the same block. Handles are the small integers DEVICE and PLATFORM, never real ones.
+:func:`fake_driver` installs substitutes that serve ``clGetDeviceInfo`` /
+``clGetPlatformInfo`` from tables (the real Adreno 740 extension string and
+per-extension limits, in the widths a driver may use) and record every query; ``extra``
+adds further substitutes (``clCreateContext`` ...) to the same block. Handles are the
+small integers DEVICE and PLATFORM, never real ones. The byte helpers every fake driver
+uses live here too.
 """
 
 from __future__ import annotations
@@ -21,8 +23,34 @@ def cstr(text: str) -> bytes:
     return text.encode() + b"\0"
 
 
+def u32(value: int) -> bytes:
+    return struct.pack("<I", value)
+
+
+def u64(value: int) -> bytes:
+    return struct.pack("<Q", value)
+
+
 def addr(cdata) -> int:
+    """The address a cffi pointer or handle holds, as an int."""
     return int(ffi.cast("uintptr_t", cdata))
+
+
+def raw(pointer, size: int) -> bytes:
+    """``size`` bytes at ``pointer``, as a driver would read them."""
+    return ffi.buffer(ffi.cast("char *", pointer), size)[:] if size else b""
+
+
+def answer_info(data: bytes, size: int, value, size_ret) -> int:
+    """What a clGet*Info entry point does with the answer ``data``: the size to
+    ``size_ret``, the bytes to ``value`` (CL_INVALID_VALUE when ``size`` is too small)."""
+    if size_ret != ffi.NULL:
+        size_ret[0] = len(data)
+    if value != ffi.NULL:
+        if size < len(data):
+            return C.CL_INVALID_VALUE
+        ffi.memmove(value, data, len(data))
+    return 0
 
 
 def name_versions(entries: dict[str, tuple[int, int, int]]) -> bytes:
@@ -63,16 +91,9 @@ def fake_driver(
 
     def serve(table, handle, expected, param, size, value, size_ret):
         asked.append(param)
-        if int(ffi.cast("uintptr_t", handle)) != expected or param not in table:
+        if addr(handle) != expected or param not in table:
             return C.CL_INVALID_VALUE
-        data = table[param]
-        if size_ret != ffi.NULL:
-            size_ret[0] = len(data)
-        if value != ffi.NULL:
-            if size < len(data):
-                return C.CL_INVALID_VALUE
-            ffi.memmove(value, data, len(data))
-        return 0
+        return answer_info(table[param], size, value, size_ret)
 
     return driver.substitute(
         clGetDeviceInfo=lambda h, p, s, v, r: serve(device_info, h, DEVICE, p, s, v, r),
@@ -82,7 +103,6 @@ def fake_driver(
 
 
 def adreno740_device_info() -> dict[int, bytes]:
-    u32, u64 = (lambda v: struct.pack("<I", v)), (lambda v: struct.pack("<Q", v))
     return {
         0x1031: u64(PLATFORM),  # CL_DEVICE_PLATFORM
         0x1030: cstr(adreno_strings()["adreno740-cl3.0"]),
@@ -123,8 +143,8 @@ def platform_info(version: str = "OpenCL 3.0", extensions: str = "cl_khr_icd") -
     }
 
 
-class Stand:
-    """Stands in for the pyopencl object of a fake handle (pyopencl never sees it)."""
+class FakeCLObject:
+    """What a pyopencl wrapper returns for a fake handle (pyopencl never sees one)."""
 
     def __init__(self, handle: int, devices=None) -> None:
         self.int_ptr = handle

@@ -1,11 +1,12 @@
 """A fake Adreno driver for memory objects: what clCreateBuffer / clCreateImage receive.
 
-``FakeMemDriver`` serves the device queries of ``tests/_fakes.py`` (an Adreno 740, with
-extra extensions as needed) and records every clCreateBuffer, clCreateImage,
-clGetSupportedImageFormats and clReleaseMemObject call with the raw bytes behind the
-pointers (the host_ptr struct, the image format and descriptor), exactly as a driver
-would read them. Handles are small fake integers; the step that wraps a handle into a
-pyopencl object is replaced by :class:`_fakes.Stand`, everything else is the real code.
+:class:`FakeMemDriver` serves the device queries of :func:`fakes.driver.fake_driver` (an
+Adreno 740, with extra extensions as needed) and its substitutes record every
+clCreateBuffer, clCreateImage, clGetSupportedImageFormats and clReleaseMemObject call with
+the raw bytes behind the pointers (the host_ptr struct, the image format and descriptor),
+exactly as a driver would read them. Handles are small fake integers; the step that wraps
+a handle into a pyopencl object returns a :class:`fakes.driver.FakeCLObject` instead,
+everything else is the real code.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from _fakes import DEVICE, adreno740_device_info, cstr, fake_driver, platform_info
 from conftest import adreno_strings
 
 from qcom_ext.binding.lib import C, ffi
 from qcom_ext.device.probe import clear_cache
+
+from .driver import DEVICE, addr, adreno740_device_info, cstr, fake_driver, platform_info, raw
 
 CTX = 0xC0
 STRUCT_SIZES = {
@@ -27,14 +29,6 @@ STRUCT_SIZES = {
     "cl_mem_ahardwarebuffer_host_ptr": 16,
     "cl_mem_dmabuf_host_ptr": 24,
 }
-
-
-def addr(cdata) -> int:
-    return int(ffi.cast("uintptr_t", cdata))
-
-
-def raw(pointer, size: int) -> bytes:
-    return ffi.buffer(ffi.cast("char *", pointer), size)[:]
 
 
 class FakeContext:
@@ -73,7 +67,8 @@ def decode_desc(desc) -> dict:
 
 
 class FakeMemDriver:
-    """``with FakeMemDriver(extra=...) as fake:`` substitutes the memory entry points.
+    """``with FakeMemDriver(extra=...) as fake:`` installs substitutes for the memory
+    entry points.
 
     ``host_bytes`` says how many bytes of ``host_ptr`` to copy out at call time (the size
     of the struct under test). ``status`` makes the next create calls fail;
@@ -149,17 +144,18 @@ class FakeMemDriver:
         self.released.append(addr(mem))
         return 0
 
+    def substitutes(self) -> dict:
+        """Entry point name -> substitute (the info queries come from :func:`fake_driver`)."""
+        return {
+            "clCreateBuffer": self._create_buffer,
+            "clCreateImage": self._create_image,
+            "clGetSupportedImageFormats": self._formats,
+            "clReleaseMemObject": self._release,
+        }
+
     def __enter__(self) -> FakeMemDriver:
         clear_cache()  # the probe caches by handle: each fake device is probed afresh
-        self._block = fake_driver(
-            self.device_info,
-            platform_info(),
-            [],
-            clCreateBuffer=self._create_buffer,
-            clCreateImage=self._create_image,
-            clGetSupportedImageFormats=self._formats,
-            clReleaseMemObject=self._release,
-        )
+        self._block = fake_driver(self.device_info, platform_info(), [], **self.substitutes())
         self._block.__enter__()
         return self
 

@@ -115,9 +115,7 @@ class Conv2d1x1(Layer):
             "IN_ALIGNED": int(self.in_channels % 4 == 0),
             "OUT_ALIGNED": int(self.out_channels % 4 == 0),
         }
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_1x1.cl", "conv2d_1x1", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_1x1.cl", "conv2d_1x1", defines)
 
     def output_shape(self, nhwc: Sequence[int]) -> tuple[int, int, int, int]:
         """NHWC output shape for an NHWC input shape."""

@@ -161,9 +161,7 @@ class Conv2dInt8(Layer):
             "IN_ALIGNED": int(self.in_channels % 4 == 0),
             "ACTIVATION": activation_code(activation, negative_slope),
         }
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_int8.cl", "conv2d_1x1_int8", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_int8.cl", "conv2d_1x1_int8", defines)
 
     def output_shape(self, nhwc: Sequence[int]) -> tuple[int, int, int, int]:
         n, h, w, c = nhwc

@@ -89,7 +89,7 @@ class DepthwiseConv2d(Layer):
             "STORAGE_HALF": self.dtype == np.float16,
         }
         self.launcher = kernel_for(
-            queue.context, queue.device, "conv_depthwise.cl", "depthwise_conv2d", defines
+            queue, queue.device, "conv_depthwise.cl", "depthwise_conv2d", defines
         )
 
     def output_shape(self, shape: Sequence[int]) -> tuple[int, int, int, int]:

@@ -123,9 +123,7 @@ class Conv2d(_Conv):
             "ACTIVATION": self.code,
             "STORAGE_HALF": self.dtype == np.float16,
         }
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_kxk.cl", "conv2d_image", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_kxk.cl", "conv2d_image", defines)
 
     def output_for(self, queue: Any, x: ImageTensor) -> ImageTensor:
         return ImageTensor.empty(
@@ -208,7 +206,7 @@ class TiledConv2d(_Conv):
             "ACTIVATION": self.code,
             "STORAGE_HALF": self.dtype == np.float16,
         }
-        self.launcher = kernel_for(queue.context, device, "conv_tiled.cl", "conv2d_tiled", defines)
+        self.launcher = kernel_for(queue, device, "conv_tiled.cl", "conv2d_tiled", defines)
 
     def region(self, bs: int) -> tuple[int, int]:
         """(RH, RW): the input region a BS x BS output tile reads."""

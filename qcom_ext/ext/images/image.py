@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.device import shared
 from qcom_ext.errors import CLError, ConfigError
 from qcom_ext.ext.images.formats import (  # parse_image_format: part of the public API here
     ImageFormat,
@@ -37,7 +38,6 @@ from qcom_ext.ext.images.formats import (  # parse_image_format: part of the pub
     parse_image_format,
 )
 from qcom_ext.ext.images.formats import image_type as image_type_token
-from qcom_ext.ext.memory import memobj as _memobj
 from qcom_ext.ext.memory.flags import access_flags, flag_names
 from qcom_ext.ext.memory.host_ptr import ExternalMemory, import_memory, import_route
 
@@ -81,10 +81,10 @@ def supported_image_formats(
     flags = access_flags(flags)
     token = isinstance(image_type, int) and not isinstance(image_type, bool)
     kind = image_type if token else image_type_token(image_type)
-    caps = _memobj.context_caps(context)
+    caps = shared.context_caps(context)
     for wanted, (bit, extension) in QCOM_FLAGS.items():
         if {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}[wanted]:
-            if not _memobj.all_native(caps, extension):
+            if not shared.all_native(caps, extension):
                 return []
             flags |= getattr(C, bit)
     ctx = ffi.cast("cl_context", handle_int(context))
@@ -108,7 +108,7 @@ def require_listed(context: Any, caps: Any, fmt: ImageFormat, what: str, **query
     listed = supported_image_formats(context, **query)
     if fmt not in listed:
         shown = ", ".join(str(f) for f in listed) or "none"
-        raise ConfigError(f"{_memobj.labels(caps)} cannot create {fmt} images ({what}: {shown})")
+        raise ConfigError(f"{shared.labels(caps)} cannot create {fmt} images ({what}: {shown})")
 
 
 @dataclass(eq=False)
@@ -216,9 +216,9 @@ def create_image(
         fmt = check_image_format(requested)
     else:
         target = compressed_format(requested)
-        caps = _memobj.context_caps(context)
-        if not _memobj.all_native(caps, COMPRESSED):
-            reason = _memobj.why_not_native(caps, COMPRESSED)[1]
+        caps = shared.context_caps(context)
+        if not shared.all_native(caps, COMPRESSED):
+            reason = shared.why_not_native(caps, COMPRESSED)[1]
         elif memory is None:
             reason = (
                 "native compressed images live in external memory: pass memory="
@@ -261,7 +261,7 @@ def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height
     the image."""
     import pyopencl
 
-    found = _memobj.context_caps(context)
+    found = shared.context_caps(context)
     require_listed(context, found, fmt, "formats for this access", flags=flags)
     for caps in found:
         core = caps.limits.image2d_max_size  # None: the probe could not read it

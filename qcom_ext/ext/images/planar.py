@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.binding.lib import C
+from qcom_ext.device import shared
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.images.image import COMPRESSED, require_listed, supported_image_formats
@@ -364,37 +365,37 @@ def planar_image(
     flags = access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
-    caps = _memobj.context_caps(context)
+    caps = shared.context_caps(context)
     cls = Nv12Image if spec.name == "nv12" else PlanarImage
     needed = (OTHER, PLANES, COMPRESSED) if compressed else (OTHER, PLANES)
     if memory is not None and not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
-    native = memory is not None and _memobj.all_native(caps, *needed)
+    native = memory is not None and shared.all_native(caps, *needed)
     if native and import_route(caps, memory)[0] == "native":
         return _native(context, caps, spec, width, height, memory, compressed, flags, cls)
     if memory is None:
         reason = "native planar images live in external memory (no memory= given)"
-        if not _memobj.all_native(caps, *needed):
-            reason = _memobj.why_not_native(caps, *needed)[1]
-    elif _memobj.all_native(caps, *needed):
+        if not shared.all_native(caps, *needed):
+            reason = shared.why_not_native(caps, *needed)[1]
+    elif shared.all_native(caps, *needed):
         reason = f"{memory.extension}: {import_route(caps, memory)[2]}"
     else:
         import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
-        reason = _memobj.why_not_native(caps, *needed)[1]
+        reason = shared.why_not_native(caps, *needed)[1]
     if spec.name != "nv12":
         raise ExtensionUnavailable(
             OTHER,
-            _memobj.labels(caps),
+            shared.labels(caps),
             f"{reason}; the portable "
             f"planar layout covers NV12 only ({spec.name.upper()} needs "
             "10-bit planar formats)",
         )
     if any(c.path(OTHER) == "unavailable" for c in caps):
-        raise ExtensionUnavailable(OTHER, _memobj.labels(caps), reason)
+        raise ExtensionUnavailable(OTHER, shared.labels(caps), reason)
     if memory is not None and memory.kind != "dmabuf":
         raise ExtensionUnavailable(
             OTHER,
-            _memobj.labels(caps),
+            shared.labels(caps),
             f"{reason}; only a dma-buf can back the portable planes (it is mapped)",
         )
     y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)

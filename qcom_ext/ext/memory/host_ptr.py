@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.binding.lib import C, ffi, handle_int
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
@@ -207,11 +208,11 @@ def ext_mem_padding(caps: Sequence[DeviceCaps]) -> int:
 
 
 def _policy_token(name: str, caps: Sequence[DeviceCaps]) -> int:
-    if name == "iocoherent" and not _memobj.all_native(caps, IOCOHERENT):
-        ext, reason = _memobj.why_not_native(caps, IOCOHERENT)
+    if name == "iocoherent" and not shared.all_native(caps, IOCOHERENT):
+        ext, reason = shared.why_not_native(caps, IOCOHERENT)
         raise ExtensionUnavailable(
             ext,
-            _memobj.labels(caps),
+            shared.labels(caps),
             f"{reason}; use cache_policy='writeback' and map/unmap around host access",
         )
     return getattr(C, CACHE_POLICIES[name])
@@ -239,7 +240,7 @@ def aligned_empty(
     >>> a.ctypes.data % mmap.PAGESIZE, a.shape, a.flags.c_contiguous
     (0, (3, 5), True)
     """
-    caps = _memobj.context_caps(context) if context is not None else ()
+    caps = shared.context_caps(context) if context is not None else ()
     alignment = page_size(caps) if alignment is None else alignment
     padding = ext_mem_padding(caps) if padding is None else padding
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
@@ -292,7 +293,7 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
         )
     if not flags & C.CL_MEM_READ_ONLY and not array.flags.writeable:
         raise ConfigError("the array is read-only: pass flags='read_only' or a writeable array")
-    caps = _memobj.context_caps(context)
+    caps = shared.context_caps(context)
     page, padding = page_size(caps), ext_mem_padding(caps)
     if array.ctypes.data % page:
         raise ConfigError(
@@ -302,7 +303,7 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
         )
     if padding and _bytes_after(array) < array.nbytes + padding:
         raise ConfigError(
-            f"{_memobj.labels(caps)} needs {padding} bytes of padding after host memory "
+            f"{shared.labels(caps)} needs {padding} bytes of padding after host memory "
             "(CL_DEVICE_EXT_MEM_PADDING_IN_BYTES_QCOM); allocate it with "
             f"qcom_ext.aligned_empty({array.shape}, {array.dtype.name!r}, context=ctx)"
         )
@@ -426,14 +427,14 @@ def import_route(caps: Sequence[DeviceCaps], memory: ExternalMemory) -> tuple[st
     """``("native", "", "")`` or ``("mapped", extension, reason)`` for a dma-buf that can be
     mapped instead; ExtensionUnavailable for everything else."""
     kind = _KINDS[memory.kind]
-    if _memobj.all_native(caps, kind.extension, BASE):
+    if shared.all_native(caps, kind.extension, BASE):
         return "native", "", ""
-    ext, reason = _memobj.why_not_native(caps, kind.extension, BASE)
+    ext, reason = shared.why_not_native(caps, kind.extension, BASE)
     mappable = memory.kind == "dmabuf" and not memory.protected
     if not mappable or any(c.path(kind.extension) == "unavailable" for c in caps):
         if memory.protected:
             reason += "; a protected dma-buf is never mapped into host memory"
-        raise ExtensionUnavailable(ext, _memobj.labels(caps), reason)
+        raise ExtensionUnavailable(ext, shared.labels(caps), reason)
     return "mapped", ext, reason
 
 
@@ -474,15 +475,15 @@ def import_memory(
     image = None if image_format is None else image_spec(image_format, shape, row_pitch)
     if image is None and shape is not None:
         raise ConfigError("shape is given without image_format: pass both for an image")
-    caps = _memobj.context_caps(context)
+    caps = shared.context_caps(context)
     kind = _KINDS[memory.kind]
     if image is not None and image.vendor:
         format_ext = vendor_format_extension(image.fmt)
-        if not _memobj.all_native(caps, format_ext):
+        if not shared.all_native(caps, format_ext):
             raise ExtensionUnavailable(
                 format_ext,
-                _memobj.labels(caps),
-                f"{_memobj.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
+                shared.labels(caps),
+                f"{shared.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
                 "only there (qcom_ext.nv12_image makes a portable NV12 frame)",
             )
     route, ext, reason = import_route(caps, memory)
@@ -490,7 +491,7 @@ def import_memory(
         return _import_native(context, caps, memory, size, flags, image)
     result = _import_mapped(context, memory, size, flags, image)
     warnings.warn(
-        f"import of a {kind.what} on {_memobj.labels(caps)}: {ext} {reason}; "
+        f"import of a {kind.what} on {shared.labels(caps)}: {ext} {reason}; "
         f"cache_policy={memory.cache_policy!r} has no effect on a host mapping",
         QcomExtWarning,
         stacklevel=3,

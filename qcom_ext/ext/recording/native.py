@@ -21,8 +21,9 @@ from typing import Any
 import pyopencl as cl
 
 from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import CLError, EntryPointMissing, ExtensionUnavailable
+from qcom_ext.errors import CLError, ExtensionUnavailable
 from qcom_ext.ext.recording.args import Dispatch, KernelArg, Updates
 from qcom_ext.ext.recording.khr import _cast_events, wrap_event
 
@@ -78,12 +79,7 @@ class NativeBackend:
     path = "native"
 
     def __init__(self, caps: DeviceCaps, context: cl.Context, device: cl.Device) -> None:
-        fns = {name: driver.extension_function(caps.platform_id, name) for name in _FUNCTIONS}
-        missing = [name for name, fn in fns.items() if fn is None]
-        if missing:
-            raise EntryPointMissing(
-                f"cl_qcom_recordable_queues: driver lacks {', '.join(missing)}"
-            )
+        fns = shared.require_all(caps, "cl_qcom_recordable_queues", _FUNCTIONS)
         self._new, self._end, self._release, self._enqueue = (fns[n] for n in _FUNCTIONS)
         self._enqueue_svm = driver.extension_function(
             caps.platform_id, "clEnqueueRecordingSVMQCOM"

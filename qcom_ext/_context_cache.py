@@ -80,7 +80,7 @@ class Entries:
 
 
 # handle -> the entries some owner still holds; no finalizer of ours ever runs, so a
-# collection inside a locked block cannot wait on the lock (see _finalizer_lock)
+# collection inside a locked block never waits on the lock (as a finalizer taking it would)
 _table: weakref.WeakValueDictionary[int, Entries] = weakref.WeakValueDictionary()
 _table_lock = threading.Lock()
 

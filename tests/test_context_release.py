@@ -259,4 +259,3 @@ def test_a_cache_lives_as_long_as_its_queue(kernel_context, device_caps):
     del queue
     gc.collect()
     assert handle not in _context_cache.live_handles()  # its last owner is gone
-

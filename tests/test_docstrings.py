@@ -54,7 +54,6 @@ MODULES = [
     "qcom_ext.tools.selftest.checks_builtins",
     "qcom_ext._cache_dir",
     "qcom_ext.device.clml",
-    "qcom_ext._finalizer_lock",
     "qcom_ext.ops.tuning",
     "qcom_ext.ops",
     "qcom_ext.ops.layout",

@@ -40,7 +40,8 @@ from qcom_ext.ext import hints as _hints
 if TYPE_CHECKING:
     import pyopencl
 
-DeviceLike = Union["pyopencl.Device", int]  # a pyopencl.Device or a raw cl_device_id
+# a pyopencl.Device, a raw cl_device_id, or the device's report (passed down: no probe)
+DeviceLike = Union["pyopencl.Device", int, DeviceCaps]
 
 __all__ = ["ContextInfo", "context_info", "create_context", "create_queue", "set_perf_hint"]
 
@@ -77,6 +78,9 @@ class ContextInfo:
     priority_hint: str | None = None
     priority_hint_path: str | None = None
     protected: bool = False
+
+
+_PLAIN = ContextInfo()  # what a context without hints was made with
 
 
 class _State:
@@ -168,7 +172,7 @@ def create_context(
     """A ``pyopencl.Context`` carrying Qualcomm hints (natively or mapped, see module doc).
 
     ``devices``: None (the device ``qcom_ext.probe()`` picks), a ``pyopencl.Device``
-    or a list of them from one platform. Hints: ``"high" | "normal" | "low"`` or the
+    (or its :class:`DeviceCaps`) or a list of them from one platform. Hints: ``"high" | "normal" | "low"`` or the
     ``CL_PERF_HINT_*_QCOM`` / ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True``
     never falls back: :class:`ExtensionUnavailable` where it is not native.
 
@@ -194,13 +198,11 @@ def create_context(
     platform = found[0].platform_id
     handle = _cl_create_context(platform, found, properties)
     context = _adopt(handle, _wrap_context, "clReleaseContext", "cl_context")
-    info = ContextInfo(
-        levels["perf_hint"],
-        paths["perf_hint"],
-        levels["priority_hint"],
-        paths["priority_hint"],
-        protected,
-    )
+    info = _PLAIN
+    if protected or any(levels.values()):
+        hints = (levels["perf_hint"], paths["perf_hint"])
+        hints += (levels["priority_hint"], paths["priority_hint"])
+        info = ContextInfo(*hints, protected)
     _register(context, _State(info, platform, found))
     _warn_not_native("create_context", levels, paths, found)
     return context
@@ -455,6 +457,9 @@ def _queue_hints(
     return applied, dropped
 
 
+_NO_PROPERTIES = ffi.new("cl_queue_properties[]", [0])  # the driver only reads it
+
+
 def _cl_create_queue(
     context: int,
     caps: DeviceCaps,
@@ -477,7 +482,7 @@ def _cl_create_queue(
         words = [C.CL_QUEUE_PROPERTIES, mask] if mask else []
         for key, value in hints:
             words += [getattr(C, key), getattr(C, value)]
-        plist = ffi.new("cl_queue_properties[]", [*words, 0])
+        plist = ffi.new("cl_queue_properties[]", [*words, 0]) if words else _NO_PROPERTIES
         handle = driver.function(routine)(ctx, dev, plist, err)
     if err[0] != 0 or handle == ffi.NULL:  # the message is for failures only
         shown = _properties_text([*hints, *((b, None) for b in bits)])

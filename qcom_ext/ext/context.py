@@ -172,9 +172,9 @@ def create_context(
     """A ``pyopencl.Context`` carrying Qualcomm hints (natively or mapped, see module doc).
 
     ``devices``: None (the device ``qcom_ext.probe()`` picks), a ``pyopencl.Device``
-    (or its :class:`DeviceCaps`) or a list of them from one platform. Hints: ``"high" | "normal" | "low"`` or the
-    ``CL_PERF_HINT_*_QCOM`` / ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True``
-    never falls back: :class:`ExtensionUnavailable` where it is not native.
+    (or its :class:`DeviceCaps`) or a list of them from one platform. Hints:
+    ``"high" | "normal" | "low"`` or the ``CL_PERF_HINT_*_QCOM`` /
+    ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True`` never falls back: :class:`ExtensionUnavailable` where it is not native.
 
     >>> import qcom_ext
     >>> ctx = qcom_ext.create_context()  # the probed default device, no hints

@@ -174,7 +174,8 @@ def create_context(
     ``devices``: None (the device ``qcom_ext.probe()`` picks), a ``pyopencl.Device``
     (or its :class:`DeviceCaps`) or a list of them from one platform. Hints:
     ``"high" | "normal" | "low"`` or the ``CL_PERF_HINT_*_QCOM`` /
-    ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True`` never falls back: :class:`ExtensionUnavailable` where it is not native.
+    ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True`` never falls back:
+    :class:`ExtensionUnavailable` where it is not native.
 
     >>> import qcom_ext
     >>> ctx = qcom_ext.create_context()  # the probed default device, no hints

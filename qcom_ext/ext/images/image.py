@@ -38,8 +38,9 @@ from qcom_ext.ext.images.formats import (  # parse_image_format: part of the pub
     parse_image_format,
 )
 from qcom_ext.ext.images.formats import image_type as image_type_token
+from qcom_ext.ext.memory.external import ExternalMemory, import_route
 from qcom_ext.ext.memory.flags import access_flags, flag_names
-from qcom_ext.ext.memory.host_ptr import ExternalMemory, import_memory, import_route
+from qcom_ext.ext.memory.host_ptr import import_memory
 
 __all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_formats"]
 

@@ -42,14 +42,15 @@ from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_f
 from qcom_ext.ext.images.image import COMPRESSED, require_listed, supported_image_formats
 from qcom_ext.ext.images.yuv import check_nv12_shape, nv12_frame, nv12_planes
 from qcom_ext.ext.memory import memobj as _memobj
-from qcom_ext.ext.memory.flags import access_flags, flag_names
-from qcom_ext.ext.memory.host_ptr import (
+from qcom_ext.ext.memory.external import (
     ExternalMemory,
     check_fits,
+    image_spec,
     import_route,
     map_fd,
     native_handle,
 )
+from qcom_ext.ext.memory.flags import access_flags, flag_names
 
 __all__ = ["LAYOUTS", "Nv12Image", "PlanarImage", "nv12_image", "planar_image"]
 
@@ -228,8 +229,6 @@ def _native(
     flags: int,
     cls: type,
 ) -> PlanarImage:
-    from qcom_ext.ext.memory.host_ptr import image_spec
-
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
         require_listed(

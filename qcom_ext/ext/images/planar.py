@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ import numpy as np
 
 from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
+from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.images.image import COMPRESSED, require_listed, supported_image_formats
@@ -372,33 +374,46 @@ def planar_image(
     native = memory is not None and shared.all_native(caps, *needed)
     if native and import_route(caps, memory)[0] == "native":
         return _native(context, caps, spec, width, height, memory, compressed, flags, cls)
+    reason = _why_portable(caps, needed, memory)
+    _refuse_portable(caps, spec.name, memory, reason)
+    y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
+    return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
+
+
+def _why_portable(
+    caps: Sequence[DeviceCaps], needed: tuple[str, ...], memory: ExternalMemory | None
+) -> str:
+    """Why the frame is not native (ExtensionUnavailable for memory that cannot be
+    mapped either)."""
     if memory is None:
         reason = "native planar images live in external memory (no memory= given)"
         if not shared.all_native(caps, *needed):
             reason = shared.why_not_native(caps, *needed)[1]
-    elif shared.all_native(caps, *needed):
-        reason = f"{memory.extension}: {import_route(caps, memory)[2]}"
-    else:
-        import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
-        reason = shared.why_not_native(caps, *needed)[1]
-    if spec.name != "nv12":
+        return reason
+    if shared.all_native(caps, *needed):
+        return f"{memory.extension}: {import_route(caps, memory)[2]}"
+    import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
+    return shared.why_not_native(caps, *needed)[1]
+
+
+def _refuse_portable(
+    caps: Sequence[DeviceCaps], layout: str, memory: ExternalMemory | None, reason: str
+) -> None:
+    """ExtensionUnavailable where the portable two-image layout cannot stand in."""
+    labels = shared.labels(caps)
+    if layout != "nv12":
         raise ExtensionUnavailable(
             OTHER,
-            shared.labels(caps),
-            f"{reason}; the portable "
-            f"planar layout covers NV12 only ({spec.name.upper()} needs "
+            labels,
+            f"{reason}; the portable planar layout covers NV12 only ({layout.upper()} needs "
             "10-bit planar formats)",
         )
     if any(c.path(OTHER) == "unavailable" for c in caps):
-        raise ExtensionUnavailable(OTHER, shared.labels(caps), reason)
+        raise ExtensionUnavailable(OTHER, labels, reason)
     if memory is not None and memory.kind != "dmabuf":
         raise ExtensionUnavailable(
-            OTHER,
-            shared.labels(caps),
-            f"{reason}; only a dma-buf can back the portable planes (it is mapped)",
+            OTHER, labels, f"{reason}; only a dma-buf can back the portable planes (it is mapped)"
         )
-    y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
-    return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
 
 
 def nv12_image(

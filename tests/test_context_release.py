@@ -259,3 +259,20 @@ def test_a_cache_lives_as_long_as_its_queue(kernel_context, device_caps):
     del queue
     gc.collect()
     assert handle not in _context_cache.live_handles()  # its last owner is gone
+
+
+def test_the_cache_takes_contexts_and_queues_only(kernel_context):
+    buffer = cl.Buffer(kernel_context, mf.READ_ONLY, 4)
+    with pytest.raises(qcom_ext.ConfigError, match=r"pyopencl\.CommandQueue, got Buffer"):
+        _context_cache.cached(buffer, ("test", "buffer"), lambda context: 1)
+
+
+def test_builders_get_a_wrapper_that_is_no_owner(kernel_context):
+    """What a builder makes may refer to the context it is given without keeping its
+    own entries alive: that wrapper carries no entries."""
+    got = _context_cache.cached(kernel_context, ("test", "context"), lambda context: context)
+    assert got == kernel_context and got is not kernel_context  # one handle, two objects
+    assert not hasattr(got, _context_cache.ATTRIBUTE)
+    assert getattr(kernel_context, _context_cache.ATTRIBUTE).context is got
+    _context_cache.clear()
+    assert not _context_cache.entries(kernel_context).values

@@ -28,6 +28,7 @@ from fakes.recording import FakeRecordingDriver, native_caps
 import qcom_ext
 import qcom_ext.ext.context as context_module
 import qcom_ext.ext.recording as recording_module
+from qcom_ext import _context_cache
 from qcom_ext.device.probe import clear_cache
 from qcom_ext.ext.accelerated import whole_image as image_ops
 from qcom_ext.ext.program import build as program
@@ -314,19 +315,19 @@ def test_a_context_collected_inside_the_context_registry_lock(cl_device, monkeyp
         assert handle not in context_module._registry
 
 
-def test_a_context_collected_inside_the_image_ops_lock(cl_context, device_caps, monkeypatch):
-    """image_ops.sampler creates the sampler while it holds its cache lock."""
+def test_a_context_collected_inside_the_context_cache_lock(cl_context, device_caps, monkeypatch):
+    """image_ops.sampler caches per context; a context collected while the cache makes
+    a new entry under its table lock drops its own entry without waiting on that lock."""
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    doomed = cl.Context(cl_context.devices)
+    doomed, fresh = cl.Context(cl_context.devices), cl.Context(cl_context.devices)
     image_ops.sampler(doomed)
     handle = doomed.int_ptr
     Cyclic(doomed)
     del doomed
-    collecting_first(monkeypatch, cl, "Sampler")
-    assert finishes(lambda: image_ops.sampler(cl_context, "clamp")), "deadlocked"
-    with image_ops._lock:  # the collected context's entries are gone
-        assert not [key for key in image_ops._samplers if key[0] == handle]
+    collecting_first(monkeypatch, _context_cache, "Entries")
+    assert finishes(lambda: image_ops.sampler(fresh, "clamp")), "deadlocked"
+    assert handle not in _context_cache.live_handles()  # the collected context's entries
 
 
 # ---- 8 processes, one cache directory ----

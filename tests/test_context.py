@@ -17,6 +17,7 @@ import pyopencl as cl
 import pytest
 
 import qcom_ext
+import qcom_ext.ext.context as context_module
 from qcom_ext import QcomExtWarning
 from qcom_ext.ext.context import _registry
 
@@ -219,3 +220,17 @@ def test_queue_device_must_belong_to_the_context(device_caps):
     ctx, _ = make(device_caps)
     with pytest.raises(qcom_ext.ConfigError, match="is not a device of this context"):
         qcom_ext.create_queue(ctx, others[0])
+
+
+def test_a_report_passed_down_is_not_probed_again(device_caps, monkeypatch):
+    """create_context(caps) takes the device's report as it is, and create_queue on the
+    context it made uses the report it was made with: no probe() either time."""
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("probe() was called")
+
+    monkeypatch.setattr(context_module, "probe", no_probe)
+    ctx = qcom_ext.create_context(device_caps)
+    queue = qcom_ext.create_queue(ctx, profiling=True)
+    assert [d.int_ptr for d in ctx.devices] == [device_caps.device_id]
+    assert queue.device.int_ptr == device_caps.device_id

@@ -57,7 +57,7 @@ from qcom_ext.device import clml as _clml
 from qcom_ext.device.probe import clear_cache, probe
 from qcom_ext.errors import RecordingStateError, error_name
 from qcom_ext.ext import context as context_module
-from qcom_ext.ext.memory import host_ptr as host_ptr_module
+from qcom_ext.ext.memory import external as external_memory
 from qcom_ext.ext.memory import image_buffer as image_buffer_module
 
 DEVICE = next((c for c in DEVICES if c.image_support), None)
@@ -756,13 +756,13 @@ IMPORTS: dict[str, tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any
 def _import(name: str, image: bool) -> Scenario:
     def scenario(env: Env):
         mappings = []
-        mapped = host_ptr_module.map_fd
+        mapped = external_memory.map_fd
 
         def map_fd(*args):
             mappings.append(mapped(*args))
             return mappings[-1]
 
-        env.monkeypatch.setattr(host_ptr_module, "map_fd", map_fd)
+        env.monkeypatch.setattr(external_memory, "map_fd", map_fd)
         fd = os.memfd_create("fault-injection")
         try:
             os.ftruncate(fd, 8192)

@@ -23,23 +23,25 @@ True
 from __future__ import annotations
 
 import dataclasses
+import threading
 import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from qcom_ext._finalizer_lock import FinalizerLock
 from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.probe import _opencl_major, probe
-from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
+from qcom_ext.errors import ConfigError, EntryPointMissing, ExtensionUnavailable, QcomExtWarning
 from qcom_ext.ext import hints as _hints
 
 if TYPE_CHECKING:
     import pyopencl
 
-DeviceLike = Union["pyopencl.Device", int]  # a pyopencl.Device or a raw cl_device_id
+# a pyopencl.Device, a raw cl_device_id, or the device's report (passed down: no probe)
+DeviceLike = Union["pyopencl.Device", int, DeviceCaps]
 
 __all__ = ["ContextInfo", "context_info", "create_context", "create_queue", "set_perf_hint"]
 
@@ -78,38 +80,32 @@ class ContextInfo:
     protected: bool = False
 
 
-@dataclass
+_PLAIN = ContextInfo()  # what a context without hints was made with
+
+
 class _State:
-    info: ContextInfo
-    platform: int
-    devices: tuple[DeviceCaps, ...]
+    """What a context was made with; rides on the context's pyopencl object."""
+
+    def __init__(self, info: ContextInfo, platform: int, devices: tuple[DeviceCaps, ...]):
+        self.info, self.platform, self.devices = info, platform, devices
 
 
-# A finalizer removes the entry of a collected context; it may run inside a locked
-# block of this module (a collection can start at any allocation): see _finalizer_lock.
-_lock = FinalizerLock()
-_registry: dict[int, _State] = {}  # ctx.int_ptr -> state; never holds the context itself
-
-
-def _remove(handle: int, state: _State) -> None:
-    if _registry.get(handle) is state:
-        del _registry[handle]
-
-
-def _forget(handle: int, state: _State) -> None:
-    _lock.defer(_remove, handle, state)
+# ctx.int_ptr -> the state riding on a live pyopencl object of that context (attribute
+# STATE): the entry dies with that object, never keeping the context alive, and no
+# finalizer of ours runs (see qcom_ext._context_cache for the same design). _lock only
+# orders updates of a state.
+STATE = "_qcom_ext_context_state"
+_lock = threading.Lock()
+_registry: weakref.WeakValueDictionary[int, _State] = weakref.WeakValueDictionary()
 
 
 def _register(context: Any, state: _State) -> None:
-    handle = int(context.int_ptr)
-    with _lock:
-        _registry[handle] = state
-    weakref.finalize(context, _forget, handle, state)
+    setattr(context, STATE, state)
+    _registry[int(context.int_ptr)] = state
 
 
 def _lookup(handle: int) -> _State | None:
-    with _lock:  # runs the removals finalizers deferred: no state of a dead context
-        return _registry.get(handle)
+    return _registry.get(handle) if _registry else None
 
 
 def _context_handle(context: Any) -> int:
@@ -119,48 +115,13 @@ def _context_handle(context: Any) -> int:
     return handle
 
 
-def _device_handle(device: Any) -> int:
-    import pyopencl
-
-    if isinstance(device, pyopencl.Device):
-        return int(device.int_ptr)
-    if isinstance(device, int) and not isinstance(device, bool) and device > 0:
-        return device
-    raise ConfigError(f"expected a pyopencl.Device or a cl_device_id handle (int), got {device!r}")
-
-
-def _labels(devices: Sequence[DeviceCaps]) -> str:
-    return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in devices)
-
-
 def _device_caps(devices: Any) -> tuple[DeviceCaps, ...]:
-    if devices is None:
-        return (probe(),)
-    items = list(devices) if isinstance(devices, (list, tuple)) else [devices]
-    if not items:
-        raise ConfigError("devices is empty; pass None for the default device")
-    handles = [_device_handle(d) for d in items]
-    if len(set(handles)) != len(handles):
-        raise ConfigError("devices lists the same device more than once")
-    found = tuple(probe(h) for h in handles)
-    if len({c.platform_id for c in found}) > 1:
-        raise ConfigError(
-            f"devices span several platforms ({_labels(found)}); "
-            "one context takes the devices of one platform"
-        )
-    return found
-
-
-def _path(devices: Sequence[DeviceCaps], extension: str) -> str:
-    """The path shared by every device; devices that disagree get the fallback."""
-    paths = {c.path(extension) for c in devices}
-    return paths.pop() if len(paths) == 1 else "fallback"
-
-
-def _absent_path(devices: Sequence[DeviceCaps], extension: str) -> str:
-    """The path ``extension`` takes when its entry point turns out to be missing."""
-    paths = {c.status_without(extension).path for c in devices}
-    return paths.pop() if len(paths) == 1 else "fallback"
+    """The reports of the devices a context is made for (see :func:`shared.caps_of`)."""
+    if devices is None or isinstance(devices, (list, tuple)):
+        return shared.caps_of(devices)
+    if isinstance(devices, DeviceCaps):
+        return (devices,)
+    return (probe(shared.device_handle(devices)),)  # one device: nothing to compare
 
 
 def _explain(kind: str, level: str, path: str, devices: Sequence[DeviceCaps]) -> str:
@@ -211,9 +172,10 @@ def create_context(
     """A ``pyopencl.Context`` carrying Qualcomm hints (natively or mapped, see module doc).
 
     ``devices``: None (the device ``qcom_ext.probe()`` picks), a ``pyopencl.Device``
-    or a list of them from one platform. Hints: ``"high" | "normal" | "low"`` or the
-    ``CL_PERF_HINT_*_QCOM`` / ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True``
-    never falls back: :class:`ExtensionUnavailable` where it is not native.
+    (or its :class:`DeviceCaps`) or a list of them from one platform. Hints:
+    ``"high" | "normal" | "low"`` or the ``CL_PERF_HINT_*_QCOM`` /
+    ``CL_PRIORITY_HINT_*_QCOM`` tokens. ``protected=True`` never falls back:
+    :class:`ExtensionUnavailable` where it is not native.
 
     >>> import qcom_ext
     >>> ctx = qcom_ext.create_context()  # the probed default device, no hints
@@ -228,45 +190,66 @@ def create_context(
         raise ConfigError(f"protected must be True or False, got {protected!r}")
     found = _device_caps(devices)
     if protected:
-        refused = [c for c in found if c.path(PROTECTED) != "native"]
-        if refused:
-            raise ExtensionUnavailable(
-                PROTECTED, _labels(refused), refused[0].status(PROTECTED).reason
-            )
+        _refuse_unprotected(found)
     paths = {
-        kind: _path(found, _CONTEXT_HINTS[kind][0]) if level else None
+        kind: shared.shared_path(found, _CONTEXT_HINTS[kind][0]) if level else None
         for kind, level in levels.items()
     }
-    properties: list[tuple[str, int, str]] = []  # (key name, value, value name)
+    properties = _context_properties(levels, paths, protected)
+    platform = found[0].platform_id
+    handle = _cl_create_context(platform, found, properties)
+    context = _adopt(handle, _wrap_context, "clReleaseContext", "cl_context")
+    info = _PLAIN
+    if protected or any(levels.values()):
+        hints = (levels["perf_hint"], paths["perf_hint"])
+        hints += (levels["priority_hint"], paths["priority_hint"])
+        info = ContextInfo(*hints, protected)
+    _register(context, _State(info, platform, found))
+    _warn_not_native("create_context", levels, paths, found)
+    return context
+
+
+def _refuse_unprotected(found: Sequence[DeviceCaps]) -> None:
+    refused = [c for c in found if c.path(PROTECTED) != "native"]
+    if refused:
+        reason = refused[0].status(PROTECTED).reason
+        raise ExtensionUnavailable(PROTECTED, shared.labels(refused), reason)
+
+
+def _context_properties(
+    levels: dict[str, str | None], paths: dict[str, str | None], protected: bool
+) -> list[tuple[str, int, str]]:
+    """(key name, value, value name) of each vendor property the context is made with."""
+    properties = []
     for kind, level in levels.items():
         if level and paths[kind] == "native":
             name = _hints.token_name(kind, level)
             properties.append((_CONTEXT_HINTS[kind][1], _hints.token(kind, level), name))
     if protected:
         properties.append(("CL_CONTEXT_PROTECTED_QCOM", 1, "CL_TRUE"))
-    platform = found[0].platform_id
-    handle = _cl_create_context(platform, found, properties)
-    context = _adopt(handle, _wrap_context, "clReleaseContext", "cl_context")
-    info = ContextInfo(
-        levels["perf_hint"],
-        paths["perf_hint"],
-        levels["priority_hint"],
-        paths["priority_hint"],
-        protected,
-    )
-    _register(context, _State(info, platform, found))
+    return properties
+
+
+def _warn_not_native(
+    where: str,
+    levels: dict[str, str | None],
+    paths: dict[str, str | None],
+    found: Sequence[DeviceCaps],
+) -> None:
     notes = [
-        _explain(kind, lv, paths[kind] or "", found)
-        for kind, lv in levels.items()
-        if lv and paths[kind] != "native"
+        _explain(kind, level, paths[kind] or "", found)
+        for kind, level in levels.items()
+        if level and paths[kind] != "native"
     ]
     if notes:
         warnings.warn(
-            f"create_context on {_labels(found)}: " + "; ".join(notes),
+            f"{where} on {shared.labels(found)}: " + "; ".join(notes),
             QcomExtWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return context
+
+
+_device_arrays: dict[tuple[int, ...], Any] = {}  # device ids -> cl_device_id[] (a few)
 
 
 def _cl_create_context(
@@ -279,12 +262,19 @@ def _cl_create_context(
         plist = ffi.new("cl_context_properties[]", [*words, 0])
     else:
         plist = ffi.NULL
-    ids = ffi.new("cl_device_id[]", [ffi.cast("cl_device_id", c.device_id) for c in found])
+    key = tuple(c.device_id for c in found)
+    ids = _device_arrays.get(key)
+    if ids is None:
+        ids = ffi.new("cl_device_id[]", [ffi.cast("cl_device_id", d) for d in key])
+        if len(_device_arrays) < 64:
+            _device_arrays[key] = ids
     err = ffi.new("cl_int *")
-    handle = driver.clCreateContext(plist, len(found), ids, ffi.NULL, ffi.NULL, err)
+    handle = driver.function("clCreateContext")(plist, len(key), ids, ffi.NULL, ffi.NULL, err)
+    if err[0] == 0 and handle != ffi.NULL:  # the message below is for failures only
+        return int(ffi.cast("intptr_t", handle))
     shown = [("CL_CONTEXT_PLATFORM", hex(platform))] if properties else []
     shown += [(key, name) for key, _, name in properties]
-    detail = f"properties: {_properties_text(shown)}; devices: {_labels(found)}"
+    detail = f"properties: {_properties_text(shown)}; devices: {shared.labels(found)}"
     return check_handle(handle, err, "clCreateContext", detail, driver.clReleaseContext)
 
 
@@ -305,7 +295,7 @@ def _state_of(context: Any) -> tuple[_State, bool]:
     state = _lookup(_context_handle(context))
     if state is not None:
         return state, False
-    found = tuple(probe(d) for d in context.devices)
+    found = shared.caps_of(context)
     return _State(ContextInfo(), found[0].platform_id, found), True
 
 
@@ -327,11 +317,12 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
     if level is None:
         raise ConfigError("set_perf_hint needs a hint: 'high', 'normal' or 'low'")
     state, new = _state_of(context)
-    path = _path(state.devices, PERF)
+    path = shared.shared_path(state.devices, PERF)
     if path == "native":
-        function = driver.extension_function(state.platform, "clSetPerfHintQCOM")
-        if function is None:
-            path = _absent_path(state.devices, PERF)
+        try:
+            function = shared.require(state.devices[0], PERF, "clSetPerfHintQCOM")
+        except EntryPointMissing:
+            path = shared.absent_path(state.devices, PERF)
         else:
             status = function(
                 ffi.cast("cl_context", context.int_ptr), _hints.token("perf_hint", level)
@@ -341,22 +332,20 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
         state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=path)
     if new:
         _register(context, state)
-    if path != "native":
-        note = _explain("perf_hint", level, path, state.devices)
-        warnings.warn(
-            f"set_perf_hint on {_labels(state.devices)}: {note}", QcomExtWarning, stacklevel=2
-        )
+    _warn_not_native("set_perf_hint", {"perf_hint": level}, {"perf_hint": path}, state.devices)
 
 
 def _queue_device(context: Any, state: _State | None, device: Any) -> DeviceCaps:
-    members = state.devices if state else tuple(probe(d) for d in context.devices)
-    if device is None:
-        return members[0]
-    handle = _device_handle(device)
+    if device is None:  # the context's first device
+        return state.devices[0] if state else probe(context.devices[0])
+    members = state.devices if state else shared.caps_of(context)
+    handle = shared.device_handle(device)
     for caps in members:
         if caps.device_id == handle:
             return caps
-    raise ConfigError(f"device {device!r} is not a device of this context ({_labels(members)})")
+    raise ConfigError(
+        f"device {device!r} is not a device of this context ({shared.labels(members)})"
+    )
 
 
 def create_queue(
@@ -385,48 +374,20 @@ def create_queue(
     True
     """
     handle = _context_handle(context)
-    levels = {
-        "priority": _hints.parse("priority", priority),
-        "throttle": _hints.parse("throttle", throttle),
-    }
+    levels = {"priority": priority, "throttle": throttle}
+    if priority is not None or throttle is not None:
+        levels = {kind: _hints.parse(kind, value) for kind, value in levels.items()}
     flags = {"recordable": recordable, "profiling": profiling, "out_of_order": out_of_order}
-    for name, flag in flags.items():
-        if not isinstance(flag, bool):
-            raise ConfigError(f"{name} must be True or False, got {flag!r}")
-    if recordable and out_of_order:
-        raise ConfigError(
-            "recordable=True needs an in-order queue: recordings replay in order "
-            "(drop out_of_order=True)"
-        )
     state = _lookup(handle)
-    if state and state.info.protected and profiling:
-        raise ConfigError(
-            "queues of a protected context cannot profile (the driver answers "
-            "CL_INVALID_QUEUE_PROPERTIES): drop profiling=True"
-        )
+    _check_queue_flags(flags, state)
     caps = _queue_device(context, state, device)
-    if state:  # context hints that took a Khronos path, unless given here
-        for kind, (_, _, queue_kind, tier) in _CONTEXT_HINTS.items():
-            level = getattr(state.info, kind)
-            if levels[queue_kind] is None and getattr(state.info, f"{kind}_path") == f"khr:{tier}":
-                levels[queue_kind] = level
-    flags["recordable"] = recordable and caps.path(RECORDABLE) == "native"
-    legacy = flags["recordable"] or _opencl_major(caps.platform_version) < 2
-    applied: list[tuple[str, str]] = []
-    dropped: list[str] = []
-    for kind, level in levels.items():
-        if level is None:
-            continue
-        if legacy:
-            why = "clCreateCommandQueue (recordable queue or OpenCL 1.x) takes no hint properties"
-        elif not caps.khronos_usable(_QUEUE_HINTS[kind]):
-            why = f"the device does not advertise {_QUEUE_HINTS[kind]}"
-        else:
-            applied.append((_hints.QUEUE_KEYS[kind], _hints.token_name(kind, level)))
-            continue
-        dropped.append(f"{kind}={level!r} is a no-op: {why}")
-    bits = [token for name, token in _QUEUE_BITS if flags[name]]
-    queue = _cl_create_queue(handle, caps, bits, applied, legacy)
+    if state:
+        _inherit_context_hints(state.info, levels)
+    _, native, old, tiers = _plan(caps)
+    flags["recordable"] = recordable and native
+    legacy = flags["recordable"] or old
+    applied, dropped = _queue_hints(tiers, levels, legacy)
+    queue = _cl_create_queue(handle, caps, flags, applied, legacy)
     if dropped:
         warnings.warn(
             f"create_queue on {caps.label}: " + "; ".join(dropped), QcomExtWarning, stacklevel=2
@@ -434,26 +395,99 @@ def create_queue(
     return queue
 
 
+def _check_queue_flags(flags: dict[str, bool], state: _State | None) -> None:
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{name} must be True or False, got {flag!r}")
+    if flags["recordable"] and flags["out_of_order"]:
+        raise ConfigError(
+            "recordable=True needs an in-order queue: recordings replay in order "
+            "(drop out_of_order=True)"
+        )
+    if state and state.info.protected and flags["profiling"]:
+        raise ConfigError(
+            "queues of a protected context cannot profile (the driver answers "
+            "CL_INVALID_QUEUE_PROPERTIES): drop profiling=True"
+        )
+
+
+def _inherit_context_hints(info: ContextInfo, levels: dict[str, str | None]) -> None:
+    """Context hints that took a Khronos path apply to the queue, unless given here."""
+    for kind, (_, _, queue_kind, tier) in _CONTEXT_HINTS.items():
+        level = getattr(info, kind)
+        if levels[queue_kind] is None and getattr(info, f"{kind}_path") == f"khr:{tier}":
+            levels[queue_kind] = level
+
+
+# device id -> (its latest report, recordable queues native, OpenCL 1.x (no property
+# list), the Khronos queue-hint tiers it can take): computed once per report
+_plans: dict[int, tuple[DeviceCaps, bool, bool, frozenset[str]]] = {}
+
+
+def _plan(caps: DeviceCaps) -> tuple[DeviceCaps, bool, bool, frozenset[str]]:
+    plan = _plans.get(caps.device_id)
+    if plan is None or plan[0] is not caps:
+        tiers = frozenset(t for t in _QUEUE_HINTS.values() if caps.khronos_usable(t))
+        native = caps.path(RECORDABLE) == "native"
+        plan = _plans[caps.device_id] = (
+            caps,
+            native,
+            _opencl_major(caps.platform_version) < 2,
+            tiers,
+        )
+    return plan
+
+
+def _queue_hints(
+    tiers: frozenset[str], levels: dict[str, str | None], legacy: bool
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """(property key, value name) of each hint applied, and a note on each dropped."""
+    applied: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    for kind, level in levels.items():
+        if level is None:
+            continue
+        if legacy:
+            why = "clCreateCommandQueue (recordable queue or OpenCL 1.x) takes no hint properties"
+        elif _QUEUE_HINTS[kind] not in tiers:
+            why = f"the device does not advertise {_QUEUE_HINTS[kind]}"
+        else:
+            applied.append((_hints.QUEUE_KEYS[kind], _hints.token_name(kind, level)))
+            continue
+        dropped.append(f"{kind}={level!r} is a no-op: {why}")
+    return applied, dropped
+
+
+_NO_PROPERTIES = ffi.new("cl_queue_properties[]", [0])  # the driver only reads it
+
+
 def _cl_create_queue(
-    context: int, caps: DeviceCaps, bits: list[str], hints: list[tuple[str, str]], legacy: bool
+    context: int,
+    caps: DeviceCaps,
+    flags: dict[str, bool],
+    hints: list[tuple[str, str]],
+    legacy: bool,
 ) -> Any:
+    bits = [bit for name, bit in _QUEUE_BITS if flags[name]]
     mask = 0
-    for name in bits:
-        mask |= getattr(C, name)
+    for bit in bits:
+        mask |= getattr(C, bit)
     ctx = ffi.cast("cl_context", context)
     dev = ffi.cast("cl_device_id", caps.device_id)
     err = ffi.new("cl_int *")
     if legacy:
         routine = "clCreateCommandQueue"
-        handle = driver.clCreateCommandQueue(ctx, dev, mask, err)
+        handle = driver.function(routine)(ctx, dev, mask, err)
     else:
         routine = "clCreateCommandQueueWithProperties"
         words = [C.CL_QUEUE_PROPERTIES, mask] if mask else []
         for key, value in hints:
             words += [getattr(C, key), getattr(C, value)]
-        plist = ffi.new("cl_queue_properties[]", [*words, 0])
-        handle = driver.clCreateCommandQueueWithProperties(ctx, dev, plist, err)
-    shown = _properties_text([*hints, *((b, None) for b in bits)])
-    detail = f"properties: {shown}; device {caps.label}"
-    value = check_handle(handle, err, routine, detail, driver.clReleaseCommandQueue)
+        plist = ffi.new("cl_queue_properties[]", [*words, 0]) if words else _NO_PROPERTIES
+        handle = driver.function(routine)(ctx, dev, plist, err)
+    if err[0] != 0 or handle == ffi.NULL:  # the message is for failures only
+        shown = _properties_text([*hints, *((b, None) for b in bits)])
+        detail = f"properties: {shown}; device {caps.label}"
+        check_handle(handle, err, routine, detail, driver.clReleaseCommandQueue)
+    value = int(ffi.cast("intptr_t", handle))
     return _adopt(value, _wrap_queue, "clReleaseCommandQueue", "cl_command_queue")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from qcom_ext import _context_cache
 from qcom_ext._resources import kernels_dir
 from qcom_ext.ops.tuning import KernelIdentity, cached_local_size, kernel_identity, padded
 
@@ -77,37 +77,29 @@ class Launcher:
             )
 
 
-_built: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[Any, str, dict[str, Launcher]]]]
-_built = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
-
-
 def _options_key(defines: Mapping[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in defines.items() if v is not False))
 
 
 def kernel_for(
-    context: Any, device: Any, filename: str, name: str, defines: Mapping[str, Any]
+    owner: Any, device: Any, filename: str, name: str, defines: Mapping[str, Any]
 ) -> Launcher:
     """The kernel ``name`` of ``kernels/<filename>`` built for ``device`` with ``defines``
     (and the device's quirk defines, as every build: :meth:`DeviceCaps.compiler_options`).
-    Programs are kept per context."""
+    Programs are cached for the context of ``owner``, the queue (or context) the caller
+    holds, as long as it lives (qcom_ext._context_cache)."""
     import pyopencl as cl
 
     from qcom_ext.ext.program.build import build_program
 
-    key = (device.int_ptr, filename, _options_key(defines))
-    with _lock:
-        per_context = _built.setdefault(context, {})
-        entry = per_context.get(key)
-    if entry is None:
-        text, digest = _source(filename)
+    def build(context: Any) -> tuple[Any, str, dict[str, Launcher]]:
+        text, _ = _source(filename)
         program = build_program(context, text, devices=[device], defines=defines)
         options = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
-        entry = (program, options, {})
-        with _lock:
-            entry = per_context.setdefault(key, entry)
-    program, options, launchers = entry
+        return program, options, {}
+
+    key = (__name__, device.int_ptr, filename, _options_key(defines))
+    program, options, launchers = _context_cache.cached(owner, key, build)
     launcher = launchers.get(name)
     if launcher is None:
         kernel = cl.Kernel(program, name)

@@ -107,9 +107,7 @@ class Conv2d1x1(Pointwise):
             "IN_ALIGNED": int(self.in_channels % 4 == 0),
             "OUT_ALIGNED": int(self.out_channels % 4 == 0),
         }
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_1x1.cl", "conv2d_1x1", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_1x1.cl", "conv2d_1x1", defines)
 
     def output_for(self, queue: Any, x: BufferTensor) -> BufferTensor:
         return BufferTensor.empty(queue.context, self.output_shape(x.shape), self.dtype, "NHWC")

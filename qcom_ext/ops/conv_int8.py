@@ -212,9 +212,7 @@ class Conv2dInt8(Pointwise):
             "IN_ALIGNED": int(self.in_channels % 4 == 0),
             "ACTIVATION": self.options.activation_code,
         }
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_int8.cl", "conv2d_1x1_int8", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_int8.cl", "conv2d_1x1_int8", defines)
 
     def output_for(self, queue: Any, x: BufferTensor) -> BufferTensor:
         import pyopencl as cl

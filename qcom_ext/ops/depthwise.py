@@ -77,7 +77,7 @@ class DepthwiseConv2d(Layer):
             "ROWS": self.rows,
         }
         self.launcher = kernel_for(
-            queue.context, queue.device, "conv_depthwise.cl", "depthwise_conv2d", defines
+            queue, queue.device, "conv_depthwise.cl", "depthwise_conv2d", defines
         )
 
     def output_shape(self, shape: Sequence[int]) -> tuple[int, int, int, int]:

@@ -100,9 +100,7 @@ class Conv2d(_Conv):
             queue, padded.reshape(cob, 4, cib, 4, kh, kw).transpose(0, 2, 4, 5, 1, 3), cob * 4
         )
         defines = {**self.geometry.defines(), **self.options.defines(), "PIX": self.pixels}
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_kxk.cl", "conv2d_image", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_kxk.cl", "conv2d_image", defines)
 
     def output_for(self, queue: Any, x: ImageTensor) -> ImageTensor:
         return ImageTensor.empty(
@@ -162,9 +160,7 @@ class TiledConv2d(_Conv):
             "BS": self.block,
             "COT": self.cot,
         }
-        self.launcher = kernel_for(
-            queue.context, queue.device, "conv_tiled.cl", "conv2d_tiled", defines
-        )
+        self.launcher = kernel_for(queue, queue.device, "conv_tiled.cl", "conv2d_tiled", defines)
 
     def _block(self, device: Any, block: int | None) -> int:
         """``block``, or the first of 16, 8, 4 that fits ``device``."""

@@ -96,7 +96,7 @@ def to_image(
     device = queue.device
     image = ImageTensor.empty(queue.context, device, nchw, out_dtype)
     launch = kernel_for(
-        queue.context,
+        queue,
         device,
         "layout.cl",
         "tensor_to_image",
@@ -145,7 +145,7 @@ def from_image(
     else:
         target = BufferTensor.wrap(out, target_shape, tensor.dtype, layout)
     launch = kernel_for(
-        queue.context, queue.device, "layout.cl", "image_to_tensor", _defines(tensor.dtype, layout)
+        queue, queue.device, "layout.cl", "image_to_tensor", _defines(tensor.dtype, layout)
     )
     n, c, h, w = (np.int32(v) for v in tensor.shape)
     launch(queue, tensor.image_size, tensor.image, target.buffer, n, c, h, w)

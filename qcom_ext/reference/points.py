@@ -16,11 +16,13 @@ array([[24., 25., 26., 27.]], dtype=float32)
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from qcom_ext import _context_cache
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
 from qcom_ext.ext.accelerated.whole_image import empty_rgba_image as empty
 from qcom_ext.ext.accelerated.whole_image import read_rgba_image as download
@@ -28,6 +30,8 @@ from qcom_ext.ext.accelerated.whole_image import rgba_image as upload
 from qcom_ext.ext.accelerated.whole_image import rgba_supported as supports
 
 __all__ = ["SOURCE", "PointOps", "download", "empty", "supports", "upload"]
+
+_launch_lock = threading.Lock()
 
 SOURCE = """
 __kernel void qe_convolve_at(__read_only image2d_t image, sampler_t sampler,
@@ -67,11 +71,14 @@ class PointOps:
     def __init__(self, context: Any) -> None:
         import pyopencl as cl
 
-        from qcom_ext.ext.program.build import build_program
+        from qcom_ext.ext.program.build import build_program, kernels
+
+        def build(private: Any) -> dict[str, Any]:
+            return kernels(build_program(private, SOURCE))
 
         self.context = context
-        program = build_program(context, SOURCE)
-        self._kernels = {k.function_name: k for k in program.all_kernels()}
+        # one program per context, shared by its PointOps while the context lives
+        self._kernels = _context_cache.cached(context, (__name__, "kernels"), build)
         self._cl = cl
 
     def _sampler(self, sampler: Any) -> Any:
@@ -87,8 +94,9 @@ class PointOps:
             cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, 16 * count) for _ in range(outputs)
         ]
         kernel = self._kernels[name]
-        kernel.set_args(*args, *buffers)
-        cl.enqueue_nd_range_kernel(queue, kernel, (count,), None)
+        with _launch_lock:  # the kernels are shared by every PointOps of the context
+            kernel.set_args(*args, *buffers)
+            cl.enqueue_nd_range_kernel(queue, kernel, (count,), None)
         results = []
         for buffer in buffers:
             out = np.empty((count, 4), np.float32)

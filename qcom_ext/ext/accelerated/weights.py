@@ -64,7 +64,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from qcom_ext.binding.lib import C, check, check_handle, driver, ffi, handle_int
-from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device import shared
+from qcom_ext.device.caps import DeviceCaps  # noqa: F401  (the doctests)
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
 
 if TYPE_CHECKING:
@@ -105,24 +106,6 @@ FALLBACK_LIMITS = HofLimits(
 )
 
 
-def _device_caps(where: Any) -> tuple[DeviceCaps, ...]:
-    """The reports of a Context's devices, a Device, a DeviceCaps, a handle or the default."""
-    from qcom_ext.device.probe import probe
-
-    if where is None:
-        return (probe(),)
-    if isinstance(where, DeviceCaps):
-        return (where,)
-    devices = getattr(where, "devices", None)
-    if devices is not None:
-        return tuple(probe(d) for d in devices)
-    return (probe(handle_int(where)),)
-
-
-def _labels(devices: Sequence[DeviceCaps]) -> str:
-    return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in devices)
-
-
 def _smallest(values: list[Any]) -> Any:
     if any(v is None for v in values):
         return None
@@ -140,11 +123,11 @@ def hof_limits(device: Any = None) -> HofLimits:
     >>> hof_limits(DeviceCaps.from_info(extensions="", disabled=()))
     HofLimits(max_filter_size=(16, 16), max_num_phases=64, max_region=(32, 32), native=False)
     """
-    found = _device_caps(device)
+    found = shared.caps_of(device)
     unusable = [c for c in found if not c.status(EXTENSION).usable]
     if unusable:
         raise ExtensionUnavailable(
-            EXTENSION, _labels(unusable), unusable[0].status(EXTENSION).reason
+            EXTENSION, shared.labels(unusable), unusable[0].status(EXTENSION).reason
         )
     if any(c.path(EXTENSION) != "native" for c in found):
         return FALLBACK_LIMITS
@@ -489,10 +472,10 @@ class WeightImage:
         dtype: Any = np.float16,
         filter_size: tuple[int, int] | None = None,
     ) -> None:
-        found = _device_caps(context)
+        found = shared.caps_of(context)
         self.limits = hof_limits(context)
         spec = _validate(weights, center, separable, dtype, filter_size, self.limits)
-        self.path = "native" if all(c.path(EXTENSION) == "native" for c in found) else "fallback"
+        self.path = "native" if shared.all_native(found, EXTENSION) else "fallback"
         create = _create_native if self.path == "native" else _create_fallback
         self.image, self.image_format = create(context, spec)
         stored = spec.weights.copy()

@@ -23,22 +23,16 @@ array([[0.25, 0.5 , 0.25],
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qcom_ext._finalizer_lock import FinalizerLock
+from qcom_ext import _context_cache
+from qcom_ext.device import shared
 from qcom_ext.errors import ConfigError
-from qcom_ext.ext.accelerated.weights import (
-    EXTENSION,
-    WeightImage,
-    _device_caps,
-    box_size,
-    hof_limits,
-)
+from qcom_ext.ext.accelerated.weights import EXTENSION, WeightImage, box_size, hof_limits
 
 if TYPE_CHECKING:
     import pyopencl
@@ -67,76 +61,54 @@ DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8)}  #
 MAX_RADIUS = 127
 _ADDRESSING = ("clamp", "clamp_to_edge", "none")
 
-_lock = FinalizerLock()  # its finalizer may run inside a locked block: see _finalizer_lock
 _launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
-_programs: dict[tuple[int, tuple[tuple[str, Any], ...], tuple[str, ...]], dict[str, Any]] = {}
-_samplers: dict[tuple[int, str], Any] = {}
 
 
-def _drop(handle: int) -> None:
-    for cache in (_programs, _samplers):
-        for key in [k for k in cache if k[0] == handle]:
-            del cache[key]
-
-
-def _forget(handle: int) -> None:
-    _lock.defer(_drop, handle)
-
-
-def _watch(context: Any) -> None:
-    handle = int(context.int_ptr)
-    if not any(k[0] == handle for k in (*_programs, *_samplers)):
-        weakref.finalize(context, _forget, handle)
-
-
-def _kernel(context: Any, name: str, defines: dict[str, Any]) -> Any:
-    """The kernel ``name`` of the program built with ``defines`` (both cached)."""
+def _kernel(owner: Any, name: str, defines: dict[str, Any]) -> Any:
+    """The kernel ``name`` of the program built with ``defines``, cached for the context
+    of ``owner`` (the queue or context the caller holds: see qcom_ext._context_cache)."""
+    import pyopencl as cl
 
     from qcom_ext._resources import kernels_dir
-    from qcom_ext.ext.program.build import build_program, program_options
+    from qcom_ext.ext.program.build import build_program, kernels, program_options
 
+    context = owner if isinstance(owner, cl.Context) else owner.context
     # The probe's -D flags are part of the key: QCOM_EXT_DISABLE may change them in-process.
     flags = tuple(program_options(list(context.devices)))
-    key = (int(context.int_ptr), tuple(sorted(defines.items())), flags)
-    with _lock:
-        kernels = _programs.get(key)
-    if kernels is None:
+    key = (__name__, "kernels", tuple(sorted(defines.items())), flags)
+
+    def build(private: Any) -> dict[str, Any]:
         source = (kernels_dir() / SOURCE_FILE).read_text()
-        program = build_program(context, source, defines=defines)
-        built = {k.function_name: k for k in program.all_kernels()}
-        with _lock:
-            _watch(context)
-            kernels = _programs.setdefault(key, built)
-    return kernels[name]
+        return kernels(build_program(private, source, defines=defines))
+
+    return _context_cache.cached(owner, key, build)[name]
 
 
 def sampler(context: pyopencl.Context, addressing: str = "clamp_to_edge") -> pyopencl.Sampler:
     """A cached unnormalized, nearest sampler with ``addressing`` ("clamp",
-    "clamp_to_edge" or "none"): what the accelerated builtins expect."""
+    "clamp_to_edge" or "none"): what the accelerated builtins expect. ``context`` may
+    be a queue (the cache lives as long as the object given)."""
     import pyopencl as cl
 
     if addressing not in _ADDRESSING:
         raise ConfigError(
             f"addressing must be one of {', '.join(_ADDRESSING)}, got {addressing!r}"
         )
-    key = (int(context.int_ptr), addressing)
-    with _lock:
-        found = _samplers.get(key)
-        if found is None:
-            mode = getattr(cl.addressing_mode, addressing.upper())
-            found = cl.Sampler(context, False, mode, cl.filter_mode.NEAREST)
-            _watch(context)
-            _samplers[key] = found
-    return found
+    mode = getattr(cl.addressing_mode, addressing.upper())
+
+    def build(private: Any) -> Any:
+        return cl.Sampler(private, False, mode, cl.filter_mode.NEAREST)
+
+    return _context_cache.cached(context, (__name__, "sampler", addressing), build)
 
 
-def _check_sampler(value: Any, context: Any) -> Any:
+def _check_sampler(value: Any, queue: Any) -> Any:
     import pyopencl as cl
 
     if value is None:
-        return sampler(context)
+        return sampler(queue)
     if isinstance(value, str):
-        return sampler(context, value)
+        return sampler(queue, value)
     if not isinstance(value, cl.Sampler):
         raise ConfigError(
             f"sampler must be a pyopencl.Sampler or an addressing name, got {type(value).__name__}"
@@ -297,8 +269,8 @@ def convolve_image(
     plan = _plan(
         queue, method, weights.filter_size, (-cx, -cy), block, local_size, weights.separable
     )
-    kernel = _kernel(queue.context, "qe_convolve_image", plan.defines)
-    args = (src, _check_sampler(sampler, queue.context), weights.image, dst)
+    kernel = _kernel(queue, "qe_convolve_image", plan.defines)
+    args = (src, _check_sampler(sampler, queue), weights.image, dst)
     return _launch(queue, kernel, args, shape, plan, wait_for)
 
 
@@ -354,8 +326,8 @@ def box_filter_image(
     packed = box_size(width, height, device=queue.context)
     (ox, nx), (oy, ny) = box_window(float(packed["x"])), box_window(float(packed["y"]))
     plan = _plan(queue, method, (nx, ny), (ox, oy), block, local_size)
-    kernel = _kernel(queue.context, "qe_box_filter_image", plan.defines)
-    args = (src, _check_sampler(sampler, queue.context), packed, dst)
+    kernel = _kernel(queue, "qe_box_filter_image", plan.defines)
+    args = (src, _check_sampler(sampler, queue), packed, dst)
     return _launch(queue, kernel, args, shape, plan, wait_for)
 
 
@@ -466,7 +438,7 @@ def block_match_image(
     args = [
         target,
         reference,
-        _check_sampler(sampler, queue.context),
+        _check_sampler(sampler, queue),
         _uint2(region),
         np.int32(radius),
         np.int32(metric == "ssd"),
@@ -477,7 +449,7 @@ def block_match_image(
     if tiled:  # the portable path reads each pixel once, from local memory
         args.append(cl.LocalMemory(tile_bytes))
     name = "qe_block_match_search_tiled" if tiled else "qe_block_match_search"
-    kernel = _kernel(queue.context, name, {})
+    kernel = _kernel(queue, name, {})
     with _launch_lock:
         kernel.set_args(*args)
         out.event = cl.enqueue_nd_range_kernel(
@@ -488,8 +460,7 @@ def block_match_image(
 
 def path(context: Any) -> str:
     """``native`` or ``fallback``: how the kernels run on the context's devices."""
-    found = _device_caps(context)
-    return "native" if all(c.path(EXTENSION) == "native" for c in found) else "fallback"
+    return "native" if shared.all_native(shared.caps_of(context), EXTENSION) else "fallback"
 
 
 def _uint2(value: tuple[int, int]) -> np.ndarray:

@@ -22,12 +22,15 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.device import shared
+from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import CLError, ConfigError
 from qcom_ext.ext.images.formats import (  # parse_image_format: part of the public API here
     ImageFormat,
@@ -37,9 +40,9 @@ from qcom_ext.ext.images.formats import (  # parse_image_format: part of the pub
     parse_image_format,
 )
 from qcom_ext.ext.images.formats import image_type as image_type_token
-from qcom_ext.ext.memory import memobj as _memobj
+from qcom_ext.ext.memory.external import ExternalMemory, import_route
 from qcom_ext.ext.memory.flags import access_flags, flag_names
-from qcom_ext.ext.memory.host_ptr import ExternalMemory, import_memory, import_route
+from qcom_ext.ext.memory.host_ptr import import_memory
 
 __all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_formats"]
 
@@ -81,10 +84,10 @@ def supported_image_formats(
     flags = access_flags(flags)
     token = isinstance(image_type, int) and not isinstance(image_type, bool)
     kind = image_type if token else image_type_token(image_type)
-    caps = _memobj.context_caps(context)
+    caps = shared.context_caps(context)
     for wanted, (bit, extension) in QCOM_FLAGS.items():
         if {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}[wanted]:
-            if not _memobj.all_native(caps, extension):
+            if not shared.all_native(caps, extension):
                 return []
             flags |= getattr(C, bit)
     ctx = ffi.cast("cl_context", handle_int(context))
@@ -108,7 +111,7 @@ def require_listed(context: Any, caps: Any, fmt: ImageFormat, what: str, **query
     listed = supported_image_formats(context, **query)
     if fmt not in listed:
         shown = ", ".join(str(f) for f in listed) or "none"
-        raise ConfigError(f"{_memobj.labels(caps)} cannot create {fmt} images ({what}: {shown})")
+        raise ConfigError(f"{shared.labels(caps)} cannot create {fmt} images ({what}: {shown})")
 
 
 @dataclass(eq=False)
@@ -199,6 +202,7 @@ def create_image(
     ((8, 4), False, 'CL_RGBA/CL_UNORM_INT8')
     """
     width, height, _, _ = image_extent("2d", shape)
+    shape = (width, height)
     # Compression starts from the spelling alone: CL_RGBx/CL_UNORM_INT8 names the Qualcomm
     # CL_QCOM_COMPRESSED_RGBx/CL_UNORM_INT8, though the core table has no such pair.
     requested = image_format_tokens(image_format)
@@ -206,53 +210,51 @@ def create_image(
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
     reason = ""
-    if not compressed:
-        if requested.vendor:
-            raise ConfigError(
-                f"format {requested}: Qualcomm formats are made by "
-                "qcom_ext.planar_image (planar) or compressed=True "
-                "(compressed)"
-            )
-        fmt = check_image_format(requested)
-    else:
+    if compressed:
         target = compressed_format(requested)
-        caps = _memobj.context_caps(context)
-        if not _memobj.all_native(caps, COMPRESSED):
-            reason = _memobj.why_not_native(caps, COMPRESSED)[1]
-        elif memory is None:
-            reason = (
-                "native compressed images live in external memory: pass memory="
-                "qcom_ext.ExternalMemory.dmabuf(fd) (sized with "
-                "clQueryImageInfoQCOM)"
-            )
-        elif import_route(caps, memory)[0] != "native":
-            reason = import_route(caps, memory)[2]
-        else:
-            require_listed(
-                context,
-                caps,
-                target,
-                "compressed formats for this access",
-                flags=flags,
-                compressed=True,
-            )
-            image = import_memory(
-                context, memory, flags=flags, image_format=target, shape=(width, height)
-            )
+        caps = shared.context_caps(context)
+        reason = _why_uncompressed(caps, memory)
+        if not reason:
+            what = "compressed formats for this access"
+            require_listed(context, caps, target, what, flags=flags, compressed=True)
+            image = import_memory(context, memory, flags=flags, image_format=target, shape=shape)
             return QcomImage(image, target, (width, height), True)
-        try:
-            fmt = check_image_format(requested)
-        except ConfigError as exc:
-            raise ConfigError(
-                f"{exc}; compressed=True falls back to this uncompressed format here ({reason})"
-            ) from None
-    if memory is not None:
-        image = import_memory(
-            context, memory, flags=flags, image_format=fmt, shape=(width, height)
+        fmt = _uncompressed(requested, reason)
+    elif requested.vendor:
+        raise ConfigError(
+            f"format {requested}: Qualcomm formats are made by qcom_ext.planar_image "
+            "(planar) or compressed=True (compressed)"
         )
+    else:
+        fmt = check_image_format(requested)
+    if memory is not None:
+        image = import_memory(context, memory, flags=flags, image_format=fmt, shape=shape)
     else:
         image = _create_plain(context, flags, fmt, width, height)
     return QcomImage(image, fmt, (width, height), False, reason)
+
+
+def _why_uncompressed(caps: Sequence[DeviceCaps], memory: ExternalMemory | None) -> str:
+    """Why a compressed image cannot be native here ("" when it can)."""
+    if not shared.all_native(caps, COMPRESSED):
+        return shared.why_not_native(caps, COMPRESSED)[1]
+    if memory is None:
+        return (
+            "native compressed images live in external memory: pass memory="
+            "qcom_ext.ExternalMemory.dmabuf(fd) (sized with clQueryImageInfoQCOM)"
+        )
+    route, _, reason = import_route(caps, memory)
+    return "" if route == "native" else reason
+
+
+def _uncompressed(requested: ImageFormat, reason: str) -> ImageFormat:
+    """The uncompressed format a compressed request falls back to."""
+    try:
+        return check_image_format(requested)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc}; compressed=True falls back to this uncompressed format here ({reason})"
+        ) from None
 
 
 def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height: int) -> Any:
@@ -261,7 +263,7 @@ def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height
     the image."""
     import pyopencl
 
-    found = _memobj.context_caps(context)
+    found = shared.context_caps(context)
     require_listed(context, found, fmt, "formats for this access", flags=flags)
     for caps in found:
         core = caps.limits.image2d_max_size  # None: the probe could not read it

@@ -22,11 +22,17 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from qcom_ext.binding import info as _info
-from qcom_ext.binding.lib import C, driver, ffi
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.probe import probe
-from qcom_ext.errors import CLError, ConfigError, ExtensionUnavailable, QcomExtWarning
-from qcom_ext.ext.context import _device_handle
+from qcom_ext.errors import (
+    CLError,
+    ConfigError,
+    EntryPointMissing,
+    ExtensionUnavailable,
+    QcomExtWarning,
+)
 from qcom_ext.ext.images.formats import (
     IMAGE_TYPES,
     ImageExtent,
@@ -86,7 +92,7 @@ def query_image_info(
     >>> info.element_size, info.row_pitch >= 100, info.slice_pitch
     (1, True, 0)
     """
-    handle = _device_handle(device)
+    handle = shared.device_handle(device)
     fmt = parse_image_format(image_format)
     kind = _image_type_name(image_type)
     extent = image_extent(kind, shape)
@@ -97,15 +103,14 @@ def query_image_info(
     if status.path == "unavailable":
         raise ExtensionUnavailable(EXTENSION, caps.label, status.reason)
     if status.path == "native":
-        query = driver.extension_function(caps.platform_id, "clQueryImageInfoQCOM")
-        if query is not None:
+        try:
+            query = shared.require(caps, EXTENSION, "clQueryImageInfoQCOM")
+        except EntryPointMissing as exc:
+            warnings.warn(
+                f"{exc}; the layout is computed from the core rules", QcomExtWarning, stacklevel=2
+            )
+        else:
             return _native(query, handle, flags, fmt, kind, extent)
-        warnings.warn(
-            f"{caps.label}: {EXTENSION} is advertised but clQueryImageInfoQCOM is missing; "
-            "the layout is computed from the core rules",
-            QcomExtWarning,
-            stacklevel=2,
-        )
     return computed_image_info(caps, fmt, kind, extent)
 
 

@@ -30,25 +30,29 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from qcom_ext.binding.lib import C
+from qcom_ext.device import shared
+from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.images.image import COMPRESSED, require_listed, supported_image_formats
 from qcom_ext.ext.images.yuv import check_nv12_shape, nv12_frame, nv12_planes
 from qcom_ext.ext.memory import memobj as _memobj
-from qcom_ext.ext.memory.flags import access_flags, flag_names
-from qcom_ext.ext.memory.host_ptr import (
+from qcom_ext.ext.memory.external import (
     ExternalMemory,
     check_fits,
+    image_spec,
     import_route,
     map_fd,
     native_handle,
 )
+from qcom_ext.ext.memory.flags import access_flags, flag_names
 
 __all__ = ["LAYOUTS", "Nv12Image", "PlanarImage", "nv12_image", "planar_image"]
 
@@ -227,8 +231,6 @@ def _native(
     flags: int,
     cls: type,
 ) -> PlanarImage:
-    from qcom_ext.ext.memory.host_ptr import image_spec
-
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
         require_listed(
@@ -364,41 +366,54 @@ def planar_image(
     flags = access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
-    caps = _memobj.context_caps(context)
+    caps = shared.context_caps(context)
     cls = Nv12Image if spec.name == "nv12" else PlanarImage
     needed = (OTHER, PLANES, COMPRESSED) if compressed else (OTHER, PLANES)
     if memory is not None and not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
-    native = memory is not None and _memobj.all_native(caps, *needed)
+    native = memory is not None and shared.all_native(caps, *needed)
     if native and import_route(caps, memory)[0] == "native":
         return _native(context, caps, spec, width, height, memory, compressed, flags, cls)
+    reason = _why_portable(caps, needed, memory)
+    _refuse_portable(caps, spec.name, memory, reason)
+    y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
+    return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
+
+
+def _why_portable(
+    caps: Sequence[DeviceCaps], needed: tuple[str, ...], memory: ExternalMemory | None
+) -> str:
+    """Why the frame is not native (ExtensionUnavailable for memory that cannot be
+    mapped either)."""
     if memory is None:
         reason = "native planar images live in external memory (no memory= given)"
-        if not _memobj.all_native(caps, *needed):
-            reason = _memobj.why_not_native(caps, *needed)[1]
-    elif _memobj.all_native(caps, *needed):
-        reason = f"{memory.extension}: {import_route(caps, memory)[2]}"
-    else:
-        import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
-        reason = _memobj.why_not_native(caps, *needed)[1]
-    if spec.name != "nv12":
+        if not shared.all_native(caps, *needed):
+            reason = shared.why_not_native(caps, *needed)[1]
+        return reason
+    if shared.all_native(caps, *needed):
+        return f"{memory.extension}: {import_route(caps, memory)[2]}"
+    import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
+    return shared.why_not_native(caps, *needed)[1]
+
+
+def _refuse_portable(
+    caps: Sequence[DeviceCaps], layout: str, memory: ExternalMemory | None, reason: str
+) -> None:
+    """ExtensionUnavailable where the portable two-image layout cannot stand in."""
+    labels = shared.labels(caps)
+    if layout != "nv12":
         raise ExtensionUnavailable(
             OTHER,
-            _memobj.labels(caps),
-            f"{reason}; the portable "
-            f"planar layout covers NV12 only ({spec.name.upper()} needs "
+            labels,
+            f"{reason}; the portable planar layout covers NV12 only ({layout.upper()} needs "
             "10-bit planar formats)",
         )
     if any(c.path(OTHER) == "unavailable" for c in caps):
-        raise ExtensionUnavailable(OTHER, _memobj.labels(caps), reason)
+        raise ExtensionUnavailable(OTHER, labels, reason)
     if memory is not None and memory.kind != "dmabuf":
         raise ExtensionUnavailable(
-            OTHER,
-            _memobj.labels(caps),
-            f"{reason}; only a dma-buf can back the portable planes (it is mapped)",
+            OTHER, labels, f"{reason}; only a dma-buf can back the portable planes (it is mapped)"
         )
-    y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
-    return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
 
 
 def nv12_image(

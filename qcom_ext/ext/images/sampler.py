@@ -29,7 +29,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
+from qcom_ext.binding.lib import C, check_handle, driver, ffi
+from qcom_ext.device import shared
 from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
 
 if TYPE_CHECKING:
@@ -67,30 +68,10 @@ def _token(value: str | int, table: dict[str, int], what: str) -> int:
     raise ConfigError(f"{what} {value!r} is not one of {names} (or their CL_ tokens)")
 
 
-def _context_devices(context: int) -> list[int]:
-    """The device handles of ``context``, asked through cffi (works on any handle)."""
-    size = ffi.new("size_t *")
-    get = driver.clGetContextInfo
-    check(
-        get(ffi.cast("cl_context", context), C.CL_CONTEXT_DEVICES, 0, ffi.NULL, size),
-        "clGetContextInfo",
-    )
-    count = size[0] // ffi.sizeof("cl_device_id")
-    devices = ffi.new("cl_device_id[]", count)
-    check(
-        get(ffi.cast("cl_context", context), C.CL_CONTEXT_DEVICES, size[0], devices, ffi.NULL),
-        "clGetContextInfo",
-    )
-    return [int(ffi.cast("uintptr_t", devices[i])) for i in range(count)]
-
-
 def sampler_path(context: pyopencl.Context) -> str:
     """The path bicubic samplers take on ``context``: the devices' shared
     ``DeviceCaps.path`` of cl_qcom_filter_bicubic (``fallback`` when they differ)."""
-    from qcom_ext.device.probe import probe
-
-    paths = {probe(d).path(EXTENSION) for d in _context_devices(_handle(context))}
-    return paths.pop() if len(paths) == 1 else "fallback"
+    return shared.shared_path(shared.caps_of(context), EXTENSION)
 
 
 def _handle(context: Any) -> int:
@@ -142,13 +123,11 @@ def create_sampler(
         )
     if mode != C.CL_FILTER_BICUBIC_QCOM:
         return cl.Sampler(context, normalized, address, mode)
-    from qcom_ext.device.probe import probe
-
-    devices = [probe(d) for d in _context_devices(handle)]
-    path = sampler_path(context)
+    devices = shared.caps_of(context)
+    path = shared.shared_path(devices, EXTENSION)
     if path == "native":
         return _native(handle, normalized, address)
-    labels = ", ".join(f"{c.label} ({c.device_name.strip()})" for c in devices)
+    labels = shared.labels(devices)
     reason = next(
         (c.status(EXTENSION).reason for c in devices if c.path(EXTENSION) == path),
         "the devices of the context take different paths",

@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from qcom_ext.binding.lib import C, driver, ffi
+from qcom_ext.binding.lib import C, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import (
     CLError,
@@ -202,12 +203,6 @@ class ImageBuffer:
         )
 
 
-def _common_path(found: Sequence[DeviceCaps], extension: str) -> str:
-    """The path every device takes; devices that disagree get the fallback."""
-    paths = {c.path(extension) for c in found}
-    return paths.pop() if len(paths) == 1 else "fallback"
-
-
 def _refuse_unavailable(found: Sequence[DeviceCaps], path: str) -> None:
     if path == "unavailable":
         caps = next(c for c in found if c.path(EXTENSION) == "unavailable")
@@ -266,32 +261,27 @@ def buffer_from_image(image: cl.Image, flags: int | None = None) -> ImageBuffer:
         check_compatible(flags, parent, "flags", f"the image ({flag_names(parent)})")
     fmt = parse_image_format(image.format)
     extent = _image_extent(image, kind)
-    found = _memobj.context_caps(image.context)
-    path = _common_path(found, EXTENSION)
+    found = shared.context_caps(image.context)
+    path = shared.shared_path(found, EXTENSION)
     _refuse_unavailable(found, path)
     if path == "native":
         try:
             return _native_pair(image, flags, fmt, kind, extent, found[0])
         except EntryPointMissing as exc:
-            _warn_missing(found, exc)
+            _warn_missing(exc)
     return _copy_pair(image, flags, fmt, kind, extent)
 
 
-def _warn_missing(found: Sequence[DeviceCaps], exc: Exception) -> None:
-    labels = ", ".join(c.label for c in found)
+def _warn_missing(exc: Exception) -> None:
     warnings.warn(
-        f"{labels}: {exc}; the buffer is a copy kept in sync instead", QcomExtWarning, stacklevel=3
+        f"{exc}; the buffer is a copy kept in sync instead", QcomExtWarning, stacklevel=3
     )
 
 
 def _native_pair(
     image: Any, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent, caps: DeviceCaps
 ) -> ImageBuffer:
-    create = driver.extension_function(caps.platform_id, "clCreateBufferFromImageQCOM")
-    if create is None:
-        raise EntryPointMissing(
-            f"{EXTENSION} is advertised but clCreateBufferFromImageQCOM is missing"
-        )
+    create = shared.require(caps, EXTENSION, "clCreateBufferFromImageQCOM")
     err = ffi.new("cl_int *")
     handle = create(ffi.cast("cl_mem", image.int_ptr), flags, err)
     buffer = _memobj.adopt(
@@ -311,8 +301,9 @@ def _native_pitches(
     image: Any, fmt: ImageFormat, kind: str, extent: ImageExtent, caps: DeviceCaps
 ) -> tuple[int, int]:
     """Pitches from clGetDeviceImageInfoQCOM (clGetImageInfo's where it is missing)."""
-    info = driver.extension_function(caps.platform_id, "clGetDeviceImageInfoQCOM")
-    if info is None:
+    try:
+        info = shared.require(caps, EXTENSION, "clGetDeviceImageInfoQCOM")
+    except EntryPointMissing:
         row_pitch, slice_pitch = int(image.row_pitch), int(image.slice_pitch)
     else:
         device, cfmt = ffi.cast("cl_device_id", caps.device_id), fmt.cdata()
@@ -389,8 +380,8 @@ def image_with_buffer(
     extent = image_extent(kind, shape)
     reason = "image_with_buffer allocates both objects itself; no host pointer is taken"
     flags = check_flags(flags, "flags", reason=reason)
-    found = _memobj.context_caps(context)
-    path = _common_path(found, EXTENSION)
+    found = shared.context_caps(context)
+    path = shared.shared_path(found, EXTENSION)
     _refuse_unavailable(found, path)
     if path == "native":
         image = _new_image(context, flags, fmt, kind, extent)
@@ -398,7 +389,7 @@ def image_with_buffer(
             try:
                 return _native_pair(image, flags, fmt, kind, extent, found[0])
             except EntryPointMissing as exc:
-                _warn_missing(found, exc)  # the image exists already: keep it, copy
+                _warn_missing(exc)  # the image exists already: keep it, copy
                 return _copy_pair(image, flags, fmt, kind, extent)
     if path == f"khr:{KHR}" and kind == "2d":
         return _khr_pair(context, flags, fmt, extent, found)

@@ -19,47 +19,15 @@ CL_MEM_READ_WRITE, size 0
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from qcom_ext.binding.lib import C, check_handle, driver, ffi, handle_int  # noqa: F401  (C: the doctest)
-from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import ConfigError
 from qcom_ext.ext.images.formats import ImageExtent, ImageFormat, image_desc
 from qcom_ext.ext.memory.flags import flag_names
 
 KEEPALIVE = "_qcom_ext_keepalive"
-
-
-def context_caps(context: Any) -> tuple[DeviceCaps, ...]:
-    """The capability report of every device of ``context``."""
-    from qcom_ext.device.probe import probe
-
-    devices = getattr(context, "devices", None)
-    if devices is None or not hasattr(context, "int_ptr"):
-        raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")
-    return tuple(probe(device) for device in devices)
-
-
-def labels(caps: Sequence[DeviceCaps]) -> str:
-    return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in caps)
-
-
-def all_native(caps: Sequence[DeviceCaps], *extensions: str) -> bool:
-    """Whether every device takes the native path of every extension."""
-    return all(c.path(ext) == "native" for c in caps for ext in extensions)
-
-
-def why_not_native(caps: Sequence[DeviceCaps], *extensions: str) -> tuple[str, str]:
-    """(extension, reason) of the first extension some device lacks (the reason names
-    that device when the context has several)."""
-    for ext in extensions:
-        for c in caps:
-            if c.path(ext) != "native":
-                reason = c.status(ext).reason
-                return ext, reason if len(caps) == 1 else f"{c.label}: {reason}"
-    raise ValueError("every extension is native")
 
 
 def checked_handle(handle: Any, err: Any, routine: str, detail: str) -> int:

@@ -158,6 +158,25 @@ def build_program(
     return program
 
 
+def kernels(program: Any) -> dict[str, Any]:
+    """Every kernel of a built ``program``, by name.
+
+    Not ``program.all_kernels()``: pyopencl (2026.1) wraps the kernels that
+    ``clCreateKernelsInProgram`` returns with one reference too many, so they, their
+    program and its context are never released.
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> ctx = cl.Context([qcom_ext.probe().device()])
+    >>> src = "__kernel void a(__global int *v) { v[0] = 1; } __kernel void b() {}"
+    >>> sorted(kernels(build_program(ctx, src)))
+    ['a', 'b']
+    """
+    import pyopencl as cl
+
+    names = program.get_info(cl.program_info.KERNEL_NAMES)
+    return {name: cl.Kernel(program, name) for name in names.split(";") if name}
+
+
 def include_dirs(options: Sequence[str]) -> list[Path]:
     """The ``-I`` directories of ``options`` (``-I dir`` and ``-Idir``), as absolute paths.
 

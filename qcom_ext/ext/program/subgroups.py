@@ -33,13 +33,15 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.device import shared
 from qcom_ext.device.caps import LARGEST_ADRENO_WAVE, half_and_full  # one copy, re-exported
-from qcom_ext.errors import CLError, ConfigError
+from qcom_ext.errors import CLError, ConfigError, EntryPointMissing
 
 __all__ = ["LARGEST_ADRENO_WAVE", "half_and_full", "has_sub_groups", "kernel_sub_group_size"]
 
@@ -64,9 +66,9 @@ def _entry_point(device: Any) -> tuple[Any, str] | None:
         if count > 0:
             return driver.clGetKernelSubGroupInfo, "clGetKernelSubGroupInfo"
     if "cl_khr_subgroups" in caps.extensions:  # OpenCL 2.0 (Adreno 6xx)
-        function = driver.extension_function(caps.platform_id, "clGetKernelSubGroupInfoKHR")
-        if function is not None:
-            return function, "clGetKernelSubGroupInfoKHR"
+        with contextlib.suppress(EntryPointMissing):
+            name = "clGetKernelSubGroupInfoKHR"
+            return shared.require(caps, "cl_khr_subgroups", name), name
     return None
 
 

@@ -310,8 +310,6 @@ def normalize_updates(
     """Check every update against the recording; raise ConfigError on the first bad one."""
     if not (args or global_size or local_size or global_offset):
         return NO_UPDATES
-    count = len(dispatches)
-    out = Updates()
     tables = {
         "args": args,
         "global_size": global_size,
@@ -322,10 +320,20 @@ def normalize_updates(
         if table and not isinstance(table, Mapping):
             keys = "(dispatch_index, arg_index)" if name == "args" else "dispatch_index"
             raise ConfigError(f"{name} must be a mapping {{{keys}: value}}, got {table!r}")
-    for key, value in dict(args or {}).items():
+    out = Updates()
+    _arg_updates(dispatches, dict(args or {}), out)
+    for name, minimum in (("global_size", 1), ("local_size", 1), ("global_offset", 0)):
+        _size_updates(dispatches, name, dict(tables[name] or {}), minimum, getattr(out, name))
+    for d in {*out.global_size, *out.local_size, *out.global_offset}:
+        _check_dispatch(dispatches[d], d, out)
+    return out
+
+
+def _arg_updates(dispatches: list[Dispatch], args: dict[Any, Any], out: Updates) -> None:
+    for key, value in args.items():
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ConfigError(f"args keys are (dispatch_index, arg_index) pairs, got {key!r}")
-        d = _index(key[0], count, "args")
+        d = _index(key[0], len(dispatches), "args")
         dispatch = dispatches[d]
         a = key[1]
         n = len(dispatch.args)
@@ -336,32 +344,36 @@ def normalize_updates(
             )
         where = f"dispatch {d} argument {a}"
         out.args[(d, int(a))] = dispatch.args[a].replaced_by(value, where)
-    for name, table, minimum in (
-        ("global_size", global_size, 1),
-        ("local_size", local_size, 1),
-        ("global_offset", global_offset, 0),
-    ):
-        target = getattr(out, name)
-        for key, value in dict(table or {}).items():
-            d = _index(key, count, name)
-            target[d] = _dims(value, f"{name}[{d}]", minimum)
-            if name == "local_size" and dispatches[d].local_size is None:
-                raise ConfigError(
-                    f"local_size[{d}]: dispatch {d} was recorded with local_size=None; "
-                    "record an explicit local size to update it"
-                )
-    for d in {*out.global_size, *out.local_size, *out.global_offset}:
-        dispatch = dispatches[d]
-        check_sizes(
-            f"dispatch {d} ({dispatch.kernel.function_name})",
-            out.global_size.get(d, dispatch.global_size),
-            out.local_size.get(d, dispatch.local_size),
-            out.global_offset.get(d, dispatch.global_offset),
-            dispatch.max_work_group,
-        )
-        if len(out.global_size.get(d, dispatch.global_size)) != len(dispatch.global_size):
+
+
+def _size_updates(
+    dispatches: list[Dispatch],
+    name: str,
+    table: dict[Any, Any],
+    minimum: int,
+    target: dict[int, tuple[int, ...]],
+) -> None:
+    for key, value in table.items():
+        d = _index(key, len(dispatches), name)
+        target[d] = _dims(value, f"{name}[{d}]", minimum)
+        if name == "local_size" and dispatches[d].local_size is None:
             raise ConfigError(
-                f"global_size[{d}]: dispatch {d} was recorded with "
-                f"{len(dispatch.global_size)} dimensions"
+                f"local_size[{d}]: dispatch {d} was recorded with local_size=None; "
+                "record an explicit local size to update it"
             )
-    return out
+
+
+def _check_dispatch(dispatch: Dispatch, d: int, out: Updates) -> None:
+    """The sizes of dispatch ``d`` after ``out``'s updates are ones it can run with."""
+    check_sizes(
+        f"dispatch {d} ({dispatch.kernel.function_name})",
+        out.global_size.get(d, dispatch.global_size),
+        out.local_size.get(d, dispatch.local_size),
+        out.global_offset.get(d, dispatch.global_offset),
+        dispatch.max_work_group,
+    )
+    if len(out.global_size.get(d, dispatch.global_size)) != len(dispatch.global_size):
+        raise ConfigError(
+            f"global_size[{d}]: dispatch {d} was recorded with "
+            f"{len(dispatch.global_size)} dimensions"
+        )

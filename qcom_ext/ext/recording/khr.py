@@ -28,9 +28,10 @@ from typing import Any
 
 import pyopencl as cl
 
-from qcom_ext.binding.lib import C, check, driver, ffi
+from qcom_ext.binding.lib import C, check, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import CLError, EntryPointMissing
+from qcom_ext.errors import CLError
 from qcom_ext.ext.recording.args import Dispatch, Updates
 from qcom_ext.ext.recording.replay import ReplayBackend
 
@@ -71,11 +72,7 @@ class KhrBackend:
     path = "khr_command_buffer"
 
     def __init__(self, caps: DeviceCaps, queue: cl.CommandQueue) -> None:
-        platform = caps.platform_id
-        fns = {name: driver.extension_function(platform, name) for name in _FUNCTIONS}
-        missing = [name for name, fn in fns.items() if fn is None]
-        if missing:
-            raise EntryPointMissing(f"cl_khr_command_buffer: driver lacks {', '.join(missing)}")
+        fns = shared.require_all(caps, "cl_khr_command_buffer", _FUNCTIONS)
         self._create, self._ndrange, self._finalize, self._enqueue, self._release = (
             fns[name] for name in _FUNCTIONS
         )

@@ -21,8 +21,9 @@ from typing import Any
 import pyopencl as cl
 
 from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import CLError, EntryPointMissing, ExtensionUnavailable
+from qcom_ext.errors import CLError, ExtensionUnavailable
 from qcom_ext.ext.recording.args import Dispatch, KernelArg, Updates
 from qcom_ext.ext.recording.khr import _cast_events, wrap_event
 
@@ -61,6 +62,32 @@ def set_kernel_arg(kernel: Any, index: int, arg: KernelArg) -> None:
         check(driver.clSetKernelArg(kernel, index, size, value), "clSetKernelArg")
 
 
+def _arg_arrays(sent: Updates, keep: list) -> list[tuple[int, Any]]:
+    """(count, cl_array_arg_qcom[]) of the plain and of the SVM argument updates."""
+    arrays = []
+    for svm in (False, True):
+        items = [(k, v) for k, v in sent.args.items() if (v.kind == "svm") == svm]
+        array = ffi.new("cl_array_arg_qcom[]", len(items)) if items else ffi.NULL
+        for item, ((d, a), arg) in zip(array, items, strict=True) if items else ():
+            item.dispatch_index, item.arg_index = d, a
+            item.arg_size, value = c_arg(arg)
+            item.arg_value = value
+            keep.append(value)
+        arrays.append((len(items), array))
+    return arrays
+
+
+def _offsets(sent: Updates) -> Any:
+    """The cl_offset_qcom[] of the global-offset updates (NULL without any)."""
+    if not sent.global_offset:
+        return ffi.NULL
+    offsets = ffi.new("cl_offset_qcom[]", len(sent.global_offset))
+    for item, (d, off) in zip(offsets, sent.global_offset.items(), strict=True):
+        item.dispatch_index = d
+        item.offsets = (*off, 0, 0, 0)[:3]
+    return offsets
+
+
 def _workgroups(table: dict[int, tuple[int, ...]], keep: list) -> tuple[int, Any]:
     if not table:
         return 0, ffi.NULL
@@ -78,12 +105,7 @@ class NativeBackend:
     path = "native"
 
     def __init__(self, caps: DeviceCaps, context: cl.Context, device: cl.Device) -> None:
-        fns = {name: driver.extension_function(caps.platform_id, name) for name in _FUNCTIONS}
-        missing = [name for name, fn in fns.items() if fn is None]
-        if missing:
-            raise EntryPointMissing(
-                f"cl_qcom_recordable_queues: driver lacks {', '.join(missing)}"
-            )
+        fns = shared.require_all(caps, "cl_qcom_recordable_queues", _FUNCTIONS)
         self._new, self._end, self._release, self._enqueue = (fns[n] for n in _FUNCTIONS)
         self._enqueue_svm = driver.extension_function(
             caps.platform_id, "clEnqueueRecordingSVMQCOM"
@@ -184,8 +206,7 @@ class NativeBackend:
 
     def replay(self, queue: cl.CommandQueue, updates: Updates, wait_for: Any) -> cl.Event:
         sent = self._with_reverts(updates) if any(self._dirty.values()) else updates
-        plain = [(k, v) for k, v in sent.args.items() if v.kind != "svm"]
-        svm = [(k, v) for k, v in sent.args.items() if v.kind == "svm"]
+        svm = any(v.kind == "svm" for v in sent.args.values())
         if svm and self._enqueue_svm is None:
             raise ExtensionUnavailable(
                 "cl_qcom_recordable_queues",
@@ -193,72 +214,23 @@ class NativeBackend:
                 "the driver lacks clEnqueueRecordingSVMQCOM, needed to update SVM arguments",
             )
         keep: list[Any] = []  # every buffer the driver reads, alive until the call returns
-        arrays = []
-        for items in (plain, svm):
-            array = ffi.new("cl_array_arg_qcom[]", len(items)) if items else ffi.NULL
-            for item, ((d, a), arg) in zip(array, items, strict=True) if items else ():
-                item.dispatch_index, item.arg_index = d, a
-                item.arg_size, value = c_arg(arg)
-                item.arg_value = value
-                keep.append(value)
-            arrays.append((len(items), array))
-        offsets = ffi.NULL
-        if sent.global_offset:
-            offsets = ffi.new("cl_offset_qcom[]", len(sent.global_offset))
-            for item, (d, off) in zip(offsets, sent.global_offset.items(), strict=True):
-                item.dispatch_index = d
-                item.offsets = (*off, 0, 0, 0)[:3]
-        n_global, global_array = _workgroups(sent.global_size, keep)
-        n_local, local_array = _workgroups(sent.local_size, keep)
+        (n_plain, plain), (n_svm, svm_array) = _arg_arrays(sent, keep)
+        offsets = _offsets(sent)
+        sizes = (*_workgroups(sent.global_size, keep), *_workgroups(sent.local_size, keep))
         n_events, events = _cast_events(wait_for)
         q = ffi.cast("cl_command_queue", queue.int_ptr)
-        (n_plain, plain_array), (n_svm, svm_array) = arrays
+        head = (q, self._recording, n_plain, plain)
+        tail = (len(sent.global_offset), offsets, *sizes)
+        done = (n_events, events, self._event)
         if svm:
-            status = self._enqueue_svm(
-                q,
-                self._recording,
-                n_plain,
-                plain_array,
-                n_svm,
-                svm_array,
-                len(sent.global_offset),
-                offsets,
-                n_global,
-                global_array,
-                n_local,
-                local_array,
-                0,
-                ffi.NULL,
-                n_events,
-                events,
-                self._event,
-            )
             routine = "clEnqueueRecordingSVMQCOM"
+            status = self._enqueue_svm(*head, n_svm, svm_array, *tail, 0, ffi.NULL, *done)
         else:
-            status = self._enqueue(
-                q,
-                self._recording,
-                n_plain,
-                plain_array,
-                len(sent.global_offset),
-                offsets,
-                n_global,
-                global_array,
-                n_local,
-                local_array,
-                n_events,
-                events,
-                self._event,
-            )
             routine = "clEnqueueRecordingQCOM"
+            status = self._enqueue(*head, *tail, *done)
         if status != 0:  # the driver may hold any of these now: send them back next time
-            for name, keys in (
-                ("args", sent.args),
-                ("global_size", sent.global_size),
-                ("local_size", sent.local_size),
-                ("global_offset", sent.global_offset),
-            ):
-                self._dirty[name].update(keys)
+            for name in self._dirty:
+                self._dirty[name].update(getattr(sent, name))
             raise CLError(routine, status)
         self._dirty = self._changed(sent)
         return wrap_event(self._event[0])

@@ -43,6 +43,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext._resources import kernels_dir
+from qcom_ext.device import shared
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult, format_seconds
 from qcom_ext.tools.bench._profiling import copy_bandwidth
 
@@ -402,7 +403,7 @@ def main() -> int:
     if args.size:
         os.environ[SIZE_ENV] = f"{args.size[0]}x{args.size[1]}"
     caps = qcom_ext.probe()
-    print(f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}")
+    print(f"{shared.labels([caps])}, driver {caps.driver_version}")
     data = measure_suite(caps, args.runs)
     print(suite_markdown(data))
     return 0 if max(data["max_error"].values()) <= 1e-3 else 1

@@ -36,6 +36,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext._resources import kernels_dir
+from qcom_ext.device import shared
 from qcom_ext.tools.bench._case import Case
 
 SIZE_ENV = "QCOM_EXT_BENCH_GATHER_SIZE"
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     report = measure(CASES, caps, rounds=args.rounds)
     rows = bandwidth_report(report)
     print(
-        f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}; "
+        f"{shared.labels([caps])}, driver {caps.driver_version}; "
         f"{width}x{height} RGBA float -> {width // 2}x{height // 2}; "
         f"cl_qcom_vector_image_ops: {caps.path('cl_qcom_vector_image_ops')}"
     )

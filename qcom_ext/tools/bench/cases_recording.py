@@ -32,6 +32,7 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
+from qcom_ext.device import shared
 
 try:  # the runner's case type (qcom_ext/tools/bench/_case.py); plain dicts without it
     from qcom_ext.tools.bench._case import Case
@@ -249,7 +250,7 @@ def main() -> int:
     if args.device:
         os.environ["PYOPENCL_CTX"] = args.device
     caps = qcom_ext.probe()
-    print(f"{caps.label} ({caps.device_name.strip()}), {caps.driver_version}")
+    print(f"{shared.labels([caps])}, {caps.driver_version}")
     print(
         f"recording path: {caps.path('cl_qcom_recordable_queues')}; {DISPATCHES} dispatches "
         f"x {REPLAYS} replays, median of {args.rounds} interleaved rounds"

@@ -1,0 +1,195 @@
+"""What the devices of one context share: their reports, the path an extension takes on
+all of them, how they are named, and the entry points a native path needs.
+
+Every host module asks here instead of computing these itself:
+
+* :func:`caps_of`: the :class:`DeviceCaps` of a context's devices (from the probe's cache);
+* :func:`shared_path`: the path every device can take (devices that disagree get the
+  fallback), :func:`absent_path` the one taken when the entry point turns out missing;
+* :func:`label` / :func:`labels`: ``pocl-3.1-cpu``, as the CLI, the pytest plugin, the
+  selftest and the benchmarks name devices;
+* :func:`require`: the entry point of a native path, or the typed error.
+
+>>> a = DeviceCaps.from_info(extensions="cl_qcom_perf_hint", disabled=())
+>>> b = DeviceCaps.from_info(extensions="", disabled=())
+>>> shared_path([a], "cl_qcom_perf_hint"), shared_path([a, b], "cl_qcom_perf_hint")
+('native', 'fallback')
+>>> require(b, "cl_qcom_perf_hint", "clSetPerfHintQCOM")
+Traceback (most recent call last):
+...
+qcom_ext.errors.ExtensionUnavailable: cl_qcom_perf_hint is not available on opencl-gpu: ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.extensions import REGISTRY
+from qcom_ext.device.probe import probe
+from qcom_ext.errors import ConfigError, EntryPointMissing, ExtensionUnavailable
+
+__all__ = [
+    "absent_path",
+    "all_native",
+    "caps_of",
+    "context_caps",
+    "context_devices",
+    "device_handle",
+    "label",
+    "labels",
+    "require",
+    "require_all",
+    "shared_path",
+    "why_not_native",
+]
+
+_ABSENT = object()
+
+
+def caps_of(where: Any = None) -> tuple[DeviceCaps, ...]:
+    """The reports of the devices ``where`` names, from the probe's cache.
+
+    ``where``: None (the default device), a ``pyopencl.Context`` (its devices), a
+    ``pyopencl.CommandQueue`` (its device), a ``pyopencl.Device``, a raw ``cl_device_id``,
+    a :class:`DeviceCaps`, or a list of devices for one context (from one platform, none
+    twice).
+
+    >>> import pyopencl as cl, qcom_ext
+    >>> device = qcom_ext.probe().device()
+    >>> caps_of(cl.Context([device])) == caps_of(device) == caps_of([device])
+    True
+    """
+    if where is None:
+        return (probe(),)
+    if isinstance(where, DeviceCaps):
+        return (where,)
+    if isinstance(where, (list, tuple)):
+        return _members(where)
+    if hasattr(where, "devices") and hasattr(where, "int_ptr"):
+        return context_caps(where)
+    if hasattr(where, "device") and hasattr(where, "int_ptr"):  # a CommandQueue
+        return (probe(where.device),)
+    return (probe(device_handle(where)),)
+
+
+def context_caps(context: Any) -> tuple[DeviceCaps, ...]:
+    """The reports of the devices of ``context`` (a ``pyopencl.Context``); ConfigError
+    for anything else."""
+    devices = getattr(context, "devices", _ABSENT)
+    if devices is _ABSENT or not hasattr(context, "int_ptr"):
+        raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")
+    if devices is None:  # a stand-in that only has a handle: ask the driver
+        devices = context_devices(handle_int(context))
+    return tuple(probe(d) for d in devices)
+
+
+def context_devices(context: int) -> list[int]:
+    """The device handles of the context ``context``, asked through cffi."""
+    size = ffi.new("size_t *")
+    get, handle = driver.clGetContextInfo, ffi.cast("cl_context", context)
+    check(get(handle, C.CL_CONTEXT_DEVICES, 0, ffi.NULL, size), "clGetContextInfo")
+    count = size[0] // ffi.sizeof("cl_device_id")
+    devices = ffi.new("cl_device_id[]", count)
+    check(get(handle, C.CL_CONTEXT_DEVICES, size[0], devices, ffi.NULL), "clGetContextInfo")
+    return [int(ffi.cast("uintptr_t", devices[i])) for i in range(count)]
+
+
+def device_handle(device: Any) -> int:
+    """The ``cl_device_id`` of a ``pyopencl.Device`` or a positive int; ConfigError else."""
+    if hasattr(device, "int_ptr") or (isinstance(device, int) and not isinstance(device, bool)):
+        handle = handle_int(device)
+        if handle > 0:
+            return handle
+    raise ConfigError(f"expected a pyopencl.Device or a cl_device_id handle (int), got {device!r}")
+
+
+def _members(devices: Sequence[Any]) -> tuple[DeviceCaps, ...]:
+    """The reports of the devices of one context to be: some, distinct, one platform."""
+    if not devices:
+        raise ConfigError("devices is empty; pass None for the default device")
+    found = tuple(d if isinstance(d, DeviceCaps) else probe(device_handle(d)) for d in devices)
+    if len({c.device_id for c in found}) != len(found):
+        raise ConfigError("devices lists the same device more than once")
+    if len({c.platform_id for c in found}) > 1:
+        raise ConfigError(
+            f"devices span several platforms ({labels(found)}); "
+            "one context takes the devices of one platform"
+        )
+    return found
+
+
+def shared_path(caps: Iterable[DeviceCaps], extension: str) -> str:
+    """The path of ``extension`` that every device takes; devices that disagree get the
+    fallback (the one path all of them can run)."""
+    paths = {c.path(extension) for c in caps}
+    return paths.pop() if len(paths) == 1 else "fallback"
+
+
+def absent_path(caps: Iterable[DeviceCaps], extension: str) -> str:
+    """The shared path ``extension`` takes when its entry point turns out to be missing."""
+    paths = {c.status_without(extension).path for c in caps}
+    return paths.pop() if len(paths) == 1 else "fallback"
+
+
+def all_native(caps: Iterable[DeviceCaps], *extensions: str) -> bool:
+    """Whether every device takes the native path of every extension."""
+    return all(c.path(ext) == "native" for c in caps for ext in extensions)
+
+
+def why_not_native(caps: Sequence[DeviceCaps], *extensions: str) -> tuple[str, str]:
+    """(extension, reason) of the first extension some device lacks (the reason names
+    that device when there are several)."""
+    for ext in extensions:
+        for c in caps:
+            if c.path(ext) != "native":
+                reason = c.status(ext).reason
+                return ext, reason if len(caps) == 1 else f"{c.label}: {reason}"
+    raise ValueError("every extension is native")
+
+
+def label(where: Any = None) -> str:
+    """The short name of a device (``pocl-3.1-cpu``, ``adreno-740-gpu``) from its report,
+    a ``pyopencl.Device`` or a handle (None: the default device).
+
+    >>> label(DeviceCaps.from_info(extensions="", platform_name="Portable Computing "
+    ...       "Language", driver_version="3.1", device_type="cpu", disabled=()))
+    'pocl-3.1-cpu'
+    """
+    return where.label if isinstance(where, DeviceCaps) else caps_of(where)[0].label
+
+
+def labels(caps: Iterable[DeviceCaps]) -> str:
+    """``label (device name)`` of each device, for messages."""
+    return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in caps)
+
+
+def require(caps: DeviceCaps, extension: str, entry_point: str) -> Any:
+    """The entry point ``entry_point`` of ``extension`` on ``caps``'s platform.
+
+    :class:`ExtensionUnavailable` (with the probe's reason) when the device does not
+    take the extension's native path (for a Khronos name: does not advertise it);
+    :class:`EntryPointMissing` when it does but the driver lacks the entry point.
+    """
+    return require_all(caps, extension, (entry_point,))[entry_point]
+
+
+def require_all(caps: DeviceCaps, extension: str, entry_points: Iterable[str]) -> dict[str, Any]:
+    """:func:`require` of several entry points: name -> function; the error names every
+    one the driver lacks."""
+    if extension in REGISTRY:
+        status = caps.status(extension)
+        if status.path != "native":
+            raise ExtensionUnavailable(extension, caps.label, status.reason)
+    elif extension not in caps.extensions | caps.platform_extensions:
+        raise ExtensionUnavailable(extension, caps.label, "the device does not advertise it")
+    found = {name: driver.extension_function(caps.platform_id, name) for name in entry_points}
+    missing = [name for name, function in found.items() if function is None]
+    if missing:
+        raise EntryPointMissing(
+            f"{extension} is advertised by {caps.label}, but the driver lacks "
+            + ", ".join(missing)
+        )
+    return found

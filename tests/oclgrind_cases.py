@@ -49,7 +49,7 @@ from qcom_ext.ext.program.bfloat16 import mad32_bf16, to_bfloat16  # noqa: E402
 from qcom_ext.ext.program.build import PRELUDE  # noqa: E402
 from qcom_ext.reference import accelerated as hof_reference  # noqa: E402
 from qcom_ext.reference.bicubic import bicubic, upscale2x  # noqa: E402
-from qcom_ext.reference.points import PointOps, download, empty, upload  # noqa: E402
+from qcom_ext.ext.accelerated.points import PointOps, download, empty, upload  # noqa: E402
 
 MF = cl.mem_flags
 RGBA_FLOAT = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
@@ -833,7 +833,7 @@ def hof_close(t: Trial, what: str, got: Any, want: Any) -> None:
 
 class HofPoints:
     """The accelerated-image builtins at points: inside and outside the image, fractional
-    coordinates, every addressing mode where defined (qcom_ext.reference.points)."""
+    coordinates, every addressing mode where defined (qcom_ext.ext.accelerated.points)."""
 
     def __init__(self, t: Trial) -> None:
         self.t = t

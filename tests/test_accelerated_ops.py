@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 import qcom_ext
 from qcom_ext import ConfigError, WeightImage, box_size
-from qcom_ext.ext.accelerated.weights import FALLBACK_LIMITS, fallback_layout
-from qcom_ext.ext.accelerated.whole_image import box_window
+from qcom_ext.ext.accelerated.support import FALLBACK_LIMITS
+from qcom_ext.ext.accelerated.weights import fallback_layout
+from qcom_ext.ext.accelerated.plan import box_window
 from qcom_ext.reference import accelerated as hof_reference
-from qcom_ext.reference.points import PointOps, download, empty, supports, upload
+from qcom_ext.ext.accelerated.points import PointOps, download, empty, supports, upload
 
 EXT = "cl_qcom_accelerated_image_ops"
 SETTINGS = settings(
@@ -655,7 +656,7 @@ def test_weights_for_the_other_path_are_refused(any_context):
     with pytest.raises(ConfigError, match="make the WeightImage again"):
         qcom_ext.convolve_image(queue, image, w, image)
     with pytest.raises(ConfigError, match="method must be one of"):
-        w.path = qcom_ext.ext.accelerated.whole_image.path(any_context)
+        w.path = qcom_ext.ext.accelerated.support.context_path(any_context)
         qcom_ext.convolve_image(queue, image, w, image, method="fast")
 
 
@@ -689,7 +690,7 @@ def test_native_branches_compile_against_the_builtins_declarations(kernel_contex
     import pyopencl as cl
 
     from qcom_ext._resources import kernels_dir
-    from qcom_ext.reference.points import SOURCE
+    from qcom_ext.ext.accelerated.points import SOURCE
 
     text = (kernels_dir() / source).read_text() if source.endswith(".cl") else SOURCE
     program = cl.Program(kernel_context, NATIVE_STUBS + "#include <qcom_ext.h>\n" + text)

@@ -44,12 +44,12 @@ from conv_reference import activate, assert_close, conv2d  # noqa: E402
 import qcom_ext  # noqa: E402
 from qcom_ext import ops  # noqa: E402
 from qcom_ext._resources import kernels_dir  # noqa: E402
+from qcom_ext.ext.accelerated.points import PointOps, download, empty, upload  # noqa: E402
 from qcom_ext.ext.images import yuv  # noqa: E402
 from qcom_ext.ext.program.bfloat16 import mad32_bf16, to_bfloat16  # noqa: E402
 from qcom_ext.ext.program.build import PRELUDE  # noqa: E402
-from qcom_ext.reference import accelerated as hof_reference  # noqa: E402
+from qcom_ext.reference import accelerated as accelerated_reference  # noqa: E402
 from qcom_ext.reference.bicubic import bicubic, upscale2x  # noqa: E402
-from qcom_ext.ext.accelerated.points import PointOps, download, empty, upload  # noqa: E402
 
 MF = cl.mem_flags
 RGBA_FLOAT = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
@@ -827,11 +827,11 @@ def case_nv12(t: Trial) -> None:
             t.equal("alpha", rgba[..., 3], np.full((h, w), 255, np.uint8))
 
 
-def hof_close(t: Trial, what: str, got: Any, want: Any) -> None:
+def accelerated_close(t: Trial, what: str, got: Any, want: Any) -> None:
     t.close(what, got, want, atol=1e-4, rtol=1e-4)
 
 
-class HofPoints:
+class AcceleratedPoints:
     """The accelerated-image builtins at points: inside and outside the image, fractional
     coordinates, every addressing mode where defined (qcom_ext.ext.accelerated.points)."""
 
@@ -852,7 +852,7 @@ class HofPoints:
         for addressing, coords in self.modes:
             for w in (w2d, wsep):
                 got = self.points.convolve(t.queue, self.image, w, coords, addressing)
-                want = hof_reference.convolve(
+                want = accelerated_reference.convolve(
                     self.pixels,
                     coords,
                     w.weights,
@@ -861,14 +861,14 @@ class HofPoints:
                     filter_size=w.filter_size,
                     addressing=addressing,
                 )
-                hof_close(t, f"qcom_convolve_imagef {addressing} {w!r}", got, want)
+                accelerated_close(t, f"qcom_convolve_imagef {addressing} {w!r}", got, want)
 
     def box_filter(self) -> None:
         for addressing, coords in self.modes:
             coords = coords if addressing != "none" else self.inside[:1] + 1
             got = self.points.box_filter(self.t.queue, self.image, (2.5, 1.75), coords, addressing)
-            want = hof_reference.box_filter(self.pixels, coords, (2.5, 1.75), addressing)
-            hof_close(self.t, f"qcom_box_filter_imagef {addressing}", got, want)
+            want = accelerated_reference.box_filter(self.pixels, coords, (2.5, 1.75), addressing)
+            accelerated_close(self.t, f"qcom_box_filter_imagef {addressing}", got, want)
 
     def block_match(self) -> None:
         for addressing, coords in self.modes:
@@ -879,7 +879,7 @@ class HofPoints:
                 self.t.queue, self.image, self.image, (3, 3), coords, rcoords, addressing
             )
             for squared, got in ((False, sad), (True, ssd)):
-                want = hof_reference.block_match(
+                want = accelerated_reference.block_match(
                     self.pixels,
                     self.pixels,
                     coords,
@@ -889,28 +889,28 @@ class HofPoints:
                     addressing=addressing,
                 )
                 name = "ssdf" if squared else "sadf"
-                hof_close(self.t, f"qcom_block_match_{name} {addressing}", got, want)
+                accelerated_close(self.t, f"qcom_block_match_{name} {addressing}", got, want)
 
 
 @case("image-reads")
-def case_hof_points_convolve(t: Trial) -> None:
-    HofPoints(t).convolve()
+def case_accelerated_points_convolve(t: Trial) -> None:
+    AcceleratedPoints(t).convolve()
 
 
 @case("shufflevector", "image-reads")
-def case_hof_points_box_filter(t: Trial) -> None:
-    HofPoints(t).box_filter()
+def case_accelerated_points_box_filter(t: Trial) -> None:
+    AcceleratedPoints(t).box_filter()
 
 
 @case("image-reads")
-def case_hof_points_block_match(t: Trial) -> None:
-    HofPoints(t).block_match()
+def case_accelerated_points_block_match(t: Trial) -> None:
+    AcceleratedPoints(t).block_match()
 
 
 # ---- kernels/*.cl ------------------------------------------------------------------------
 
 
-class HofImages:
+class AcceleratedImages:
     """kernels/accelerated_image_ops.cl through qcom_ext.image_ops: every method, 2-D and
     separable weights, blocks that overhang the image edge, both searches."""
 
@@ -939,7 +939,7 @@ class HofImages:
                     method=method,
                     local_size=(4, 2) if method == "tiled" else None,
                 )
-                want = hof_reference.convolve(
+                want = accelerated_reference.convolve(
                     self.pixels,
                     self.grid,
                     w.weights,
@@ -948,7 +948,7 @@ class HofImages:
                     filter_size=w.filter_size,
                     addressing="clamp",
                 )
-                hof_close(
+                accelerated_close(
                     t,
                     f"convolve_image {method} {w!r}",
                     download(t.queue, self.dst),
@@ -968,8 +968,10 @@ class HofImages:
                 method=method,
                 local_size=(4, 2) if method == "tiled" else None,
             )
-            want = hof_reference.box_filter(self.pixels, self.grid, (3.0, 2.5)).reshape(7, 9, 4)
-            hof_close(t, f"box_filter_image {method}", download(t.queue, self.dst), want)
+            want = accelerated_reference.box_filter(self.pixels, self.grid, (3.0, 2.5)).reshape(
+                7, 9, 4
+            )
+            accelerated_close(t, f"box_filter_image {method}", download(t.queue, self.dst), want)
 
     def search(self) -> None:
         from qcom_ext.ext.accelerated import whole_image as image_ops
@@ -987,11 +989,11 @@ class HofImages:
                 metric=metric,
             )
             vectors, costs = found.get(t.queue)
-            want_vectors, want_costs = hof_reference.block_match_search(
+            want_vectors, want_costs = accelerated_reference.block_match_search(
                 target, reference, (4, 4), 2, squared=metric == "ssd"
             )
             t.equal(f"block_match_image {metric} vectors", vectors, want_vectors)
-            hof_close(t, f"block_match_image {metric} costs", costs, want_costs)
+            accelerated_close(t, f"block_match_image {metric} costs", costs, want_costs)
         # The search without local-memory tiles (taken natively, or when the window does
         # not fit), launched directly on a small window.
         kernel = image_ops._kernel(t.ctx, "qe_block_match_search", {})
@@ -1010,24 +1012,28 @@ class HofImages:
             costs,
             cl.LocalMemory(8 * 32),
         )
-        want_vectors, want_costs = hof_reference.block_match_search(target, reference, (4, 4), 2)
+        want_vectors, want_costs = accelerated_reference.block_match_search(
+            target, reference, (4, 4), 2
+        )
         t.equal("qe_block_match_search vectors", t.get(vectors, (2, 3, 2), np.int32), want_vectors)
-        hof_close(t, "qe_block_match_search costs", t.get(costs, (2, 3), np.float32), want_costs)
+        accelerated_close(
+            t, "qe_block_match_search costs", t.get(costs, (2, 3), np.float32), want_costs
+        )
 
 
 @case("image-reads", "freeze")
-def case_hof_convolve_image(t: Trial) -> None:
-    HofImages(t).convolve()
+def case_accelerated_convolve_image(t: Trial) -> None:
+    AcceleratedImages(t).convolve()
 
 
 @case("shufflevector", "image-reads", "freeze")
-def case_hof_box_filter_image(t: Trial) -> None:
-    HofImages(t).box_filter()
+def case_accelerated_box_filter_image(t: Trial) -> None:
+    AcceleratedImages(t).box_filter()
 
 
 @case("image-reads", "freeze")
-def case_hof_block_match_image(t: Trial) -> None:
-    HofImages(t).search()
+def case_accelerated_block_match_image(t: Trial) -> None:
+    AcceleratedImages(t).search()
 
 
 @contextlib.contextmanager

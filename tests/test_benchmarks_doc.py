@@ -204,3 +204,28 @@ def test_a_suite_writes_its_own_block_in_place(tmp_path, monkeypatch, device_cap
     assert "QCOM_EXT_BENCH_BICUBIC_SIZE=32x16 qcom-ext bench bicubic-suite" in body
     assert "32x16 RGBA float -> 64x32" in body and "| `upscale2x_blocks`" in body
     assert _shape(_check_replaced_in_place(before, once, begin, device_caps.label)) == _shape(body)
+
+
+@pytest.mark.slow
+def test_the_former_suite_name_writes_the_renamed_block(
+    tmp_path, monkeypatch, device_caps, kernel_context
+):
+    """``hof-suite`` and ``QCOM_EXT_HOF_SIZE`` (the names before the rename) still run the
+    accelerated suite, at that size, into its ``accelerated-suite`` block."""
+    from test_samples import device_spec
+
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label}: accelerated-suite needs images")
+    spec = device_spec(device_caps)
+    monkeypatch.setenv("PYOPENCL_CTX", spec)
+    monkeypatch.delenv("QCOM_EXT_BENCH_ACCELERATED_SIZE", raising=False)
+    monkeypatch.setenv("QCOM_EXT_HOF_SIZE", "16x16")
+    monkeypatch.setattr(benchmark_module("cases_accelerated"), "opencv", lambda: None)
+    begin = "<!-- bench pocl-3.1-cpu accelerated-suite -->"
+    args = ["hof-suite", "--device", spec, "--rounds", "1", "--doc-key", "pocl-3.1-cpu"]
+    before, once, twice = _replace_twice(tmp_path, args)
+    body = _check_replaced_in_place(before, twice, begin, device_caps.label)
+    assert "QCOM_EXT_HOF_SIZE=16x16 qcom-ext bench hof-suite" in body
+    assert "16x16 RGBA float" in body and "| 5x5 convolution |" in body
+    assert "hof-suite -->" not in twice
+    _check_replaced_in_place(before, once, begin, device_caps.label)

@@ -44,7 +44,7 @@ from qcom_ext.device.extensions import REGISTRY, khronos_names
 from qcom_ext.errors import DriverAnswerError
 from qcom_ext.ext.program import bfloat16
 from qcom_ext.ext.program.build import define_options
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 
 # ---- settings, counting, the typed-error rule --------------------------------------------
 
@@ -748,7 +748,7 @@ def test_box_filter_image(ctx, queue, size, pixels, method):
     src = image_ops.rgba_image(ctx, pixels)
     dst = image_ops.empty_rgba_image(ctx, pixels.shape[1], pixels.shape[0])
     image_ops.box_filter_image(queue, src, size, dst, method=method).wait()
-    want = hof_reference.box_filter_image(pixels, size)
+    want = accelerated_reference.box_filter_image(pixels, size)
     np.testing.assert_allclose(image_ops.read_rgba_image(queue, dst), want, rtol=1e-5, atol=1e-5)
 
 
@@ -766,7 +766,7 @@ def test_convolve_image(ctx, queue, weights, pixels, method):
     src = image_ops.rgba_image(ctx, pixels)
     dst = image_ops.empty_rgba_image(ctx, pixels.shape[1], pixels.shape[0])
     image_ops.convolve_image(queue, src, image, dst, method=method).wait()
-    want = hof_reference.convolve_image(pixels, image.kernel_2d(0), (1, 1))
+    want = accelerated_reference.convolve_image(pixels, image.kernel_2d(0), (1, 1))
     np.testing.assert_allclose(image_ops.read_rgba_image(queue, dst), want, rtol=1e-5, atol=1e-5)
 
 
@@ -1189,13 +1189,15 @@ def test_define_options(defines):
         st.binary(max_size=3),
         st.lists(st.text(max_size=1), min_size=1),
     ),
-    where=st.sampled_from(["probe", "hof_limits", "box_size", "create_context", "formats"]),
+    where=st.sampled_from(
+        ["probe", "accelerated_limits", "box_size", "create_context", "formats"]
+    ),
 )
 def test_junk_handles(junk, where):
     counted("handles")  # ints are raw handles, trusted as pyopencl's from_int_ptr trusts them
     calls = {
         "probe": lambda: qcom_ext.probe(junk),
-        "hof_limits": lambda: qcom_ext.hof_limits(junk),
+        "accelerated_limits": lambda: qcom_ext.accelerated_limits(junk),
         "box_size": lambda: qcom_ext.box_size(1, 1, device=junk),
         "create_context": lambda: qcom_ext.create_context(junk),
         "formats": lambda: qcom_ext.supported_image_formats(junk),
@@ -1493,7 +1495,7 @@ def _probe_answering(answers: dict[int, bytes]):
 
 FOUND = {  # id: (call(ctx, queue), what must name it); every one a ConfigError or a subclass
     # a str, float or bool "handle" reached the driver (cffi made 'a' 97): a segfault
-    "handle-str": (lambda c, q: qcom_ext.hof_limits("a"), "'a'"),
+    "handle-str": (lambda c, q: qcom_ext.accelerated_limits("a"), "'a'"),
     "handle-float": (lambda c, q: qcom_ext.box_size(1, 1, device=3.7), "3.7"),
     "handle-bool": (lambda c, q: qcom_ext.probe(True), "True"),
     # a silent wrong result: bits beyond 16 wrapped (0x13F80 read as 1.0), floats truncated

@@ -139,9 +139,9 @@ def _block_match_random(env: Env) -> Outcome:
 
 @case(EXTENSION, "whole image: 5x5 convolve, 7x7 box")
 def _whole_image(env: Env) -> Outcome:
+    from qcom_ext.ext.accelerated.points import download, empty
     from qcom_ext.ext.accelerated.weights import WeightImage
     from qcom_ext.ext.accelerated.whole_image import box_filter_image, convolve_image
-    from qcom_ext.ext.accelerated.points import download, empty
 
     pixels = env.rng.random((27, 33, 4)).astype(np.float32)
     image, dst = _upload(env, pixels), empty(env.context, 33, 27)

@@ -245,6 +245,15 @@ bool qe_block_origin(__read_only image2d_t src, sampler_t sampler, __local float
     return *x0 < width && *y0 < height;
 }
 
+/* The start of both whole-image kernels: the tile (1 unused float4 unless QE_TILED), the
+ * image size and the work-item's block origin (x0, y0); a work-item whose block starts
+ * outside the image returns once it has helped load the tile. */
+#define QE_BEGIN_BLOCK()                                                                   \
+    __local float4 tile[QE_TILE_SIZE];                                                     \
+    int width = get_image_width(dst), height = get_image_height(dst), x0, y0;              \
+    if (!qe_block_origin(src, sampler, tile, width, height, &x0, &y0))                     \
+        return
+
 #ifdef QE_USE_BUILTIN
 /* Each output (x, y) of the block inside the image = BUILTIN(src, sampler, (x, y), arg). */
 #define QE_BUILTIN_BLOCK(BUILTIN, arg)                                                     \
@@ -261,10 +270,7 @@ __kernel QE_GROUP_SIZE void qe_convolve_image(__read_only image2d_t src, sampler
                                               __read_only qcom_weight_image_t weights,
                                               __write_only image2d_t dst)
 {
-    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
-    int width = get_image_width(dst), height = get_image_height(dst), x0, y0;
-    if (!qe_block_origin(src, sampler, tile, width, height, &x0, &y0))
-        return;
+    QE_BEGIN_BLOCK();
 #ifdef QE_USE_BUILTIN
     QE_BUILTIN_BLOCK(qcom_convolve_imagef, weights);
 #elif QE_SEPARABLE
@@ -285,10 +291,7 @@ __kernel QE_GROUP_SIZE void qe_box_filter_image(__read_only image2d_t src, sampl
                                                 const qcom_box_size_t size,
                                                 __write_only image2d_t dst)
 {
-    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
-    int width = get_image_width(dst), height = get_image_height(dst), x0, y0;
-    if (!qe_block_origin(src, sampler, tile, width, height, &x0, &y0))
-        return;
+    QE_BEGIN_BLOCK();
 #ifdef QE_USE_BUILTIN
     QE_BUILTIN_BLOCK(qcom_box_filter_imagef, size);
 #else

@@ -141,28 +141,20 @@ def test_spec_block_match_region_3x3(ops, queue, kernel_context):
     target = rng.random((4, 5, 4)).astype(np.float32)
     reference = rng.random((4, 8, 4)).astype(np.float32)
     diff = target[0:3, 1:4].astype(np.float64) - reference[1:4, 4:7]
-    sad, ssd = ops.block_match(
-        queue,
-        upload(kernel_context, target),
-        upload(kernel_context, reference),
-        (3, 3),
-        [(1.0, 0.0)],
-        [(4, 1)],
-    )
+
+    def match(target):  # (SAD, SSD) of the spec's target (1.0, 0.0) and reference (4, 1)
+        image = upload(kernel_context, target)
+        return ops.block_match(queue, image, references, (3, 3), [(1.0, 0.0)], [(4, 1)])
+
+    references = upload(kernel_context, reference)
+    sad, ssd = match(target)
     np.testing.assert_allclose(sad[0], np.abs(diff).sum(axis=(0, 1)), rtol=1e-6)
     np.testing.assert_allclose(ssd[0], (diff * diff).sum(axis=(0, 1)), rtol=1e-6)
     # Pixels outside the two blocks do not count; every pixel inside does.
     for y, x, inside in ((3, 1, False), (0, 4, False), (2, 3, True), (0, 1, True)):
         changed = target.copy()
         changed[y, x] += 10.0
-        sad2, _ = ops.block_match(
-            queue,
-            upload(kernel_context, changed),
-            upload(kernel_context, reference),
-            (3, 3),
-            [(1.0, 0.0)],
-            [(4, 1)],
-        )
+        sad2, _ = match(changed)
         assert (not np.allclose(sad2, sad)) == inside, (x, y)
 
 

@@ -58,20 +58,21 @@ qcom_ext.errors.ConfigError: center (3, 1) is outside the 3x3 filter: ...
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qcom_ext.binding.lib import C, check, check_handle, driver, ffi, handle_int
+from qcom_ext.binding.lib import C, check_handle, driver, ffi, handle_int
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.filter_spec import DTYPES, FilterSpec, is_int, validate_filter
 from qcom_ext.ext.accelerated.support import accelerated_limits, context_path
+from qcom_ext.ext.images.formats import ImageFormat
+from qcom_ext.ext.images.image import supported_image_formats
 
 if TYPE_CHECKING:
     import pyopencl
 
-__all__ = ["WeightImage", "box_size", "fallback_layout", "weight_image_formats"]
+__all__ = ["WeightImage", "box_size", "fallback_layout"]
 
 _HEADER_VERSION = 1.0
 
@@ -118,50 +119,9 @@ def box_size(width: float, height: float, *, device: Any = None) -> np.ndarray:
     return cltypes.make_float2(w, h)
 
 
-_CHANNEL_ORDERS = (
-    "CL_R",
-    "CL_A",
-    "CL_RG",
-    "CL_RA",
-    "CL_RGB",
-    "CL_RGBA",
-    "CL_BGRA",
-    "CL_ARGB",
-    "CL_INTENSITY",
-    "CL_LUMINANCE",
-)
-_CHANNEL_TYPES = (
-    "CL_HALF_FLOAT",
-    "CL_FLOAT",
-    "CL_UNORM_INT8",
-    "CL_SNORM_INT8",
-    "CL_UNORM_INT16",
-    "CL_SNORM_INT16",
-)
-
-
-def _format_name(order: int, data_type: int) -> str:
-    def name(value: int, names: Sequence[str]) -> str:
-        return next((n for n in names if getattr(C, n) == value), hex(value))
-
-    return f"{{{name(order, _CHANNEL_ORDERS)}, {name(data_type, _CHANNEL_TYPES)}}}"
-
-
-def weight_image_formats(context: Any) -> list[tuple[int, int]]:
-    """``clGetSupportedImageFormats(..., CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM, ...)`` as
-    (channel order, channel data type) pairs (native path only)."""
-    ctx = ffi.cast("cl_context", handle_int(context))
-    count = ffi.new("cl_uint *")
-    routine = "clGetSupportedImageFormats"
-    flags, kind = C.CL_MEM_READ_ONLY, C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM
-    check(driver.clGetSupportedImageFormats(ctx, flags, kind, 0, ffi.NULL, count), routine)
-    if count[0] == 0:
-        return []
-    formats = ffi.new("cl_image_format[]", count[0])
-    check(
-        driver.clGetSupportedImageFormats(ctx, flags, kind, count[0], formats, ffi.NULL), routine
-    )
-    return [(int(f.image_channel_order), int(f.image_channel_data_type)) for f in formats]
+def _braced(fmt: ImageFormat) -> str:
+    """``{CL_R, CL_HALF_FLOAT}``: a format as the spec writes it."""
+    return f"{{{fmt.order_name}, {fmt.type_name}}}"
 
 
 def _wrap_image(handle: int) -> Any:
@@ -170,14 +130,14 @@ def _wrap_image(handle: int) -> Any:
     return pyopencl.Image.from_int_ptr(handle, retain=False)  # our reference is handed over
 
 
-def _create_native(context: Any, spec: FilterSpec) -> tuple[Any, tuple[int, int]]:
-    data_type = getattr(C, DTYPES[spec.weights.dtype])
-    formats = weight_image_formats(context)
-    wanted = (C.CL_R, data_type)
+def _create_native(context: Any, spec: FilterSpec) -> tuple[Any, ImageFormat]:
+    wanted = ImageFormat(C.CL_R, getattr(C, DTYPES[spec.weights.dtype]))
+    kind = C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM
+    formats = supported_image_formats(context, flags="read_only", image_type=kind)
     if wanted not in formats:
-        listed = ", ".join(_format_name(*f) for f in formats) or "none"
+        listed = ", ".join(_braced(f) for f in formats) or "none"
         raise ConfigError(
-            f"the driver lists no {_format_name(*wanted)} weight-image format "
+            f"the driver lists no {_braced(wanted)} weight-image format "
             f"(CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM formats: {listed}); "
             "pass the other dtype (numpy.float16 or numpy.float32)"
         )
@@ -201,7 +161,7 @@ def _create_native(context: Any, spec: FilterSpec) -> tuple[Any, tuple[int, int]
     fx, fy = spec.filter_size
     detail = (
         f"weight image {fx}x{fy}, {spec.num_phases} phase(s), centre {spec.center}, "
-        f"{'separable' if spec.separable else '2-D'}, format {_format_name(*wanted)}"
+        f"{'separable' if spec.separable else '2-D'}, format {_braced(wanted)}"
     )
     value = check_handle(handle, err, "clCreateImage", detail, driver.clReleaseMemObject)
     try:
@@ -230,7 +190,7 @@ def fallback_layout(spec: FilterSpec) -> np.ndarray:
     return texels.reshape(1 + phases * rows, width, 4)
 
 
-def _create_fallback(context: Any, spec: FilterSpec) -> tuple[Any, tuple[int, int]]:
+def _create_fallback(context: Any, spec: FilterSpec) -> tuple[Any, ImageFormat]:
     import pyopencl as cl
 
     texels = fallback_layout(spec)
@@ -243,7 +203,7 @@ def _create_fallback(context: Any, spec: FilterSpec) -> tuple[Any, tuple[int, in
         shape=(texels.shape[1], texels.shape[0]),
         hostbuf=texels,
     )
-    return image, (C.CL_RGBA, C.CL_FLOAT)
+    return image, ImageFormat(C.CL_RGBA, C.CL_FLOAT)
 
 
 class WeightImage:

@@ -35,9 +35,6 @@ import numpy as np
 from qcom_ext._finalizer_lock import FinalizerLock
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.plan import (
-    DEFAULT_BLOCKS,
-    DEFAULT_LOCALS,
-    MAX_RADIUS,
     METHODS,
     MotionField,
     box_extent,
@@ -59,14 +56,10 @@ if TYPE_CHECKING:
     import pyopencl
 
 __all__ = [
-    "DEFAULT_BLOCKS",
-    "DEFAULT_LOCALS",
-    "MAX_RADIUS",
     "METHODS",
     "MotionField",
     "block_match_image",
     "box_filter_image",
-    "box_window",
     "context_path",
     "convolve_image",
     "empty_rgba_image",
@@ -196,7 +189,7 @@ def convolve_image(
     ``sampler``: a pyopencl.Sampler with unnormalized coordinates, or an addressing name
     (default "clamp_to_edge"). ``method`` ("blocked", "tiled", "per_pixel"; see
     :data:`METHODS`), ``block`` (outputs per work-item) and ``local_size`` tune the portable
-    kernels; defaults in :data:`DEFAULT_BLOCKS` and :data:`DEFAULT_LOCALS`.
+    kernels; defaults in :data:`.plan.DEFAULT_BLOCKS` and :data:`.plan.DEFAULT_LOCALS`.
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])

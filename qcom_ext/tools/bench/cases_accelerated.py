@@ -148,45 +148,34 @@ _NOTES = {
 }
 
 
-def _cases() -> list[Any]:
-    specs = [
-        {
-            "name": name,
-            "group": GROUP,
-            "setup": state_for,
-            "run": _opencl_case(op),
-            "baseline": name == "image_copy",
-            "note": f"{_NOTES[name]}; {LAUNCHES} launches a call",
-        }
+def _cases() -> list[Case]:
+    found = [
+        Case(
+            name,
+            GROUP,
+            state_for,
+            _opencl_case(op),
+            baseline=name == "image_copy",
+            note=f"{_NOTES[name]}; {LAUNCHES} launches a call",
+        )
         for name, op in OPENCL_OPS.items()
     ]
     if torch_cuda() is not None:
-        specs += [
-            {
-                "name": name,
-                "group": GROUP,
-                "setup": _torch_setup,
-                "run": _torch_case(op),
-                "note": f"torch on the GPU; {LAUNCHES} calls a call",
-            }
+        note = f"torch on the GPU; {LAUNCHES} calls a call"
+        found += [
+            Case(name, GROUP, _torch_setup, _torch_case(op), note=note)
             for name, op in TORCH_OPS.items()
         ]
     if opencv() is not None:
-        specs += [
-            {
-                "name": name,
-                "group": GROUP,
-                "setup": _cv_setup,
-                "run": op,
-                "note": "OpenCV on the CPU; 1 call",
-                "max_rounds": 5,
-            }
+        note = "OpenCV on the CPU; 1 call"
+        found += [
+            Case(name, GROUP, _cv_setup, op, note=note, max_rounds=5)
             for name, op in CV_OPS.items()
         ]
-    return [Case(**spec) for spec in specs]
+    return found
 
 
-CASES: list[Any] = _cases()
+CASES: list[Case] = _cases()
 
 # ---- the suite: device times, throughput, bandwidth ----------------------------------
 

@@ -1,6 +1,7 @@
-/* Whole-image accelerated image ops (cl_qcom_accelerated_image_ops) for qcom_ext.ext.accelerated.whole_image,
- * the samples and the benchmarks. Build with qcom_ext.build_program (it includes
- * <qcom_ext.h>); qcom_ext/ext/accelerated/whole_image.py passes the -D values below.
+/* Whole-image accelerated image ops (cl_qcom_accelerated_image_ops) for
+ * qcom_ext.ext.accelerated.whole_image, the samples and the benchmarks. Build with
+ * qcom_ext.build_program (it includes <qcom_ext.h>); qcom_ext/ext/accelerated/plan.py
+ * chooses the -D values below.
  *
  * Output pixel (x, y) of qe_convolve_image / qe_box_filter_image is exactly
  *     qcom_convolve_imagef(src, sampler, (float2)(x, y), weights)
@@ -14,7 +15,7 @@
  * It reads exactly the pixels the builtin reads for the outputs inside the image, through
  * the same sampler, so addressing modes behave the same.
  *
- * -D values (all optional; qcom_ext.ext.accelerated.whole_image sets them):
+ * -D values (all optional; qcom_ext.ext.accelerated.plan chooses them):
  *   QE_FX, QE_FY   taps of the window (filter size; for the box, the pixels it can touch)
  *   QE_OX, QE_OY   offset of the first tap from the output pixel (-center for a filter)
  *   QE_BX, QE_BY   outputs per work-item along x and y
@@ -69,7 +70,7 @@
 #ifndef QE_USE_BUILTIN
 #ifdef QE_TILED
 /* All work-items of the group must call it (it ends with a barrier). */
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_load_tile(__read_only image2d_t src, sampler_t sampler, __local float4 *tile,
                   int width, int height)
 {
@@ -78,7 +79,8 @@ void qe_load_tile(__read_only image2d_t src, sampler_t sampler, __local float4 *
     for (int i = lid; i < QE_TILE_SIZE; i += QE_LX * QE_LY) {
         int c = i % QE_TW, r = i / QE_TW;
         bool needed = QE_NEEDED(gx0, c, QE_FX, width) && QE_NEEDED(gy0, r, QE_FY, height);
-        tile[i] = needed ? qcom_ext_hof_pixel(src, sampler, gx0 + QE_OX + c, gy0 + QE_OY + r)
+        tile[i] = needed ? qcom_ext_accelerated_pixel(src, sampler, gx0 + QE_OX + c,
+                                                      gy0 + QE_OY + r)
                          : (float4)(0.0f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -86,7 +88,7 @@ void qe_load_tile(__read_only image2d_t src, sampler_t sampler, __local float4 *
 #endif
 
 /* Input row r of the work-item's block (from the image, or from the tile). */
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_read_row(__read_only image2d_t src, sampler_t sampler, __local const float4 *tile,
                  int x0, int y0, int r, int width, float4 *row)
 {
@@ -100,12 +102,12 @@ void qe_read_row(__read_only image2d_t src, sampler_t sampler, __local const flo
 #pragma unroll
     for (int c = 0; c < QE_RX; c++)
         row[c] = QE_NEEDED(x0, c, QE_FX, width)
-                     ? qcom_ext_hof_pixel(src, sampler, x0 + QE_OX + c, y0 + QE_OY + r)
+                     ? qcom_ext_accelerated_pixel(src, sampler, x0 + QE_OX + c, y0 + QE_OY + r)
                      : (float4)(0.0f);
 #endif
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_write_block(__write_only image2d_t dst, int x0, int y0, int width, int height,
                     float4 acc[QE_BY][QE_BX], float divisor)
 {
@@ -119,7 +121,7 @@ void qe_write_block(__write_only image2d_t dst, int x0, int y0, int width, int h
 
 /* out = (sum_j v[j] * sum_i h[i] * pixel(x + QE_OX + i, y + QE_OY + j)) / divisor: the
  * summation order of the builtins (each row horizontally, then the rows vertically). */
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
                         __local const float4 *tile, __write_only image2d_t dst, int x0,
                         int y0, int width, int height, const float *h, const float *v,
@@ -160,7 +162,7 @@ void qe_separable_block(__read_only image2d_t src, sampler_t sampler,
 }
 
 /* out = sum_j sum_i w[j][i] * pixel(x + QE_OX + i, y + QE_OY + j), row by row. */
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
                        __local const float4 *tile, __write_only image2d_t dst, int x0, int y0,
                        int width, int height, float w[QE_FY][QE_FX])
@@ -208,50 +210,69 @@ void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
             (out)[(i4) + 3] = (w).w;                                                       \
     } while (0)
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_weight_row_x(__read_only image2d_t weights, int row, float *out)
 {
 #pragma unroll
     for (int i4 = 0; i4 < QE_FX; i4 += 4) {
-        float4 w = qcom_ext_hof_weights4(weights, row, i4 >> 2);
+        float4 w = qcom_ext_accelerated_weights4(weights, row, i4 >> 2);
         QE_WEIGHT_TAPS(i4, QE_FX, w, out);
     }
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 void qe_weight_row_y(__read_only image2d_t weights, int row, float *out)
 {
 #pragma unroll
     for (int i4 = 0; i4 < QE_FY; i4 += 4) {
-        float4 w = qcom_ext_hof_weights4(weights, row, i4 >> 2);
+        float4 w = qcom_ext_accelerated_weights4(weights, row, i4 >> 2);
         QE_WEIGHT_TAPS(i4, QE_FY, w, out);
     }
 }
 #endif /* !QE_USE_BUILTIN */
 
+/* Where the work-item's QE_BX x QE_BY block of outputs starts, (*x0, *y0); false when it
+ * starts outside the image. The tiled variant first loads the group's tile: every
+ * work-item takes part, so both kernels call this before any of them returns. */
+bool qe_block_origin(__read_only image2d_t src, sampler_t sampler, __local float4 *tile,
+                     int width, int height, int *x0, int *y0)
+{
+    *x0 = (int)get_global_id(0) * QE_BX;
+    *y0 = (int)get_global_id(1) * QE_BY;
+#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
+    qe_load_tile(src, sampler, tile, width, height);
+#endif
+    return *x0 < width && *y0 < height;
+}
+
+/* The start of both whole-image kernels: the tile (1 unused float4 unless QE_TILED), the
+ * image size and the work-item's block origin (x0, y0); a work-item whose block starts
+ * outside the image returns once it has helped load the tile. */
+#define QE_BEGIN_BLOCK()                                                                   \
+    __local float4 tile[QE_TILE_SIZE];                                                     \
+    int width = get_image_width(dst), height = get_image_height(dst), x0, y0;              \
+    if (!qe_block_origin(src, sampler, tile, width, height, &x0, &y0))                     \
+        return
+
+#ifdef QE_USE_BUILTIN
+/* Each output (x, y) of the block inside the image = BUILTIN(src, sampler, (x, y), arg). */
+#define QE_BUILTIN_BLOCK(BUILTIN, arg)                                                     \
+    for (int oy = 0; oy < QE_BY; oy++)                                                     \
+        for (int ox = 0; ox < QE_BX; ox++) {                                               \
+            int x = x0 + ox, y = y0 + oy;                                                  \
+            if (x < width && y < height)                                                   \
+                write_imagef(dst, (int2)(x, y),                                            \
+                             BUILTIN(src, sampler, (float2)((float)x, (float)y), (arg)));  \
+        }
+#endif
+
 __kernel QE_GROUP_SIZE void qe_convolve_image(__read_only image2d_t src, sampler_t sampler,
                                               __read_only qcom_weight_image_t weights,
                                               __write_only image2d_t dst)
 {
-#ifndef QE_USE_BUILTIN
-    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
-#endif
-    int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
-    int width = get_image_width(dst), height = get_image_height(dst);
-#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
-    qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
-#endif
-    if (x0 >= width || y0 >= height)
-        return;
+    QE_BEGIN_BLOCK();
 #ifdef QE_USE_BUILTIN
-    for (int oy = 0; oy < QE_BY; oy++)
-        for (int ox = 0; ox < QE_BX; ox++) {
-            int x = x0 + ox, y = y0 + oy;
-            if (x < width && y < height)
-                write_imagef(dst, (int2)(x, y),
-                             qcom_convolve_imagef(src, sampler, (float2)((float)x, (float)y),
-                                                  weights));
-        }
+    QE_BUILTIN_BLOCK(qcom_convolve_imagef, weights);
 #elif QE_SEPARABLE
     float h[QE_FX], v[QE_FY];
     qe_weight_row_x(weights, 1, h); /* slice 0: horizontal row, then vertical row */
@@ -270,35 +291,19 @@ __kernel QE_GROUP_SIZE void qe_box_filter_image(__read_only image2d_t src, sampl
                                                 const qcom_box_size_t size,
                                                 __write_only image2d_t dst)
 {
-#ifndef QE_USE_BUILTIN
-    __local float4 tile[QE_TILE_SIZE]; /* 1 (unused) unless QE_TILED */
-#endif
-    int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
-    int width = get_image_width(dst), height = get_image_height(dst);
-#if defined(QE_TILED) && !defined(QE_USE_BUILTIN)
-    qe_load_tile(src, sampler, tile, width, height); /* before any work-item returns */
-#endif
-    if (x0 >= width || y0 >= height)
-        return;
+    QE_BEGIN_BLOCK();
 #ifdef QE_USE_BUILTIN
-    for (int oy = 0; oy < QE_BY; oy++)
-        for (int ox = 0; ox < QE_BX; ox++) {
-            int x = x0 + ox, y = y0 + oy;
-            if (x < width && y < height)
-                write_imagef(dst, (int2)(x, y),
-                             qcom_box_filter_imagef(src, sampler, (float2)((float)x, (float)y),
-                                                    size));
-        }
+    QE_BUILTIN_BLOCK(qcom_box_filter_imagef, size);
 #else
     /* The builtin's weights at an integer coordinate: the box spans [-w/2, w/2]. */
     float2 lo = -0.5f * size, hi = 0.5f * size;
     float h[QE_FX], v[QE_FY];
 #pragma unroll
     for (int i = 0; i < QE_FX; i++)
-        h[i] = qcom_ext_hof_cover(QE_OX + i, lo.x, hi.x);
+        h[i] = qcom_ext_accelerated_cover(QE_OX + i, lo.x, hi.x);
 #pragma unroll
     for (int j = 0; j < QE_FY; j++)
-        v[j] = qcom_ext_hof_cover(QE_OY + j, lo.y, hi.y);
+        v[j] = qcom_ext_accelerated_cover(QE_OY + j, lo.y, hi.y);
     qe_separable_block(src, sampler, tile, dst, x0, y0, width, height, h, v,
                        size.x * size.y);
 #endif
@@ -394,11 +399,11 @@ __kernel void qe_block_match_search_tiled(__read_only image2d_t target,
     int ww = w + 2 * radius, wh = h + 2 * radius; /* the reference window */
     __local float4 *block = tiles, *window = tiles + w * h;
     for (int i = lid; i < w * h; i += lsize)
-        block[i] = qcom_ext_hof_pixel(target, sampler, tx + i % w, ty + i / w);
+        block[i] = qcom_ext_accelerated_pixel(target, sampler, tx + i % w, ty + i / w);
     for (int i = lid; i < ww * wh; i += lsize) {
         int x = tx - radius + i % ww, y = ty - radius + i / ww;
         bool inside = x >= 0 && y >= 0 && x < rw && y < rh;
-        window[i] = inside ? qcom_ext_hof_pixel(reference, sampler, x, y) : (float4)(0.0f);
+        window[i] = inside ? qcom_ext_accelerated_pixel(reference, sampler, x, y) : (float4)(0.0f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     ulong best = QE_NO_CANDIDATE;

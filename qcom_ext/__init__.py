@@ -82,10 +82,13 @@ _EXPORTS: dict[str, str] = {
         ("Nv12Image", "PlanarImage", "nv12_image", "planar_image"), "qcom_ext.ext.images.planar"
     ),
     "create_sampler": "qcom_ext.ext.images.sampler",
-    # accelerated image ops
+    # accelerated image ops (HofLimits, hof_limits: former names of the limits, kept)
     **dict.fromkeys(
-        ("HofLimits", "WeightImage", "box_size", "hof_limits"), "qcom_ext.ext.accelerated.weights"
+        ("AcceleratedLimits", "HofLimits", "accelerated_limits", "hof_limits"),
+        "qcom_ext.ext.accelerated.support",
     ),
+    "WeightImage": "qcom_ext.ext.accelerated.weights",
+    "box_size": "qcom_ext.ext.accelerated.weights",
     **dict.fromkeys(
         ("MotionField", "block_match_image", "box_filter_image", "convolve_image"),
         "qcom_ext.ext.accelerated.whole_image",
@@ -134,7 +137,13 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         QcomExtError,
         QcomExtWarning,
     )
-    from qcom_ext.ext.accelerated.weights import HofLimits, WeightImage, box_size, hof_limits
+    from qcom_ext.ext.accelerated.support import (
+        AcceleratedLimits,
+        HofLimits,
+        accelerated_limits,
+        hof_limits,
+    )
+    from qcom_ext.ext.accelerated.weights import WeightImage, box_size
     from qcom_ext.ext.accelerated.whole_image import (
         MotionField,
         block_match_image,

@@ -25,7 +25,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext.ext.accelerated.whole_image import rgba_image
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 
 BLOCK = (8, 8)
 BACKGROUND, OBJECT = (1, 0), (3, -2)
@@ -94,7 +94,9 @@ def main() -> int:
     )
     vectors, costs = field.get(queue)
     elapsed = time.perf_counter() - start
-    expected, expected_costs = hof_reference.block_match_search(second, first, BLOCK, args.radius)
+    expected, expected_costs = accelerated_reference.block_match_search(
+        second, first, BLOCK, args.radius
+    )
     same = np.array_equal(vectors, expected) and np.array_equal(costs, expected_costs)
     # Blocks wholly inside the object, or wholly background and away from the border,
     # must show their motion (as the displacement back to frame 1).

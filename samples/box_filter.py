@@ -21,7 +21,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext.ext.accelerated.whole_image import empty_rgba_image, read_rgba_image, rgba_image
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 
 
 def scene(width: int, height: int) -> np.ndarray:
@@ -56,7 +56,9 @@ def main() -> int:
         qcom_ext.box_filter_image(queue, src, size, dst).wait()
         elapsed = time.perf_counter() - start
         blurred = read_rgba_image(queue, dst)
-        error = float(np.abs(blurred - hof_reference.box_filter_image(pixels, (w, w))).max())
+        error = float(
+            np.abs(blurred - accelerated_reference.box_filter_image(pixels, (w, w))).max()
+        )
         ok &= error < 1e-5
         print(f"box {w:g}x{w:g}: {elapsed * 1e3:.1f} ms, max error vs numpy {error:.2g}")
         panels.append(blurred)

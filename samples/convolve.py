@@ -20,7 +20,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext.ext.accelerated.whole_image import empty_rgba_image, read_rgba_image, rgba_image
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 
 SOBEL_X = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]])
 SEPARABLE_X = np.array([[-1, 0, 1], [1, 2, 1]])  # horizontal row, vertical row
@@ -67,8 +67,8 @@ def main() -> int:
     src = rgba_image(ctx, pixels)
     dst = empty_rgba_image(ctx, width, height)
     expected = magnitude(
-        hof_reference.convolve_image(pixels, SOBEL_X, (1, 1)),
-        hof_reference.convolve_image(pixels, SOBEL_X.T, (1, 1)),
+        accelerated_reference.convolve_image(pixels, SOBEL_X, (1, 1)),
+        accelerated_reference.convolve_image(pixels, SOBEL_X.T, (1, 1)),
     )
     results, ok = {}, True
     for kind, (wx, wy) in filters.items():

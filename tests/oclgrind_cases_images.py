@@ -10,14 +10,22 @@ import re
 import _oclgrind
 import numpy as np
 import pyopencl as cl
-from oclgrind_trial import FP16_PRAGMA, MF, RGBA_FLOAT, Trial, case, compiler_fp16, hof_close
+from oclgrind_trial import (
+    FP16_PRAGMA,
+    MF,
+    RGBA_FLOAT,
+    Trial,
+    accelerated_close,
+    case,
+    compiler_fp16,
+)
 
 import qcom_ext
 from qcom_ext._resources import kernels_dir
+from qcom_ext.ext.accelerated.points import PointOps, upload
 from qcom_ext.ext.images import yuv
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 from qcom_ext.reference.bicubic import bicubic, upscale2x
-from qcom_ext.reference.points import PointOps, upload
 
 VECTOR_READ_KINDS = {
     "f": ("float", np.float32, cl.channel_type.UNORM_INT8, np.uint8),
@@ -291,9 +299,9 @@ def case_nv12(t: Trial) -> None:
             t.equal("alpha", rgba[..., 3], np.full((h, w), 255, np.uint8))
 
 
-class HofPoints:
+class AcceleratedPoints:
     """The accelerated-image builtins at points: inside and outside the image, fractional
-    coordinates, every addressing mode where defined (qcom_ext.reference.points)."""
+    coordinates, every addressing mode where defined (qcom_ext.ext.accelerated.points)."""
 
     def __init__(self, t: Trial) -> None:
         self.t = t
@@ -312,7 +320,7 @@ class HofPoints:
         for addressing, coords in self.modes:
             for w in (w2d, wsep):
                 got = self.points.convolve(t.queue, self.image, w, coords, addressing)
-                want = hof_reference.convolve(
+                want = accelerated_reference.convolve(
                     self.pixels,
                     coords,
                     w.weights,
@@ -321,14 +329,14 @@ class HofPoints:
                     filter_size=w.filter_size,
                     addressing=addressing,
                 )
-                hof_close(t, f"qcom_convolve_imagef {addressing} {w!r}", got, want)
+                accelerated_close(t, f"qcom_convolve_imagef {addressing} {w!r}", got, want)
 
     def box_filter(self) -> None:
         for addressing, coords in self.modes:
             coords = coords if addressing != "none" else self.inside[:1] + 1
             got = self.points.box_filter(self.t.queue, self.image, (2.5, 1.75), coords, addressing)
-            want = hof_reference.box_filter(self.pixels, coords, (2.5, 1.75), addressing)
-            hof_close(self.t, f"qcom_box_filter_imagef {addressing}", got, want)
+            want = accelerated_reference.box_filter(self.pixels, coords, (2.5, 1.75), addressing)
+            accelerated_close(self.t, f"qcom_box_filter_imagef {addressing}", got, want)
 
     def block_match(self) -> None:
         for addressing, coords in self.modes:
@@ -339,7 +347,7 @@ class HofPoints:
                 self.t.queue, self.image, self.image, (3, 3), coords, rcoords, addressing
             )
             for squared, got in ((False, sad), (True, ssd)):
-                want = hof_reference.block_match(
+                want = accelerated_reference.block_match(
                     self.pixels,
                     self.pixels,
                     coords,
@@ -349,19 +357,19 @@ class HofPoints:
                     addressing=addressing,
                 )
                 name = "ssdf" if squared else "sadf"
-                hof_close(self.t, f"qcom_block_match_{name} {addressing}", got, want)
+                accelerated_close(self.t, f"qcom_block_match_{name} {addressing}", got, want)
 
 
 @case("image-reads")
-def case_hof_points_convolve(t: Trial) -> None:
-    HofPoints(t).convolve()
+def case_accelerated_points_convolve(t: Trial) -> None:
+    AcceleratedPoints(t).convolve()
 
 
 @case("shufflevector", "image-reads")
-def case_hof_points_box_filter(t: Trial) -> None:
-    HofPoints(t).box_filter()
+def case_accelerated_points_box_filter(t: Trial) -> None:
+    AcceleratedPoints(t).box_filter()
 
 
 @case("image-reads")
-def case_hof_points_block_match(t: Trial) -> None:
-    HofPoints(t).block_match()
+def case_accelerated_points_block_match(t: Trial) -> None:
+    AcceleratedPoints(t).block_match()

@@ -13,17 +13,17 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.cltypes as cltypes
 from conv_reference import activate, assert_close, conv2d
-from oclgrind_trial import MF, Mismatch, Trial, case, hof_close
+from oclgrind_trial import MF, Mismatch, Trial, accelerated_close, case
 
 import qcom_ext
 from qcom_ext import ops
-from qcom_ext.reference import accelerated as hof_reference
-from qcom_ext.reference.points import download, empty, upload
+from qcom_ext.ext.accelerated.points import download, empty, upload
+from qcom_ext.reference import accelerated as accelerated_reference
 
 # ---- kernels/*.cl ------------------------------------------------------------------------
 
 
-class HofImages:
+class AcceleratedImages:
     """kernels/accelerated_image_ops.cl through qcom_ext.image_ops: every method, 2-D and
     separable weights, blocks that overhang the image edge, both searches."""
 
@@ -52,7 +52,7 @@ class HofImages:
                     method=method,
                     local_size=(4, 2) if method == "tiled" else None,
                 )
-                want = hof_reference.convolve(
+                want = accelerated_reference.convolve(
                     self.pixels,
                     self.grid,
                     w.weights,
@@ -61,7 +61,7 @@ class HofImages:
                     filter_size=w.filter_size,
                     addressing="clamp",
                 )
-                hof_close(
+                accelerated_close(
                     t,
                     f"convolve_image {method} {w!r}",
                     download(t.queue, self.dst),
@@ -81,8 +81,10 @@ class HofImages:
                 method=method,
                 local_size=(4, 2) if method == "tiled" else None,
             )
-            want = hof_reference.box_filter(self.pixels, self.grid, (3.0, 2.5)).reshape(7, 9, 4)
-            hof_close(t, f"box_filter_image {method}", download(t.queue, self.dst), want)
+            want = accelerated_reference.box_filter(self.pixels, self.grid, (3.0, 2.5)).reshape(
+                7, 9, 4
+            )
+            accelerated_close(t, f"box_filter_image {method}", download(t.queue, self.dst), want)
 
     def search(self) -> None:
         from qcom_ext.ext.accelerated import whole_image as image_ops
@@ -100,11 +102,11 @@ class HofImages:
                 metric=metric,
             )
             vectors, costs = found.get(t.queue)
-            want_vectors, want_costs = hof_reference.block_match_search(
+            want_vectors, want_costs = accelerated_reference.block_match_search(
                 target, reference, (4, 4), 2, squared=metric == "ssd"
             )
             t.equal(f"block_match_image {metric} vectors", vectors, want_vectors)
-            hof_close(t, f"block_match_image {metric} costs", costs, want_costs)
+            accelerated_close(t, f"block_match_image {metric} costs", costs, want_costs)
         # The search without local-memory tiles (taken natively, or when the window does
         # not fit), launched directly on a small window.
         kernel = image_ops._kernel(t.ctx, "qe_block_match_search", {})
@@ -123,24 +125,28 @@ class HofImages:
             costs,
             cl.LocalMemory(8 * 32),
         )
-        want_vectors, want_costs = hof_reference.block_match_search(target, reference, (4, 4), 2)
+        want_vectors, want_costs = accelerated_reference.block_match_search(
+            target, reference, (4, 4), 2
+        )
         t.equal("qe_block_match_search vectors", t.get(vectors, (2, 3, 2), np.int32), want_vectors)
-        hof_close(t, "qe_block_match_search costs", t.get(costs, (2, 3), np.float32), want_costs)
+        accelerated_close(
+            t, "qe_block_match_search costs", t.get(costs, (2, 3), np.float32), want_costs
+        )
 
 
 @case("image-reads", "freeze")
-def case_hof_convolve_image(t: Trial) -> None:
-    HofImages(t).convolve()
+def case_accelerated_convolve_image(t: Trial) -> None:
+    AcceleratedImages(t).convolve()
 
 
 @case("shufflevector", "image-reads", "freeze")
-def case_hof_box_filter_image(t: Trial) -> None:
-    HofImages(t).box_filter()
+def case_accelerated_box_filter_image(t: Trial) -> None:
+    AcceleratedImages(t).box_filter()
 
 
 @case("image-reads", "freeze")
-def case_hof_block_match_image(t: Trial) -> None:
-    HofImages(t).search()
+def case_accelerated_block_match_image(t: Trial) -> None:
+    AcceleratedImages(t).search()
 
 
 @contextlib.contextmanager

@@ -270,5 +270,5 @@ def compiler_fp16(t: Trial) -> bool:
     return True
 
 
-def hof_close(t: Trial, what: str, got: Any, want: Any) -> None:
+def accelerated_close(t: Trial, what: str, got: Any, want: Any) -> None:
     t.close(what, got, want, atol=1e-4, rtol=1e-4)

@@ -147,20 +147,35 @@ def test_suites_get_their_own_stamped_blocks(tmp_path: Path) -> None:
 
 
 def test_command_stamp_names_what_changes_the_measurement() -> None:
-    env = {"QCOM_EXT_HOF_SIZE": "64x48", "QCOM_EXT_CACHE_DIR": "/c", "PYOPENCL_CTX": "0:0"}
-    assert _run.command_line("qcom-ext bench", ["hof", "--rounds", "2"], env) == (
-        "PYOPENCL_CTX=0:0 QCOM_EXT_HOF_SIZE=64x48 qcom-ext bench hof --rounds 2"
+    size = "QCOM_EXT_BENCH_ACCELERATED_SIZE"
+    env = {size: "64x48", "QCOM_EXT_CACHE_DIR": "/c", "PYOPENCL_CTX": "0:0"}
+    assert _run.command_line("qcom-ext bench", ["accelerated", "--rounds", "2"], env) == (
+        f"PYOPENCL_CTX=0:0 {size}=64x48 qcom-ext bench accelerated --rounds 2"
     )
     assert _run.command_line("p", ["--device", "1:0", "a b"], env) == (
-        "QCOM_EXT_HOF_SIZE=64x48 p --device 1:0 'a b'"
+        f"{size}=64x48 p --device 1:0 'a b'"
     )
 
 
 def test_suite_names_may_not_clash_with_cases() -> None:
     names = {s.name for s in _run.discover_suites(_run.discover())}
-    assert {"conv-suite", "hof-suite", "bicubic-suite"} <= names
+    assert {"conv-suite", "accelerated-suite", "bicubic-suite"} <= names
     with pytest.raises(ValueError, match="probe"):
         _run._check_suite_names([Suite("probe", "", lambda caps, o: None)], _run.discover())
+    with pytest.raises(ValueError, match="probe"):  # nor may a former name
+        _run._check_suite_names(
+            [Suite("new-suite", "", lambda caps, o: None, aliases=("probe",))], _run.discover()
+        )
+
+
+def test_hof_suite_is_the_accelerated_suite(capsys) -> None:
+    from qcom_ext.tools.cli import main as cli_main
+
+    assert cli_main(["bench", "hof-suite", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "accelerated-suite" in listed and "probe_cold" not in listed
+    assert cli_main(["bench", "accelerated-suite", "hof-suite", "--list"]) == 0
+    assert capsys.readouterr().out.count("accelerated-suite") == 1  # named twice, listed once
 
 
 def test_qcom_ext_bench_cli_lists_and_rejects(capsys) -> None:

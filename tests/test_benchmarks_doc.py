@@ -188,19 +188,50 @@ def test_update_doc_replaces_a_block_in_place_and_idempotently(tmp_path, monkeyp
     assert _shape(first) == _shape(second)
 
 
-@pytest.mark.slow
-def test_a_suite_writes_its_own_block_in_place(tmp_path, monkeypatch, device_caps, kernel_context):
+def _run_suite_twice(
+    tmp_path, monkeypatch, device_caps, name: str, environ: dict[str, str]
+) -> tuple[str, str, str]:
+    """:func:`_replace_twice` for suite ``name`` (keyed pocl-3.1-cpu) on this device, with
+    the ``environ`` variables set; skipped where the device has no images."""
     from test_samples import device_spec
 
     if not device_caps.image_support:
-        pytest.skip(f"{device_caps.label}: bicubic-suite needs images")
+        pytest.skip(f"{device_caps.label}: {name} needs images")
     spec = device_spec(device_caps)
     monkeypatch.setenv("PYOPENCL_CTX", spec)
-    monkeypatch.setenv("QCOM_EXT_BENCH_BICUBIC_SIZE", "32x16")
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    args = [name, "--device", spec, "--rounds", "1", "--doc-key", "pocl-3.1-cpu"]
+    return _replace_twice(tmp_path, args)
+
+
+@pytest.mark.slow
+def test_a_suite_writes_its_own_block_in_place(tmp_path, monkeypatch, device_caps, kernel_context):
+    environ = {"QCOM_EXT_BENCH_BICUBIC_SIZE": "32x16"}
+    before, once, twice = _run_suite_twice(
+        tmp_path, monkeypatch, device_caps, "bicubic-suite", environ
+    )
     begin = "<!-- bench pocl-3.1-cpu bicubic-suite -->"
-    args = ["bicubic-suite", "--device", spec, "--rounds", "1", "--doc-key", "pocl-3.1-cpu"]
-    before, once, twice = _replace_twice(tmp_path, args)
     body = _check_replaced_in_place(before, twice, begin, device_caps.label)
     assert "QCOM_EXT_BENCH_BICUBIC_SIZE=32x16 qcom-ext bench bicubic-suite" in body
     assert "32x16 RGBA float -> 64x32" in body and "| `upscale2x_blocks`" in body
     assert _shape(_check_replaced_in_place(before, once, begin, device_caps.label)) == _shape(body)
+
+
+@pytest.mark.slow
+def test_the_former_suite_name_writes_the_renamed_block(
+    tmp_path, monkeypatch, device_caps, kernel_context
+):
+    """``hof-suite`` and ``QCOM_EXT_HOF_SIZE`` (the names before the rename) still run the
+    accelerated suite, at that size, into its ``accelerated-suite`` block."""
+    monkeypatch.delenv("QCOM_EXT_BENCH_ACCELERATED_SIZE", raising=False)
+    monkeypatch.setattr(benchmark_module("cases_accelerated"), "opencv", lambda: None)
+    before, once, twice = _run_suite_twice(
+        tmp_path, monkeypatch, device_caps, "hof-suite", {"QCOM_EXT_HOF_SIZE": "16x16"}
+    )
+    begin = "<!-- bench pocl-3.1-cpu accelerated-suite -->"
+    body = _check_replaced_in_place(before, twice, begin, device_caps.label)
+    assert "QCOM_EXT_HOF_SIZE=16x16 qcom-ext bench hof-suite" in body
+    assert "16x16 RGBA float" in body and "| 5x5 convolution |" in body
+    assert "hof-suite -->" not in twice
+    _check_replaced_in_place(before, once, begin, device_caps.label)

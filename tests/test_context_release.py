@@ -28,7 +28,7 @@ import qcom_ext
 from qcom_ext import _context_cache, ops
 from qcom_ext.binding.lib import C, driver, ffi
 from qcom_ext.ext.accelerated import whole_image
-from qcom_ext.reference.points import PointOps
+from qcom_ext.ext.accelerated.points import PointOps
 
 ADD = "__kernel void add(__global int *a, int b) { a[get_global_id(0)] += b; }"
 mf = cl.mem_flags

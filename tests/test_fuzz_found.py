@@ -56,7 +56,7 @@ def _probe_answering(answers: dict[int, bytes]):
 
 FOUND = {  # id: (call(ctx, queue), what must name it); every one a ConfigError or a subclass
     # a str, float or bool "handle" reached the driver (cffi made 'a' 97): a segfault
-    "handle-str": (lambda c, q: qcom_ext.hof_limits("a"), "'a'"),
+    "handle-str": (lambda c, q: qcom_ext.accelerated_limits("a"), "'a'"),
     "handle-float": (lambda c, q: qcom_ext.box_size(1, 1, device=3.7), "3.7"),
     "handle-bool": (lambda c, q: qcom_ext.probe(True), "True"),
     # a silent wrong result: bits beyond 16 wrapped (0x13F80 read as 1.0), floats truncated

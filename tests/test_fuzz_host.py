@@ -94,13 +94,15 @@ def test_define_options(defines):
         st.binary(max_size=3),
         st.lists(st.text(max_size=1), min_size=1),
     ),
-    where=st.sampled_from(["probe", "hof_limits", "box_size", "create_context", "formats"]),
+    where=st.sampled_from(
+        ["probe", "accelerated_limits", "box_size", "create_context", "formats"]
+    ),
 )
 def test_junk_handles(junk, where):
     counted("handles")  # ints are raw handles, trusted as pyopencl's from_int_ptr trusts them
     calls = {
         "probe": lambda: qcom_ext.probe(junk),
-        "hof_limits": lambda: qcom_ext.hof_limits(junk),
+        "accelerated_limits": lambda: qcom_ext.accelerated_limits(junk),
         "box_size": lambda: qcom_ext.box_size(1, 1, device=junk),
         "create_context": lambda: qcom_ext.create_context(junk),
         "formats": lambda: qcom_ext.supported_image_formats(junk),

@@ -18,7 +18,7 @@ from hypothesis.extra import numpy as hnp
 import qcom_ext
 from qcom_ext import ConfigError, DeviceCaps, WeightImage
 from qcom_ext.binding.lib import C
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 
 # pytest finds fixtures among a module's names: the shared ones, from tests/fuzzing.py
 ctx, queue, report_counts = fuzzing.ctx, fuzzing.queue, fuzzing.report_counts
@@ -357,7 +357,7 @@ def test_box_filter_image(ctx, queue, size, pixels, method):
     src = image_ops.rgba_image(ctx, pixels)
     dst = image_ops.empty_rgba_image(ctx, pixels.shape[1], pixels.shape[0])
     image_ops.box_filter_image(queue, src, size, dst, method=method).wait()
-    want = hof_reference.box_filter_image(pixels, size)
+    want = accelerated_reference.box_filter_image(pixels, size)
     np.testing.assert_allclose(image_ops.read_rgba_image(queue, dst), want, rtol=1e-5, atol=1e-5)
 
 
@@ -375,5 +375,5 @@ def test_convolve_image(ctx, queue, weights, pixels, method):
     src = image_ops.rgba_image(ctx, pixels)
     dst = image_ops.empty_rgba_image(ctx, pixels.shape[1], pixels.shape[0])
     image_ops.convolve_image(queue, src, image, dst, method=method).wait()
-    want = hof_reference.convolve_image(pixels, image.kernel_2d(0), (1, 1))
+    want = accelerated_reference.convolve_image(pixels, image.kernel_2d(0), (1, 1))
     np.testing.assert_allclose(image_ops.read_rgba_image(queue, dst), want, rtol=1e-5, atol=1e-5)

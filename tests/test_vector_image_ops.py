@@ -202,14 +202,18 @@ def rgba_u8(height: int = 4, width: int = 8) -> np.ndarray:
     return (np.arange(height * width * 4) % 251).astype(np.uint8).reshape(height, width, 4)
 
 
+def spec_sample_reads(context, coord) -> tuple[np.ndarray, np.ndarray]:
+    """(the spec samples' RGBA uint8 image, the 2x2 and 4x1 reads at ``coord``), read
+    with an unnormalized clamp-to-edge nearest sampler."""
+    data = rgba_u8()
+    image = make_image(context, data, cl.channel_type.UNSIGNED_INT8)
+    sampler = cl.Sampler(context, False, cl.addressing_mode.CLAMP_TO_EDGE, cl.filter_mode.NEAREST)
+    return data, run_reads(context, "ui", image, sampler, np.array([coord]))
+
+
 @pytest.mark.parametrize("coord", [(2.5, 0.5), (3.0, 1.0)], ids=["spec", "guide-centre"])
 def test_2x2_spec_sample_rgba_uint8(device_caps, image_context, coord):
-    data = rgba_u8()
-    image = make_image(image_context, data, cl.channel_type.UNSIGNED_INT8)
-    sampler = cl.Sampler(
-        image_context, False, cl.addressing_mode.CLAMP_TO_EDGE, cl.filter_mode.NEAREST
-    )
-    out = run_reads(image_context, "ui", image, sampler, np.array([coord]))
+    data, out = spec_sample_reads(image_context, coord)
     # pixel0 (2, 1) lower-left, pixel1 (3, 1), pixel2 (3, 0), pixel3 (2, 0) the base
     for compid in range(4):
         expected = [data[1, 2, compid], data[1, 3, compid], data[0, 3, compid], data[0, 2, compid]]
@@ -218,12 +222,7 @@ def test_2x2_spec_sample_rgba_uint8(device_caps, image_context, coord):
 
 @pytest.mark.parametrize("coord", [(2.0, 1.0), (2.5, 1.5)], ids=["spec", "guide-centre"])
 def test_4x1_spec_sample(device_caps, image_context, coord):
-    data = rgba_u8()
-    image = make_image(image_context, data, cl.channel_type.UNSIGNED_INT8)
-    sampler = cl.Sampler(
-        image_context, False, cl.addressing_mode.CLAMP_TO_EDGE, cl.filter_mode.NEAREST
-    )
-    out = run_reads(image_context, "ui", image, sampler, np.array([coord]))
+    data, out = spec_sample_reads(image_context, coord)
     for compid in range(4):  # elements (2, 1), (3, 1), (4, 1), (5, 1), left to right
         assert out[0, 1, compid].tolist() == data[1, 2:6, compid].tolist()
 

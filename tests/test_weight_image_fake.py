@@ -25,10 +25,11 @@ from fakes.driver import (
 )
 
 import qcom_ext
-from qcom_ext import CLError, ConfigError, WeightImage, box_size, hof_limits
+from qcom_ext import CLError, ConfigError, WeightImage, accelerated_limits, box_size
 from qcom_ext.binding.lib import C, ffi
 from qcom_ext.device.probe import clear_cache
 from qcom_ext.ext.accelerated import weights as accelerated_module
+from qcom_ext.ext.accelerated.support import FALLBACK_LIMITS
 
 pytestmark = pytest.mark.skipif(
     ffi.sizeof("void *") != 8 or sys.byteorder != "little",
@@ -152,8 +153,8 @@ def test_2d_phases_are_the_slice_count():
 def test_device_limits_are_enforced():
     """The fake reports HOF max filter 16x8, 16 phases, block-matching region 32x24."""
     with FakeImages() as cl:
-        limits = hof_limits(context())
-        assert limits == qcom_ext.HofLimits((16, 8), 16, (32, 24), native=True)
+        limits = accelerated_limits(context())
+        assert limits == qcom_ext.AcceleratedLimits((16, 8), 16, (32, 24), native=True)
         with pytest.raises(ConfigError, match=r"3x9 is larger than 16x8, the device's"):
             WeightImage(context(), np.ones((9, 3)), center=(0, 0))
         with pytest.raises(ConfigError, match="64 phases is more than 16"):
@@ -214,7 +215,7 @@ def test_wrapping_failure_releases_the_image(monkeypatch):
 def test_disabled_extension_takes_the_fallback_limits(monkeypatch):
     monkeypatch.setenv("QCOM_EXT_DISABLE", "cl_qcom_accelerated_image_ops")
     with FakeImages():
-        assert hof_limits(context()) == accelerated_module.FALLBACK_LIMITS
+        assert accelerated_limits(context()) == FALLBACK_LIMITS
 
 
 def test_device_without_the_extension_never_reaches_the_driver(monkeypatch):

@@ -43,13 +43,14 @@
 /* The Adreno compiler declares the builtins and qcom_weight_image_t / qcom_box_size_t. */
 #else
 
-/* Limits of the portable implementation (qcom_ext.ext.accelerated.weights.FALLBACK_LIMITS). */
-#define QCOM_EXT_HOF_MAX_FILTER_SIZE 16
-#define QCOM_EXT_HOF_MAX_NUM_PHASES 64
+/* Limits of the portable implementation (qcom_ext.ext.accelerated.support.FALLBACK_LIMITS;
+ * the device's CL_DEVICE_HOF_*_QCOM and CL_DEVICE_BLOCK_MATCHING_*_QCOM natively). */
+#define QCOM_EXT_ACCELERATED_MAX_FILTER_SIZE 16
+#define QCOM_EXT_ACCELERATED_MAX_NUM_PHASES 64
 #define QCOM_EXT_BLOCK_MATCH_MAX_REGION 32
 
-/* The fallback weight image is an RGBA float image2d_t (layout: qcom_ext/ext/accelerated/weights.py):
- * texel (0, 0) = (filter_x, filter_y, center_x, center_y), texel (1, 0) = (num_phases,
+/* The fallback weight image is an RGBA float image2d_t (layout:
+ * qcom_ext/ext/accelerated/weights.py): texel (0, 0) = (filter_x, filter_y, center_x, center_y), texel (1, 0) = (num_phases,
  * separable, phases per axis, 1); weight row r of slice s is image row 1 + s * rows + r,
  * four taps per texel. A macro (not a typedef) so `__read_only qcom_weight_image_t` reads
  * as `__read_only image2d_t` on every compiler. */
@@ -58,52 +59,52 @@
 /* Inlined where the compiler allows it: fewer calls, and Oclgrind's --uninitialized check
  * (which loses track of float4 values returned by calls) sees through them. */
 #if defined(__clang__) || defined(__GNUC__)
-#define QCOM_EXT_HOF_INLINE __attribute__((always_inline))
+#define QCOM_EXT_ACCELERATED_INLINE __attribute__((always_inline))
 #else
-#define QCOM_EXT_HOF_INLINE
+#define QCOM_EXT_ACCELERATED_INLINE
 #endif
 typedef float2 qcom_box_size_t; /* (box_filter_width, box_filter_height) */
 
-QCOM_EXT_HOF_INLINE
-float4 qcom_ext_hof_pixel(__read_only image2d_t image, sampler_t sampler, int x, int y)
+QCOM_EXT_ACCELERATED_INLINE
+float4 qcom_ext_accelerated_pixel(__read_only image2d_t image, sampler_t sampler, int x, int y)
 {
     return read_imagef(image, sampler, (float2)((float)x + 0.5f, (float)y + 0.5f));
 }
 
-QCOM_EXT_HOF_INLINE
-float4 qcom_ext_hof_weights4(__read_only image2d_t weight_image, int row, int tap4)
+QCOM_EXT_ACCELERATED_INLINE
+float4 qcom_ext_accelerated_weights4(__read_only image2d_t weight_image, int row, int tap4)
 {
     const sampler_t exact = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
                             CLK_FILTER_NEAREST;
     return read_imagef(weight_image, exact, (int2)(tap4, row));
 }
 
-QCOM_EXT_HOF_INLINE
-float qcom_ext_hof_lane(float4 v, int lane)
+QCOM_EXT_ACCELERATED_INLINE
+float qcom_ext_accelerated_lane(float4 v, int lane)
 {
     return lane == 0 ? v.x : lane == 1 ? v.y : lane == 2 ? v.z : v.w;
 }
 
 /* Phase index along one axis: the fraction of coord past its base pixel, in P steps. */
-QCOM_EXT_HOF_INLINE
-int qcom_ext_hof_phase(float c, float base, int per_axis)
+QCOM_EXT_ACCELERATED_INLINE
+int qcom_ext_accelerated_phase(float c, float base, int per_axis)
 {
     return min((int)((c - base) * (float)per_axis), per_axis - 1);
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
                             __read_only image2d_t weight_image)
 {
-    float4 h0 = qcom_ext_hof_weights4(weight_image, 0, 0);
-    float4 h1 = qcom_ext_hof_weights4(weight_image, 0, 1);
-    int fx = clamp((int)h0.x, 1, QCOM_EXT_HOF_MAX_FILTER_SIZE);
-    int fy = clamp((int)h0.y, 1, QCOM_EXT_HOF_MAX_FILTER_SIZE);
+    float4 h0 = qcom_ext_accelerated_weights4(weight_image, 0, 0);
+    float4 h1 = qcom_ext_accelerated_weights4(weight_image, 0, 1);
+    int fx = clamp((int)h0.x, 1, QCOM_EXT_ACCELERATED_MAX_FILTER_SIZE);
+    int fy = clamp((int)h0.y, 1, QCOM_EXT_ACCELERATED_MAX_FILTER_SIZE);
     int cx = clamp((int)h0.z, 0, fx - 1), cy = clamp((int)h0.w, 0, fy - 1);
-    int per_axis = clamp((int)h1.z, 1, QCOM_EXT_HOF_MAX_NUM_PHASES);
+    int per_axis = clamp((int)h1.z, 1, QCOM_EXT_ACCELERATED_MAX_NUM_PHASES);
     float2 base = floor(coord);
-    int px = qcom_ext_hof_phase(coord.x, base.x, per_axis);
-    int py = qcom_ext_hof_phase(coord.y, base.y, per_axis);
+    int px = qcom_ext_accelerated_phase(coord.x, base.x, per_axis);
+    int py = qcom_ext_accelerated_phase(coord.y, base.y, per_axis);
     int x0 = (int)base.x - cx, y0 = (int)base.y - cy;
     float4 sum = (float4)(0.0f);
     if (h1.y != 0.0f) { /* separable: slice rows (horizontal, vertical) */
@@ -111,22 +112,22 @@ float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, floa
         for (int j = 0; j < fy; j++) {
             float4 row = (float4)(0.0f);
             for (int i4 = 0; i4 < fx; i4 += 4) {
-                float4 w = qcom_ext_hof_weights4(weight_image, hrow, i4 >> 2);
+                float4 w = qcom_ext_accelerated_weights4(weight_image, hrow, i4 >> 2);
                 for (int lane = 0; lane < 4 && i4 + lane < fx; lane++)
-                    row += qcom_ext_hof_lane(w, lane) *
-                           qcom_ext_hof_pixel(image, sampler, x0 + i4 + lane, y0 + j);
+                    row += qcom_ext_accelerated_lane(w, lane) *
+                           qcom_ext_accelerated_pixel(image, sampler, x0 + i4 + lane, y0 + j);
             }
-            float4 v = qcom_ext_hof_weights4(weight_image, vrow, j >> 2);
-            sum += qcom_ext_hof_lane(v, j & 3) * row;
+            float4 v = qcom_ext_accelerated_weights4(weight_image, vrow, j >> 2);
+            sum += qcom_ext_accelerated_lane(v, j & 3) * row;
         }
     } else {
         int row0 = 1 + (py * per_axis + px) * fy;
         for (int j = 0; j < fy; j++) {
             for (int i4 = 0; i4 < fx; i4 += 4) {
-                float4 w = qcom_ext_hof_weights4(weight_image, row0 + j, i4 >> 2);
+                float4 w = qcom_ext_accelerated_weights4(weight_image, row0 + j, i4 >> 2);
                 for (int lane = 0; lane < 4 && i4 + lane < fx; lane++)
-                    sum += qcom_ext_hof_lane(w, lane) *
-                           qcom_ext_hof_pixel(image, sampler, x0 + i4 + lane, y0 + j);
+                    sum += qcom_ext_accelerated_lane(w, lane) *
+                           qcom_ext_accelerated_pixel(image, sampler, x0 + i4 + lane, y0 + j);
             }
         }
     }
@@ -134,20 +135,20 @@ float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, floa
 }
 
 /* Coverage of pixel k (spanning [k - 0.5, k + 0.5]) by [lo, hi]; 0 when disjoint. */
-QCOM_EXT_HOF_INLINE
-float qcom_ext_hof_cover(int k, float lo, float hi)
+QCOM_EXT_ACCELERATED_INLINE
+float qcom_ext_accelerated_cover(int k, float lo, float hi)
 {
     return max(min((float)k + 0.5f, hi) - max((float)k - 0.5f, lo), 0.0f);
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
                               const qcom_box_size_t box_size)
 {
     /* Edges relative to the base pixel: exact for any coordinate below 2^23. */
     float2 base = floor(coord);
     float2 lo = (coord - base) - 0.5f * box_size, hi = (coord - base) + 0.5f * box_size;
-    const int reach = QCOM_EXT_HOF_MAX_FILTER_SIZE / 2 + 2;
+    const int reach = QCOM_EXT_ACCELERATED_MAX_FILTER_SIZE / 2 + 2;
     int i0 = clamp((int)floor(lo.x - 0.5f) + 1, -reach, reach);
     int i1 = clamp((int)ceil(hi.x + 0.5f) - 1, -reach, reach);
     int j0 = clamp((int)floor(lo.y - 0.5f) + 1, -reach, reach);
@@ -157,14 +158,14 @@ float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, fl
     for (int j = j0; j <= j1; j++) {
         float4 row = (float4)(0.0f);
         for (int i = i0; i <= i1; i++)
-            row += qcom_ext_hof_cover(i, lo.x, hi.x) *
-                   qcom_ext_hof_pixel(image, sampler, bx + i, by + j);
-        sum += qcom_ext_hof_cover(j, lo.y, hi.y) * row;
+            row += qcom_ext_accelerated_cover(i, lo.x, hi.x) *
+                   qcom_ext_accelerated_pixel(image, sampler, bx + i, by + j);
+        sum += qcom_ext_accelerated_cover(j, lo.y, hi.y) * row;
     }
     return sum / (box_size.x * box_size.y);
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 float4 qcom_ext_block_match(__read_only image2d_t target_image, sampler_t sampler,
                             float2 target_coord, uint2 region,
                             __read_only image2d_t reference_image, uint2 reference_coord,
@@ -177,15 +178,15 @@ float4 qcom_ext_block_match(__read_only image2d_t target_image, sampler_t sample
     float4 sum = (float4)(0.0f);
     for (int j = 0; j < h; j++) {
         for (int i = 0; i < w; i++) {
-            float4 d = qcom_ext_hof_pixel(target_image, sampler, tx + i, ty + j) -
-                       qcom_ext_hof_pixel(reference_image, sampler, rx + i, ry + j);
+            float4 d = qcom_ext_accelerated_pixel(target_image, sampler, tx + i, ty + j) -
+                       qcom_ext_accelerated_pixel(reference_image, sampler, rx + i, ry + j);
             sum += squared ? d * d : fabs(d);
         }
     }
     return sum;
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampler,
                              float2 target_coord, uint2 region,
                              __read_only image2d_t reference_image, uint2 reference_coord)
@@ -194,7 +195,7 @@ float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampl
                                 reference_coord, 0);
 }
 
-QCOM_EXT_HOF_INLINE
+QCOM_EXT_ACCELERATED_INLINE
 float4 qcom_block_match_ssdf(__read_only image2d_t target_image, sampler_t sampler,
                              float2 target_coord, uint2 region,
                              __read_only image2d_t reference_image, uint2 reference_coord)

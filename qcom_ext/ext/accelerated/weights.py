@@ -1,4 +1,4 @@
-"""Accelerated image ops (``cl_qcom_accelerated_image_ops``) on the host side.
+"""The arguments of the accelerated image ops' builtins (``cl_qcom_accelerated_image_ops``).
 
 * :class:`WeightImage` holds a convolution filter for ``qcom_convolve_imagef``: natively a
   ``CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM`` image made from a ``cl_weight_image_desc_qcom``
@@ -8,9 +8,10 @@
   declared ``__read_only qcom_weight_image_t``.
 * :func:`box_size` is the ``qcom_box_size_t`` kernel argument (``cl_box_filter_size_qcom``:
   two floats, width then height).
-* :func:`hof_limits` gives the filter, phase and block-matching limits: the device's
-  ``CL_DEVICE_HOF_*`` / ``CL_DEVICE_BLOCK_MATCHING_*`` values natively,
-  :data:`FALLBACK_LIMITS` for the portable code.
+* Both are checked against :func:`~qcom_ext.ext.accelerated.support.accelerated_limits`:
+  the device's filter, phase and block-matching limits natively, the portable code's
+  ``FALLBACK_LIMITS`` elsewhere (:mod:`.filter_spec` checks a filter before anything is
+  allocated).
 
 Conventions (the spec's worked examples hold on every path; docs/accelerated_image_ops.md
 has the details and where hardware may differ):
@@ -57,86 +58,23 @@ qcom_ext.errors.ConfigError: center (3, 1) is outside the 3x3 filter: ...
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qcom_ext.binding.lib import C, check, check_handle, driver, ffi, handle_int
-from qcom_ext.device import shared
-from qcom_ext.device.caps import DeviceCaps  # noqa: F401  (the doctests)
-from qcom_ext.errors import ConfigError, ExtensionUnavailable
+from qcom_ext.binding.lib import C, check_handle, driver, ffi, handle_int
+from qcom_ext.errors import ConfigError
+from qcom_ext.ext.accelerated.filter_spec import DTYPES, FilterSpec, is_int, validate_filter
+from qcom_ext.ext.accelerated.support import accelerated_limits, context_path
+from qcom_ext.ext.images.formats import ImageFormat
+from qcom_ext.ext.images.image import supported_image_formats
 
 if TYPE_CHECKING:
     import pyopencl
 
-__all__ = [
-    "EXTENSION",
-    "FALLBACK_LIMITS",
-    "HofLimits",
-    "WeightImage",
-    "box_size",
-    "hof_limits",
-]
+__all__ = ["WeightImage", "box_size", "fallback_layout"]
 
-EXTENSION = "cl_qcom_accelerated_image_ops"
-_DTYPES = {np.dtype(np.float16): "CL_HALF_FLOAT", np.dtype(np.float32): "CL_FLOAT"}
 _HEADER_VERSION = 1.0
-
-
-@dataclass(frozen=True)
-class HofLimits:
-    """Limits of the accelerated image ops on a device (None: the driver did not say).
-
-    ``max_filter_size`` bounds weight-image filters and box sizes (x, y);
-    ``max_num_phases`` the slices of a weight image; ``max_region`` block-matching regions.
-    """
-
-    max_filter_size: tuple[int, int] | None
-    max_num_phases: int | None
-    max_region: tuple[int, int] | None
-    native: bool
-
-
-#: The limits of the portable implementation (``kernels/compat/cl_qcom_accelerated_image_ops.h``
-#: clamps its loops to the same values).
-FALLBACK_LIMITS = HofLimits(
-    max_filter_size=(16, 16), max_num_phases=64, max_region=(32, 32), native=False
-)
-
-
-def _smallest(values: list[Any]) -> Any:
-    if any(v is None for v in values):
-        return None
-    if isinstance(values[0], tuple):
-        return tuple(min(axis) for axis in zip(*values, strict=True))
-    return min(values)
-
-
-def hof_limits(device: Any = None) -> HofLimits:
-    """The limits that apply on ``device`` (a Device, Context, DeviceCaps or None: default).
-
-    Native: the driver's values; for a context, the smallest over its devices. Where any
-    device lacks the extension: :data:`FALLBACK_LIMITS`.
-
-    >>> hof_limits(DeviceCaps.from_info(extensions="", disabled=()))
-    HofLimits(max_filter_size=(16, 16), max_num_phases=64, max_region=(32, 32), native=False)
-    """
-    found = shared.caps_of(device)
-    unusable = [c for c in found if not c.status(EXTENSION).usable]
-    if unusable:
-        raise ExtensionUnavailable(
-            EXTENSION, shared.labels(unusable), unusable[0].status(EXTENSION).reason
-        )
-    if any(c.path(EXTENSION) != "native" for c in found):
-        return FALLBACK_LIMITS
-    return HofLimits(
-        max_filter_size=_smallest([c.limits.hof_max_filter_size for c in found]),
-        max_num_phases=_smallest([c.limits.hof_max_num_phases for c in found]),
-        max_region=_smallest([c.limits.block_matching_max_region for c in found]),
-        native=True,
-    )
 
 
 def _positive_float(name: str, value: Any) -> float:
@@ -160,6 +98,7 @@ def box_size(width: float, height: float, *, device: Any = None) -> np.ndarray:
     limit: sizes over its ``CL_DEVICE_HOF_MAX_FILTER_SIZE_X/Y_QCOM`` (or the fallback's
     16) raise ConfigError.
 
+    >>> from qcom_ext.device.caps import DeviceCaps
     >>> size = box_size(2, 1.5, device=DeviceCaps.from_info(extensions="", disabled=()))
     >>> float(size["x"]), float(size["y"]), size.nbytes
     (2.0, 1.5, 8)
@@ -167,7 +106,7 @@ def box_size(width: float, height: float, *, device: Any = None) -> np.ndarray:
     import pyopencl.cltypes as cltypes
 
     w, h = _positive_float("width", width), _positive_float("height", height)
-    limits = hof_limits(device)
+    limits = accelerated_limits(device)
     if limits.max_filter_size is not None:
         max_x, max_y = limits.max_filter_size
         if w > max_x or h > max_y:
@@ -180,189 +119,9 @@ def box_size(width: float, height: float, *, device: Any = None) -> np.ndarray:
     return cltypes.make_float2(w, h)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _power_of_two(n: int) -> bool:
-    return n >= 1 and n & (n - 1) == 0
-
-
-@dataclass(frozen=True)
-class _Filter:
-    """Validated weights: (phases, rows, cols) in the storage dtype, and the geometry."""
-
-    weights: np.ndarray
-    filter_size: tuple[int, int]
-    center: tuple[int, int]
-    separable: bool
-    num_phases: int
-    phases_per_axis: int
-
-
-def _array(weights: Any) -> np.ndarray:
-    try:
-        array = np.asarray(weights)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"weights must be a numeric array: {exc}") from None
-    if array.dtype.kind not in "biuf" or array.dtype == np.bool_:
-        raise ConfigError(f"weights must be real numbers, got an array of dtype {array.dtype}")
-    return array.astype(np.float64)
-
-
-def _rounded(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if not np.all(np.isfinite(array)):
-        raise ConfigError("weights must be finite (found NaN or infinity)")
-    with np.errstate(over="ignore"):  # reported below, with the value
-        stored = array.astype(dtype)
-    if not np.all(np.isfinite(stored)):
-        biggest = float(np.max(np.abs(array)))
-        raise ConfigError(
-            f"weight {biggest:g} does not fit in {dtype.name} "
-            f"(largest {float(np.finfo(dtype).max):g})"
-        )
-    return stored
-
-
-def _validate(
-    weights: Any, center: Any, separable: bool, dtype: Any, filter_size: Any, limits: HofLimits
-) -> _Filter:
-    if not isinstance(separable, bool):
-        raise ConfigError(f"separable must be True or False, got {separable!r}")
-    try:
-        storage = np.dtype(dtype)
-    except TypeError:
-        storage = None
-    if storage not in _DTYPES:
-        raise ConfigError(f"dtype must be numpy.float16 or numpy.float32, got {dtype!r}")
-    array = _array(weights)
-    if separable:
-        if array.ndim == 2:
-            array = array[None]
-        if array.ndim != 3 or array.shape[1] != 2 or array.shape[2] < 1:
-            raise ConfigError(
-                f"separable weights must have shape (2, n) or (phases, 2, n) "
-                f"(row 0 horizontal, row 1 vertical), got {np.shape(weights)}"
-            )
-        n = array.shape[2]
-        if filter_size is None:
-            fx = fy = n
-        else:
-            fx, fy = _pair("filter_size", filter_size)
-            if max(fx, fy) != n:
-                raise ConfigError(
-                    f"separable filter_size {fx}x{fy} needs rows of "
-                    f"max(fx, fy) = {max(fx, fy)} taps, got {n}"
-                )
-        if np.any(array[:, 0, fx:]) or np.any(array[:, 1, fy:]):
-            raise ConfigError(
-                f"separable weights beyond the filter size {fx}x{fy} must be 0 "
-                "(row 0 uses fx taps, row 1 fy taps)"
-            )
-        phases, per_axis = array.shape[0], array.shape[0]
-        if not _power_of_two(phases):
-            raise ConfigError(f"separable weights have {phases} phases; expected a power of two")
-    else:
-        if array.ndim == 2:
-            array = array[None]
-        if array.ndim != 3 or 0 in array.shape:
-            raise ConfigError(
-                f"2-D weights must have shape (fy, fx) or (phases, fy, fx), "
-                f"got {np.shape(weights)}"
-            )
-        if filter_size is not None and _pair("filter_size", filter_size) != (
-            array.shape[2],
-            array.shape[1],
-        ):
-            raise ConfigError(
-                f"filter_size {filter_size} does not match weights of shape "
-                f"{np.shape(weights)} (fx = columns, fy = rows)"
-            )
-        phases = array.shape[0]
-        per_axis = math.isqrt(phases)
-        if per_axis * per_axis != phases or not _power_of_two(per_axis):
-            raise ConfigError(
-                f"2-D weights have {phases} phases; expected P*P slices with P "
-                "a power of two (1, 4, 16, 64, ...): num_phase_x = num_phase_y"
-            )
-        fy, fx = array.shape[1], array.shape[2]
-    cx, cy = _pair("center", center, allow_zero=True)
-    if not (0 <= cx < fx and 0 <= cy < fy):
-        raise ConfigError(
-            f"center ({cx}, {cy}) is outside the {fx}x{fy} filter: "
-            f"expected 0 <= cx < {fx} and 0 <= cy < {fy}"
-        )
-    which = "the device's" if limits.native else "the portable implementation's"
-    if limits.max_filter_size is not None:
-        max_x, max_y = limits.max_filter_size
-        if fx > max_x or fy > max_y:
-            raise ConfigError(
-                f"filter size {fx}x{fy} is larger than {max_x}x{max_y}, {which} "
-                "CL_DEVICE_HOF_MAX_FILTER_SIZE_X/Y_QCOM"
-            )
-    if limits.max_num_phases is not None and phases > limits.max_num_phases:
-        raise ConfigError(
-            f"{phases} phases is more than {limits.max_num_phases}, {which} "
-            "CL_DEVICE_HOF_MAX_NUM_PHASES_QCOM"
-        )
-    return _Filter(_rounded(array, storage), (fx, fy), (cx, cy), separable, phases, per_axis)
-
-
-def _pair(name: str, value: Any, allow_zero: bool = False) -> tuple[int, int]:
-    try:
-        a, b = value
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a pair of integers (x, y), got {value!r}") from None
-    low = 0 if allow_zero else 1
-    if not (_is_int(a) and _is_int(b)) or a < low or b < low:
-        raise ConfigError(f"{name} must be a pair of integers >= {low} (x, y), got {value!r}")
-    return int(a), int(b)
-
-
-_CHANNEL_ORDERS = (
-    "CL_R",
-    "CL_A",
-    "CL_RG",
-    "CL_RA",
-    "CL_RGB",
-    "CL_RGBA",
-    "CL_BGRA",
-    "CL_ARGB",
-    "CL_INTENSITY",
-    "CL_LUMINANCE",
-)
-_CHANNEL_TYPES = (
-    "CL_HALF_FLOAT",
-    "CL_FLOAT",
-    "CL_UNORM_INT8",
-    "CL_SNORM_INT8",
-    "CL_UNORM_INT16",
-    "CL_SNORM_INT16",
-)
-
-
-def _format_name(order: int, data_type: int) -> str:
-    def name(value: int, names: Sequence[str]) -> str:
-        return next((n for n in names if getattr(C, n) == value), hex(value))
-
-    return f"{{{name(order, _CHANNEL_ORDERS)}, {name(data_type, _CHANNEL_TYPES)}}}"
-
-
-def weight_image_formats(context: Any) -> list[tuple[int, int]]:
-    """``clGetSupportedImageFormats(..., CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM, ...)`` as
-    (channel order, channel data type) pairs (native path only)."""
-    ctx = ffi.cast("cl_context", handle_int(context))
-    count = ffi.new("cl_uint *")
-    routine = "clGetSupportedImageFormats"
-    flags, kind = C.CL_MEM_READ_ONLY, C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM
-    check(driver.clGetSupportedImageFormats(ctx, flags, kind, 0, ffi.NULL, count), routine)
-    if count[0] == 0:
-        return []
-    formats = ffi.new("cl_image_format[]", count[0])
-    check(
-        driver.clGetSupportedImageFormats(ctx, flags, kind, count[0], formats, ffi.NULL), routine
-    )
-    return [(int(f.image_channel_order), int(f.image_channel_data_type)) for f in formats]
+def _braced(fmt: ImageFormat) -> str:
+    """``{CL_R, CL_HALF_FLOAT}``: a format as the spec writes it."""
+    return f"{{{fmt.order_name}, {fmt.type_name}}}"
 
 
 def _wrap_image(handle: int) -> Any:
@@ -371,14 +130,14 @@ def _wrap_image(handle: int) -> Any:
     return pyopencl.Image.from_int_ptr(handle, retain=False)  # our reference is handed over
 
 
-def _create_native(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
-    data_type = getattr(C, _DTYPES[spec.weights.dtype])
-    formats = weight_image_formats(context)
-    wanted = (C.CL_R, data_type)
+def _create_native(context: Any, spec: FilterSpec) -> tuple[Any, ImageFormat]:
+    wanted = ImageFormat(C.CL_R, getattr(C, DTYPES[spec.weights.dtype]))
+    kind = C.CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM
+    formats = supported_image_formats(context, flags="read_only", image_type=kind)
     if wanted not in formats:
-        listed = ", ".join(_format_name(*f) for f in formats) or "none"
+        listed = ", ".join(_braced(f) for f in formats) or "none"
         raise ConfigError(
-            f"the driver lists no {_format_name(*wanted)} weight-image format "
+            f"the driver lists no {_braced(wanted)} weight-image format "
             f"(CL_MEM_OBJECT_WEIGHT_IMAGE_QCOM formats: {listed}); "
             "pass the other dtype (numpy.float16 or numpy.float32)"
         )
@@ -402,7 +161,7 @@ def _create_native(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
     fx, fy = spec.filter_size
     detail = (
         f"weight image {fx}x{fy}, {spec.num_phases} phase(s), centre {spec.center}, "
-        f"{'separable' if spec.separable else '2-D'}, format {_format_name(*wanted)}"
+        f"{'separable' if spec.separable else '2-D'}, format {_braced(wanted)}"
     )
     value = check_handle(handle, err, "clCreateImage", detail, driver.clReleaseMemObject)
     try:
@@ -412,7 +171,7 @@ def _create_native(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
         raise
 
 
-def fallback_layout(spec: _Filter) -> np.ndarray:
+def fallback_layout(spec: FilterSpec) -> np.ndarray:
     """The RGBA float texels of the portable weight image (height, width, 4)."""
     fx, fy = spec.filter_size
     phases, rows, cols = spec.weights.shape
@@ -431,7 +190,7 @@ def fallback_layout(spec: _Filter) -> np.ndarray:
     return texels.reshape(1 + phases * rows, width, 4)
 
 
-def _create_fallback(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]:
+def _create_fallback(context: Any, spec: FilterSpec) -> tuple[Any, ImageFormat]:
     import pyopencl as cl
 
     texels = fallback_layout(spec)
@@ -444,7 +203,7 @@ def _create_fallback(context: Any, spec: _Filter) -> tuple[Any, tuple[int, int]]
         shape=(texels.shape[1], texels.shape[0]),
         hostbuf=texels,
     )
-    return image, (C.CL_RGBA, C.CL_FLOAT)
+    return image, ImageFormat(C.CL_RGBA, C.CL_FLOAT)
 
 
 class WeightImage:
@@ -472,10 +231,9 @@ class WeightImage:
         dtype: Any = np.float16,
         filter_size: tuple[int, int] | None = None,
     ) -> None:
-        found = shared.caps_of(context)
-        self.limits = hof_limits(context)
-        spec = _validate(weights, center, separable, dtype, filter_size, self.limits)
-        self.path = "native" if shared.all_native(found, EXTENSION) else "fallback"
+        self.limits = accelerated_limits(context)
+        spec = validate_filter(weights, center, separable, dtype, filter_size, self.limits)
+        self.path = context_path(context)
         create = _create_native if self.path == "native" else _create_fallback
         self.image, self.image_format = create(context, spec)
         stored = spec.weights.copy()
@@ -500,7 +258,7 @@ class WeightImage:
         array([[3., 6.],
                [4., 8.]])
         """
-        if not _is_int(phase) or not 0 <= phase < self.num_phases:
+        if not is_int(phase) or not 0 <= phase < self.num_phases:
             raise ConfigError(f"phase {phase!r} is not an int in 0..{self.num_phases - 1}")
         fx, fy = self.filter_size
         slice_ = self.weights[phase].astype(np.float64)

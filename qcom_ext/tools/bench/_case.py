@@ -103,10 +103,12 @@ class Suite:
     the runner stamps its markdown and writes it into its own ``--update-doc`` block.
     ``arguments(group)`` adds the suite's options to the runner's parser (an argparse
     argument group); ``run(caps, options)`` gets the parsed options, where
-    ``options.rounds`` is None unless ``--rounds`` was given.
+    ``options.rounds`` is None unless ``--rounds`` was given. ``aliases``: former names
+    that still run it (its blocks and results carry ``name``).
     """
 
     name: str
     note: str
     run: Callable[[DeviceCaps, Any], SuiteResult]
     arguments: Callable[[Any], None] | None = None
+    aliases: tuple[str, ...] = ()

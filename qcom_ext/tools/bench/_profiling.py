@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-__all__ = ["copy_bandwidth", "median_ns"]
+__all__ = ["copy_bandwidth", "copy_image", "median_ns"]
+
+
+def copy_image(queue: Any, dst: Any, src: Any, size: tuple[int, int]) -> Any:
+    """``clEnqueueCopyImage`` of the ``size`` (width, height) of ``src`` into ``dst``."""
+    return cl.enqueue_copy(queue, dst, src, src_origin=(0, 0), dest_origin=(0, 0), region=size)
 
 
 def median_ns(queue: Any, launch: Callable[[], Any], rounds: int, warmup: int = 2) -> float:
@@ -37,12 +42,6 @@ def copy_bandwidth(queue: Any, nbytes: int, rounds: int) -> dict[str, float]:
         fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
         a = cl.create_image(context, cl.mem_flags.READ_WRITE, fmt, shape=(width, height))
         b = cl.create_image(context, cl.mem_flags.READ_WRITE, fmt, shape=(width, height))
-        image_ns = median_ns(
-            queue,
-            lambda: cl.enqueue_copy(
-                queue, b, a, src_origin=(0, 0), dest_origin=(0, 0), region=(width, height)
-            ),
-            rounds,
-        )
+        image_ns = median_ns(queue, lambda: copy_image(queue, b, a, (width, height)), rounds)
         result["image_copy_Bps"] = 2 * width * height * 16 / (image_ns * 1e-9)
     return result

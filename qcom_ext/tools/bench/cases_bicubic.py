@@ -45,7 +45,7 @@ import qcom_ext
 from qcom_ext._resources import kernels_dir
 from qcom_ext.device import shared
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult, format_seconds
-from qcom_ext.tools.bench._profiling import copy_bandwidth
+from qcom_ext.tools.bench._profiling import copy_bandwidth, copy_image
 
 SIZE_ENV = "QCOM_EXT_BENCH_BICUBIC_SIZE"
 DEFAULT_SIZE = (3840, 2160)
@@ -150,15 +150,7 @@ def enqueue(state: dict[str, Any]) -> cl.Event:
         return cl.enqueue_nd_range_kernel(
             state["queue"], state["kernel"], state["global_size"], state["local_size"]
         )
-    width, height = state["size"]
-    return cl.enqueue_copy(
-        state["queue"],
-        state["dst"],
-        state["src"],
-        src_origin=(0, 0),
-        dest_origin=(0, 0),
-        region=(width, height),
-    )
+    return copy_image(state["queue"], state["dst"], state["src"], state["size"])
 
 
 def run_once(state: dict[str, Any]) -> None:

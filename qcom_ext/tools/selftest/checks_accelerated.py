@@ -22,7 +22,7 @@ EXTENSION = "cl_qcom_accelerated_image_ops"
 
 def _ops(env: Env) -> Any:
     """The run's PointOps (programs built once per run, under its path)."""
-    from qcom_ext.reference.points import PointOps
+    from qcom_ext.ext.accelerated.points import PointOps
 
     if "point ops" not in env.store:
         env.store["point ops"] = PointOps(env.context)
@@ -30,7 +30,7 @@ def _ops(env: Env) -> Any:
 
 
 def _upload(env: Env, pixels: np.ndarray) -> Any:
-    from qcom_ext.reference.points import upload
+    from qcom_ext.ext.accelerated.points import upload
 
     return upload(env.context, pixels)
 
@@ -144,9 +144,9 @@ def _block_match_random(env: Env) -> Outcome:
 
 @case(EXTENSION, "whole image: 5x5 convolve, 7x7 box")
 def _whole_image(env: Env) -> Outcome:
+    from qcom_ext.ext.accelerated.points import download, empty
     from qcom_ext.ext.accelerated.weights import WeightImage
     from qcom_ext.ext.accelerated.whole_image import box_filter_image, convolve_image
-    from qcom_ext.reference.points import download, empty
 
     pixels = env.rng.random((27, 33, 4)).astype(np.float32)
     image, dst = _upload(env, pixels), empty(env.context, 33, 27)

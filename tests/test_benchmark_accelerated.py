@@ -1,5 +1,6 @@
-"""qcom_ext/tools/bench/cases_hof.py: its cases run on a small image, the throughput table adds up,
-and the torch / OpenCV comparisons compute what they claim (where those libraries exist)."""
+"""qcom_ext/tools/bench/cases_accelerated.py: its cases run on a small image, the throughput
+table adds up, the torch / OpenCV comparisons compute what they claim (where those libraries
+exist), and the suite answers to its former name."""
 
 from __future__ import annotations
 
@@ -7,22 +8,27 @@ import numpy as np
 import pytest
 from conftest import benchmark_module
 
-from qcom_ext.reference import accelerated as hof_reference
+from qcom_ext.reference import accelerated as accelerated_reference
 
 SMALL = (48, 40)
 
 
 @pytest.fixture(scope="module")
-def hof():
-    return benchmark_module("cases_hof")
+def cases():
+    return benchmark_module("cases_accelerated")
+
+
+@pytest.fixture(scope="module")
+def work():
+    return benchmark_module("_accelerated_work")
 
 
 def names(cases):
     return [c["name"] if isinstance(c, dict) else c.name for c in cases]
 
 
-def test_cases_are_declared_for_the_runner(hof):
-    assert names(hof.CASES)[:8] == [
+def test_cases_are_declared_for_the_runner(cases):
+    assert names(cases.CASES)[:8] == [
         "image_copy",
         "convolve_5x5",
         "convolve_5x5_blocked",
@@ -34,30 +40,30 @@ def test_cases_are_declared_for_the_runner(hof):
     ]
     baselines = [
         n
-        for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
+        for n, c in zip(names(cases.CASES), cases.CASES, strict=True)
         if (c.get("baseline") if isinstance(c, dict) else c.baseline)
     ]
     assert baselines == ["image_copy"]
-    assert hof.parse_size(None) == (3840, 2160) and hof.parse_size("640x360") == (640, 360)
+    assert cases.parse_size(None) == (3840, 2160) and cases.parse_size("640x360") == (640, 360)
     with pytest.raises(ValueError, match="too small"):
-        hof.parse_size("8x8")
+        cases.parse_size("8x8")
 
 
 def test_opencl_cases_run_and_compute_the_operations(
-    hof, device_caps, kernel_context, monkeypatch
+    cases, device_caps, kernel_context, monkeypatch
 ):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    monkeypatch.setenv(hof.SIZE_ENV, "x".join(map(str, SMALL)))
-    monkeypatch.setattr(hof, "LAUNCHES", 1)
-    cases = {
+    monkeypatch.setenv(cases.SIZE_ENV, "x".join(map(str, SMALL)))
+    monkeypatch.setattr(cases, "LAUNCHES", 1)
+    opencl = {
         n: c
-        for n, c in zip(names(hof.CASES), hof.CASES, strict=True)
+        for n, c in zip(names(cases.CASES), cases.CASES, strict=True)
         if not n.startswith(("torch", "opencv"))
     }
-    from qcom_ext.ext.accelerated.whole_image import read_rgba_image
+    from qcom_ext.ext.accelerated.rgba import read_rgba_image
 
-    for name, case in cases.items():
+    for name, case in opencl.items():
         setup, run = (
             (case["setup"], case["run"]) if isinstance(case, dict) else (case.setup, case.run)
         )
@@ -67,28 +73,30 @@ def test_opencl_cases_run_and_compute_the_operations(
         if name == "image_copy":
             assert np.array_equal(read_rgba_image(state["queue"], state["dst"]), pixels)
         elif name.startswith("box"):
-            want = hof_reference.box_filter_image(pixels, (7, 7))
+            want = accelerated_reference.box_filter_image(pixels, (7, 7))
             np.testing.assert_allclose(
                 read_rgba_image(state["queue"], state["dst"]), want, atol=1e-5
             )
         elif name.startswith("convolve"):
             weights = state["weights"]
-            want = hof_reference.convolve_image(pixels, weights.kernel_2d(), weights.center)
+            want = accelerated_reference.convolve_image(
+                pixels, weights.kernel_2d(), weights.center
+            )
             np.testing.assert_allclose(
                 read_rgba_image(state["queue"], state["dst"]), want, atol=1e-4
             )
         else:
             vectors, _ = state["field"].get(state["queue"])
-            want, _ = hof_reference.block_match_search(
-                pixels, state["reference_pixels"], hof.BLOCK, hof.RADIUS
+            want, _ = accelerated_reference.block_match_search(
+                pixels, state["reference_pixels"], cases.BLOCK, cases.RADIUS
             )
             assert np.array_equal(vectors, want)
 
 
-def test_throughput_table(hof, device_caps, kernel_context):
+def test_throughput_table(cases, device_caps, kernel_context):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    rows = hof.measure(device_caps, SMALL, rounds=2)
+    rows = cases.measure(device_caps, SMALL, rounds=2)
     operations = [(r["operation"], r["implementation"]) for r in rows]
     assert operations[0] == ("image copy", "clEnqueueCopyImage")
     assert sum(op == "8x8 block match, r=4" for op, _ in operations) >= 1
@@ -98,11 +106,11 @@ def test_throughput_table(hof, device_caps, kernel_context):
     for row in rows:
         assert row["seconds"] > 0 and row["mpix_s"] > 0
         assert row["of_copy"] == pytest.approx(copy["seconds"] / row["seconds"])
-    text = hof.markdown(rows, device_caps, SMALL, 2)
+    text = cases.markdown(rows, device_caps, SMALL, 2)
     assert "| image copy | clEnqueueCopyImage |" in text and "x copy bandwidth" in text
-    assert len(hof.verdicts(rows)) == 2
+    assert len(cases.verdicts(rows)) == 2
     buffer_Bps = 2 * copy["gb_s"] * 1e9  # a buffer copy twice as fast as the image copy
-    summary = hof.summary(rows, buffer_Bps).splitlines()
+    summary = cases.summary(rows, buffer_Bps).splitlines()
     assert summary[0].startswith("| operation | qcom_ext (default method) | of image copy |")
     assert [line.split(" | ")[0] for line in summary[2:]] == [
         "| 5x5 convolution",
@@ -116,17 +124,17 @@ def test_throughput_table(hof, device_caps, kernel_context):
     assert float(cells[3]) == pytest.approx(conv["of_copy"] / 2, abs=0.006)
 
 
-def test_sweep_times_every_block_and_local_size(hof, device_caps, kernel_context, monkeypatch):
+def test_sweep_times_every_block_and_local_size(cases, device_caps, kernel_context, monkeypatch):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     monkeypatch.setattr(
-        hof,
+        cases,
         "SWEEP",
         {"blocked": (((1, 1), (4, 2)), ((8, 8),)), "tiled": (((1, 4),), ((8, 4), (4096, 4096)))},
     )
-    monkeypatch.setattr(hof, "torch_cuda", lambda: None)
-    monkeypatch.setattr(hof, "opencv", lambda: None)
-    rows = hof.measure(device_caps, SMALL, rounds=1, sweep=True)
+    monkeypatch.setattr(cases, "torch_cuda", lambda: None)
+    monkeypatch.setattr(cases, "opencv", lambda: None)
+    rows = cases.measure(device_caps, SMALL, rounds=1, sweep=True)
     sweep = [r["implementation"] for r in rows if r["implementation"].startswith("sweep")]
     if device_caps.path("cl_qcom_accelerated_image_ops") == "native":
         assert sweep == []  # the portable kernels' knobs do not apply
@@ -134,42 +142,62 @@ def test_sweep_times_every_block_and_local_size(hof, device_caps, kernel_context
         assert len(sweep) == 6 and not any("4096" in s for s in sweep)
 
 
-def test_opencv_comparisons(hof):
+def test_opencv_comparisons(work):
     cv2 = pytest.importorskip("cv2")
     rng = np.random.default_rng(0)
     pixels = (rng.integers(0, 256, (40, 48, 4)) / 256).astype(np.float32)
     reference = np.roll(pixels, (1, -2), axis=(0, 1))
-    c = hof.cv_state(cv2, pixels, reference)
+    c = work.cv_state(cv2, pixels, reference)
     np.testing.assert_allclose(
-        hof.cv_box(c), hof_reference.box_filter_image(pixels, (7, 7)), atol=1e-5
+        work.cv_box(c), accelerated_reference.box_filter_image(pixels, (7, 7)), atol=1e-5
     )
     np.testing.assert_allclose(
-        hof.cv_conv(c), hof_reference.convolve_image(pixels, c["kernel"], (2, 2)), atol=1e-4
+        work.cv_conv(c),
+        accelerated_reference.convolve_image(pixels, c["kernel"], (2, 2)),
+        atol=1e-4,
     )
-    best = hof.cv_sad(c) * 64  # INTER_AREA averages the 8x8 block
-    _, costs = hof_reference.block_match_search(pixels, reference, hof.BLOCK, hof.RADIUS)
+    best = work.cv_sad(c) * 64  # INTER_AREA averages the 8x8 block
+    _, costs = accelerated_reference.block_match_search(pixels, reference, work.BLOCK, work.RADIUS)
     inner = np.isfinite(costs)
     assert np.all(best[inner] <= costs[inner] + 1e-3)  # it also sees border candidates
     assert np.allclose(best[1:-1, 1:-1], costs[1:-1, 1:-1], atol=1e-3)
 
 
-def test_torch_comparisons(hof):
+def test_torch_comparisons(work):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     pixels = (rng.integers(0, 256, (40, 48, 4)) / 256).astype(np.float32)
     reference = np.roll(pixels, (1, -2), axis=(0, 1))
-    t = hof.torch_state(torch, pixels, reference, device="cpu")
-    box = hof.torch_box(t)[0].numpy().transpose(1, 2, 0)
+    t = work.torch_state(torch, pixels, reference, device="cpu")
+    box = work.torch_box(t)[0].numpy().transpose(1, 2, 0)
     np.testing.assert_allclose(
-        box, hof_reference.box_filter_image(pixels, (7, 7), "clamp"), atol=1e-5
+        box, accelerated_reference.box_filter_image(pixels, (7, 7), "clamp"), atol=1e-5
     )
     kernel = t["weight"][0, 0].numpy()
-    conv = hof.torch_conv(t)[0].numpy().transpose(1, 2, 0)
+    conv = work.torch_conv(t)[0].numpy().transpose(1, 2, 0)
     np.testing.assert_allclose(
-        conv, hof_reference.convolve_image(pixels, kernel, (2, 2), "clamp"), atol=1e-4
+        conv, accelerated_reference.convolve_image(pixels, kernel, (2, 2), "clamp"), atol=1e-4
     )
-    index = hof.torch_sad(t)[0].numpy().reshape(5, 6)
-    vectors, _ = hof_reference.block_match_search(pixels, reference, hof.BLOCK, hof.RADIUS)
-    side = 2 * hof.RADIUS + 1
-    found = np.stack([index % side - hof.RADIUS, index // side - hof.RADIUS], -1)
+    index = work.torch_sad(t)[0].numpy().reshape(5, 6)
+    vectors, _ = accelerated_reference.block_match_search(
+        pixels, reference, work.BLOCK, work.RADIUS
+    )
+    side = 2 * work.RADIUS + 1
+    found = np.stack([index % side - work.RADIUS, index // side - work.RADIUS], -1)
     assert np.array_equal(found[1:-1, 1:-1], vectors[1:-1, 1:-1])
+
+
+def test_the_image_size_comes_from_the_environment(work, monkeypatch):
+    monkeypatch.delenv(work.SIZE_ENV, raising=False)
+    monkeypatch.delenv(work.FORMER_SIZE_ENV, raising=False)
+    assert work.size_from_environment() == work.DEFAULT_SIZE
+    monkeypatch.setenv(work.FORMER_SIZE_ENV, "64x48")  # the name before the rename
+    assert work.size_from_environment() == (64, 48)
+    monkeypatch.setenv(work.SIZE_ENV, "32x16")  # the current name wins
+    assert work.size_from_environment() == (32, 16)
+
+
+def test_the_suite_and_group_carry_the_extension_name(cases):
+    (suite,) = cases.SUITES
+    assert (suite.name, suite.aliases) == ("accelerated-suite", ("hof-suite",))
+    assert {c.group for c in cases.CASES} == {"accelerated"}

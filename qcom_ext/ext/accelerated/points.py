@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from qcom_ext import _context_cache
+from qcom_ext.ext.accelerated.rgba import empty_rgba_image as empty
+from qcom_ext.ext.accelerated.rgba import read_rgba_image as download
+from qcom_ext.ext.accelerated.rgba import rgba_image as upload
+from qcom_ext.ext.accelerated.rgba import rgba_supported as supports
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
-from qcom_ext.ext.accelerated.whole_image import empty_rgba_image as empty
-from qcom_ext.ext.accelerated.whole_image import read_rgba_image as download
-from qcom_ext.ext.accelerated.whole_image import rgba_image as upload
-from qcom_ext.ext.accelerated.whole_image import rgba_supported as supports
 
 __all__ = ["SOURCE", "PointOps", "download", "empty", "supports", "upload"]
 

@@ -1,0 +1,305 @@
+"""What a benchmark run reports and where it goes: :class:`Result` per case, the
+:class:`Report` with its stamps (device, driver, Python, qcom_ext, host CPU, date, command),
+``--compare`` speed-ups, JSON / markdown files, the ``--update-doc`` blocks of a markdown
+page and the console table (examples: :func:`compare`, :func:`command_line`,
+:func:`replace_block`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from dataclasses import replace as dataclasses_replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+import qcom_ext
+from qcom_ext import DeviceCaps
+from qcom_ext.tools.bench._case import SuiteResult, format_seconds
+
+__all__ = [
+    "BLOCK_END",
+    "Report",
+    "Result",
+    "block_begin",
+    "command_line",
+    "compare",
+    "render",
+    "replace_block",
+    "stamps",
+    "update_doc",
+    "write",
+]
+
+BLOCK_END = "<!-- /bench -->"
+#: QCOM_EXT_* variables that do not change what is measured (kept out of the command stamp)
+_MACHINE_ENV = frozenset({"QCOM_EXT_CACHE_DIR", "QCOM_EXT_TEST_DEVICES"})
+
+
+@dataclass(frozen=True)
+class Result:
+    """The measurement of one case; times are seconds per call."""
+
+    name: str
+    group: str
+    baseline: bool
+    note: str
+    rounds: int
+    loops: int
+    median_s: float
+    min_s: float
+    iqr_s: float
+    ratio: float | None
+    target: str | None
+    target_met: bool | None
+    throughput: dict[str, float] = field(default_factory=dict)
+    speedup: float | None = None  # earlier run's median / this median (--compare)
+
+
+@dataclass(frozen=True)
+class Report:
+    """Stamps of where, when and how; one :class:`Result` per case; the suites' results."""
+
+    header: dict[str, Any]
+    results: list[Result]
+    suites: dict[str, SuiteResult] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        suites = {name: dict(s.data) for name, s in self.suites.items()}
+        return {"header": self.header, "results": [asdict(r) for r in self.results]} | (
+            {"suites": suites} if suites else {}
+        )
+
+    def to_markdown(self) -> str:
+        """The stamp, the cases' table, then each suite's tables under its name."""
+        parts = [_stamp(self.header)]
+        if self.results:
+            parts.append(self.table())
+        for name, suite in self.suites.items():
+            parts.append(f"### `{name}`\n\n{suite.markdown.rstrip()}\n")
+        return "\n".join(parts)
+
+    def table(self) -> str:
+        """``group | case | median | min | IQR | ratio | rate | note`` of the cases."""
+        compared = any(r.speedup is not None for r in self.results)
+        head = "| group | case | median | min | IQR | ratio | rate |"
+        rule = "|---|---|--:|--:|--:|--:|--:|"
+        if compared:
+            head, rule = head + " vs earlier |", rule + "--:|"
+        lines = [head + " note |", rule + "---|"]
+        for r in self.results:
+            cells: tuple[str, ...] = (
+                r.group,
+                f"`{r.name}`",
+                format_seconds(r.median_s),
+                format_seconds(r.min_s),
+                format_seconds(r.iqr_s),
+                _ratio_text(r),
+                _rate_text(r),
+            )
+            if compared:
+                cells += (_speedup_text(r),)
+            cells += (_note_text(r),)
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(lines) + "\n"
+
+
+def _host_cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def stamps(caps: DeviceCaps, command: str | None = None) -> dict[str, Any]:
+    """Where, when and how: device, driver, Python, qcom_ext, host CPU, date, command."""
+    return {
+        "device_label": caps.label,
+        "device_name": caps.device_name.strip(),
+        "driver_version": caps.driver_version,
+        "platform_version": caps.platform_version,
+        "opencl_c_version": caps.opencl_c_version,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "qcom_ext": qcom_ext.__version__,
+        "host_cpu": _host_cpu(),
+        "host_cpus": os.cpu_count(),
+        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": command,
+    }
+
+
+def command_line(prog: str, argv: Sequence[str], environ: dict[str, str] | None = None) -> str:
+    """The shell command that reproduces a run: the ``QCOM_EXT_*`` variables that change
+    what is measured (and ``PYOPENCL_CTX`` when ``--device`` is not given), then the
+    program and its arguments.
+
+    >>> command_line("qcom-ext bench", ["probe", "--device", "0:0"],
+    ...              {"QCOM_EXT_BENCH_BICUBIC_SIZE": "640x360", "QCOM_EXT_CACHE_DIR": "/tmp/c"})
+    'QCOM_EXT_BENCH_BICUBIC_SIZE=640x360 qcom-ext bench probe --device 0:0'
+    """
+    environ = dict(os.environ if environ is None else environ)
+    names = [k for k in environ if k.startswith("QCOM_EXT_") and k not in _MACHINE_ENV]
+    if "PYOPENCL_CTX" in environ and not any(a.startswith("--device") for a in argv):
+        names.append("PYOPENCL_CTX")
+    env = [f"{k}={shlex.quote(environ[k])}" for k in sorted(names)]
+    return " ".join([*env, prog, *(shlex.quote(a) for a in argv)])
+
+
+def _stamp(h: dict[str, Any]) -> str:
+    """The stamp line (device label, driver, ..., date) and, when known, the command."""
+    line = (
+        f"**{h['device_label']}** ({h['device_name']}) · driver {h['driver_version']} · "
+        f"platform {h['platform_version']} · {h['opencl_c_version']} · {h['python']} · "
+        f"qcom_ext {h['qcom_ext']} · host {h['host_cpu']} ({h['host_cpus']} CPUs) · "
+        f"{h['date']}\n"
+    )
+    return line + (f"\nCommand: `{h['command']}`\n" if h.get("command") else "")
+
+
+def compare(report: Report, earlier: dict[str, Any]) -> Report:
+    """``report`` with each case's speed-up over the same case in ``earlier`` (JSON dict).
+
+    >>> old = {"results": [{"name": "a", "median_s": 2.0}]}
+    >>> r = Result("a", "g", True, "", 1, 1, 1.0, 1.0, 0.0, 1.0, None, None)
+    >>> compare(Report({}, [r]), old).results[0].speedup
+    2.0
+    """
+    try:
+        before = {r["name"]: float(r["median_s"]) for r in earlier["results"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"not a benchmark JSON report (need results[].name/median_s): {exc}"
+        ) from exc
+    results = [
+        dataclasses_replace(r, speedup=before[r.name] / r.median_s if r.name in before else None)
+        for r in report.results
+    ]
+    return dataclasses_replace(report, results=results)
+
+
+def replace_block(text: str, begin: str, body: str) -> str:
+    """``text`` with the block opened by the line ``begin`` (closed by ``<!-- /bench -->``)
+    holding ``body``; appended at the end when there is no such block.
+
+    >>> doc = "intro\\n<!-- bench d g -->\\nold\\n<!-- /bench -->\\nafter\\n"
+    >>> replace_block(doc, "<!-- bench d g -->", "new\\n")
+    'intro\\n<!-- bench d g -->\\nnew\\n<!-- /bench -->\\nafter\\n'
+    """
+    block = f"{begin}\n{body.rstrip()}\n{BLOCK_END}\n"
+    if begin not in text:
+        return text.rstrip("\n") + ("\n\n" if text else "") + block
+    start = text.index(begin)
+    end = text.find(BLOCK_END, start)
+    if end < 0:
+        raise ValueError(f"the block {begin!r} has no closing {BLOCK_END}")
+    end += len(BLOCK_END)
+    if text.startswith("\n", end):
+        end += 1
+    return text[:start] + block + text[end:]
+
+
+def block_begin(key: str, names: Iterable[str]) -> str:
+    """``<!-- bench <key> <names> -->``: key is the device's (its label by default)."""
+    return f"<!-- bench {key} {','.join(sorted(names))} -->"
+
+
+def update_doc(report: Report, path: Path, key: str | None = None) -> None:
+    """Replace this device's block for these groups in markdown file ``path`` (or append
+    it), and one block per suite. Each block holds the stamp (device label, driver, ...,
+    date, command) and the tables. ``key`` names the device (default: its label).
+    """
+    key = key or report.header["device_label"]
+    text = path.read_text() if path.exists() else ""
+    stamp = _stamp(report.header)
+    if report.results:
+        groups = {r.group for r in report.results}
+        text = replace_block(text, block_begin(key, groups), f"{stamp}\n{report.table()}")
+    for name, suite in report.suites.items():
+        text = replace_block(text, block_begin(key, [name]), f"{stamp}\n{suite.markdown}")
+    path.write_text(text)
+
+
+def _ratio_text(r: Result) -> str:
+    if r.ratio is None:
+        return "—"
+    text = f"{r.ratio:.2f}" if r.ratio >= 0.1 else f"{r.ratio:.2g}"
+    return f"{text} (baseline)" if r.baseline else text
+
+
+def _rate_text(r: Result) -> str:
+    return ", ".join(f"{v:.3g} {unit}" for unit, v in r.throughput.items()) or "—"
+
+
+def _speedup_text(r: Result) -> str:
+    return "—" if r.speedup is None else f"{r.speedup:.2f}x"
+
+
+def _target_text(r: Result) -> str:
+    if r.target is None:
+        return ""
+    verdict = {True: "met", False: "NOT met", None: "no baseline"}[r.target_met]
+    return f"target {r.target}: {verdict}"
+
+
+def _note_text(r: Result) -> str:
+    return "; ".join(part for part in (r.note, _target_text(r)) if part)
+
+
+def write(
+    report: Report, json_path: Path | None = None, markdown_path: Path | None = None
+) -> None:
+    """Write the report as JSON and/or markdown."""
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    if markdown_path is not None:
+        Path(markdown_path).write_text(report.to_markdown())
+
+
+def render(report: Report, console: Console) -> None:
+    """The stamp line, the cases as a rich table, then each suite's markdown."""
+    h = report.header
+    console.print(
+        f"[bold]{h['device_label']}[/] ({h['device_name']}) · {h['driver_version']}"
+        f" · {h['python']} · qcom_ext {h['qcom_ext']} · {h['host_cpu']} · {h['date']}"
+    )
+    if report.results:
+        console.print(_rich_table(report.results))
+    for name, suite in report.suites.items():
+        console.rule(name)
+        console.print(suite.markdown, markup=False, highlight=False)
+
+
+def _rich_table(results: list[Result]) -> Table:
+    compared = any(r.speedup is not None for r in results)
+    columns = ["group", "case", "median", "min", "IQR", "ratio", "rate"]
+    columns += ["vs earlier"] if compared else []
+    table = Table(show_edge=False, pad_edge=False)
+    for column in [*columns, "target", "note"]:
+        justify = "left" if column in ("group", "case", "target", "note") else "right"
+        table.add_column(column, justify=justify, overflow="fold")
+    for r in results:
+        style = {True: "green", False: "bold red", None: "yellow"}[r.target_met]
+        target = f"[{style}]{_target_text(r)}[/]" if r.target else ""
+        cells = [
+            r.group,
+            r.name,
+            format_seconds(r.median_s),
+            format_seconds(r.min_s),
+            format_seconds(r.iqr_s),
+            _ratio_text(r),
+            _rate_text(r),
+        ]
+        cells += [_speedup_text(r)] if compared else []
+        table.add_row(*cells, target, r.note)
+    return table

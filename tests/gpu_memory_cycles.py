@@ -7,10 +7,12 @@ Each cycle runs, on a fresh ``pyopencl.Context`` per API, what
 samplers, build_program and tune, recordings, PointOps, image-buffer pairs, hinted
 contexts and queues), drops everything and collects. After each cycle it prints the
 driver's used GPU memory (``nvidia-smi --query-gpu=memory.used``, MiB, the first GPU)
-where ``nvidia-smi`` exists, the contexts the driver has not destroyed yet (destructor
-callbacks, where the library has ``clSetContextDestructorCallback``) and the contexts
-whose qcom_ext cache entries are alive. Released contexts keep all three flat; before
-the per-context cache, NVIDIA's OpenCL grew by about 524 MiB per cycle.
+where ``nvidia-smi`` exists, how many of the cycle's contexts were still referenced
+after the drop (read through a reference of the script's own, as
+``tests/test_context_release.py`` does) and the contexts whose qcom_ext cache entries
+are alive. Released contexts keep all three flat; before the per-context cache,
+NVIDIA's OpenCL grew by about 524 MiB per cycle. A cycle that hangs for 300 s dumps
+every thread's stack and exits.
 
 ``--plain`` runs plain pyopencl (a program, a kernel run, an image, a sampler) instead:
 the driver's own behaviour, for comparison.
@@ -19,7 +21,7 @@ the driver's own behaviour, for comparison.
 from __future__ import annotations
 
 import argparse
-import ctypes
+import faulthandler
 import gc
 import json
 import os
@@ -37,30 +39,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext import _context_cache
-from qcom_ext.binding.lib import driver
-
-_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
-
-class Destroyed:
-    """Counts the contexts the driver destroys (None where it cannot tell)."""
-
-    def __init__(self) -> None:
-        self.count: int | None = None
-        address = driver.library.address("clSetContextDestructorCallback")
-        if address is not None:
-            self.count = 0
-            self._set = ctypes.CFUNCTYPE(
-                ctypes.c_int32, ctypes.c_void_p, _DESTRUCTOR, ctypes.c_void_p
-            )(address)
-            self._callback = _DESTRUCTOR(self._destroyed)
-
-    def _destroyed(self, context: int, user_data: int) -> None:
-        self.count += 1
-
-    def watch(self, context: Any) -> None:
-        if self.count is not None:
-            self._set(int(context.int_ptr), self._callback, None)
+from qcom_ext.binding.lib import driver, ffi
 
 
 def used_mib() -> int | None:
@@ -93,15 +72,27 @@ def uses(device_caps: Any, plain: bool) -> dict[str, tuple[Any, Any]]:
     return found
 
 
-def cycle(work: dict[str, tuple[Any, Any]], destroyed: Destroyed) -> float:
-    start = time.perf_counter()
-    for make, use in work.values():
+def cycle(work: dict[str, tuple[Any, Any]], seconds: dict[str, float]) -> int:
+    """One create/use/drop round of every API; the contexts still referenced after the
+    drop (read through a reference of our own, as tests/test_context_release.py does:
+    no destructor callback, which would need the GIL on a driver thread)."""
+    import test_context_release as release
+
+    kept = 0
+    for name, (make, use) in work.items():
+        start = time.perf_counter()
         context = make()
-        destroyed.watch(context)
-        use(context)
-        del context
-        gc.collect()
-    return time.perf_counter() - start
+        handle = ffi.cast("cl_context", int(context.int_ptr))
+        driver.clRetainContext(handle)  # our own reference, to read the count after the drop
+        try:
+            use(context)
+            del context
+            kept += release.settled(int(ffi.cast("intptr_t", handle)), 1) > 1
+        finally:
+            driver.clReleaseContext(handle)
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+    gc.collect()
+    return kept
 
 
 def main() -> int:
@@ -116,30 +107,35 @@ def main() -> int:
     warnings.simplefilter("ignore")
     caps = qcom_ext.probe()
     work = uses(caps, args.plain)
-    destroyed = Destroyed()
+    faulthandler.enable()
+    totals: dict[str, float] = {}
     before = used_mib()
     print(f"{caps.label} ({caps.device_name.strip()}), driver {caps.driver_version}")
     print(f"APIs per cycle: {', '.join(work)}; GPU memory used before: {before} MiB")
-    print("cycle  seconds  gpu_used_MiB  contexts_made  contexts_alive  cached_contexts")
+    print("cycle  seconds  gpu_used_MiB  contexts_made  kept_this_cycle  cached_contexts")
     rows = []
     for i in range(1, args.cycles + 1):
-        seconds = cycle(work, destroyed)
+        faulthandler.dump_traceback_later(300, exit=True)  # a hung driver call: every stack
+        start = time.perf_counter()
+        alive = cycle(work, totals)
+        seconds = time.perf_counter() - start
+        faulthandler.cancel_dump_traceback_later()
         made = i * len(work)
-        alive = None if destroyed.count is None else made - destroyed.count
         row = {
             "cycle": i,
             "seconds": round(seconds, 3),
             "gpu_used_mib": used_mib(),
             "contexts_made": made,
-            "contexts_alive": alive,
+            "contexts_kept": alive,
             "cached_contexts": len(_context_cache.live_handles()),
         }
         rows.append(row)
         print(
             f"{i:5d}  {seconds:7.2f}  {row['gpu_used_mib']!s:>12}  {made:13d}  "
-            f"{alive!s:>14}  {row['cached_contexts']:15d}",
+            f"{alive:15d}  {row['cached_contexts']:15d}",
             flush=True,
         )
+    print("seconds per API over all cycles:", {k: round(v, 2) for k, v in totals.items()})
     if args.json:
         summary = {"device": caps.label, "before_mib": before, "apis": list(work), "rows": rows}
         Path(args.json).write_text(json.dumps(summary, indent=1))

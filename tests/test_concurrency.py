@@ -366,15 +366,18 @@ def test_processes_share_the_caches(kernel_context, device_caps, cache_root):
         "PYOPENCL_CTX": device_spec(device_caps),
         "OPENBLAS_NUM_THREADS": "1",
     }
+    # Each worker gets its own pocl kernel cache: what is under test is qcom_ext's shared
+    # cache. Eight cold pocl 3.1 caches racing in one directory once failed a build with
+    # an empty log (a full run from empty caches on a loaded 2-CPU machine).
     workers = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, BITREVERSE, SCALE],
-            env=env,
+            env={**env, "POCL_CACHE_DIR": str(cache_root.parent / f"pocl-{i}")},
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        for _ in range(THREADS)
+        for i in range(THREADS)
     ]
     reports = []
     for worker in workers:

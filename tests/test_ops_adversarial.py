@@ -266,6 +266,16 @@ def test_a_queue_of_another_context_is_named(queue, other_queue, name):
     assert layer(queue, x) is not None  # the layer still runs on its own queue
 
 
+def test_int8_bias_follows_the_rule(queue):
+    weight = np.ones((3, 4), np.int8)
+    q = {"input_scale": 0.1, "input_zero_point": 128, "weight_scale": 0.1}
+    with pytest.raises(ConfigError, match="bias has dtype int64"):
+        ops.Conv2dInt8(queue, weight, np.arange(3), **q)
+    with pytest.raises(ConfigError, match=r"bias.*1e\+39.*float32"):
+        ops.Conv2dInt8(queue, weight, np.array([0.0, 1e39, 0.0]), **q)
+    ops.Conv2dInt8(queue, weight, np.arange(3.0), **q)  # float64: cast to float32
+
+
 def test_int8_layer_checks_contexts_too(queue, other_queue):
     layer = ops.Conv2dInt8(
         queue, np.ones((3, 4), np.int8), input_scale=0.1, input_zero_point=128, weight_scale=0.1

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pyopencl as cl
 import pytest
 from conftest import benchmark_module
+from conv_reference import assert_close, conv2d
+from test_ops_int8 import reference as int8_reference
+from test_ops_int8 import requantise
+
+from qcom_ext import ops
+from qcom_ext.ops.suite import host_arrays
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +36,52 @@ def test_cases_are_declared_for_the_runner(conv_module):
     assert [s["name"] for s in conv_module._SPECS if s["baseline"]] == ["conv_copy"]
 
 
-def test_every_case_runs(conv_module, device_caps, kernel_context):
+def test_every_case_runs_and_matches_numpy(conv_module, device_caps, kernel_context):
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label}: the image-layout cases need images")
+    checked = []
     for spec in conv_module._SPECS:
         state = spec["setup"](device_caps)
         spec["run"](state)
+        if spec["name"] == "conv_copy":
+            copied = np.empty(state["b"].size // 4, np.float32)
+            cl.enqueue_copy(state["queue"], copied, state["b"])
+            np.testing.assert_array_equal(copied, 1.5)  # what setup filled the source with
+        else:
+            got, want = _result_and_reference(state)
+            if state["layer"].kind == "int8":  # requantised: at most one step off
+                assert got.dtype == np.int8 and got.shape == want.shape
+                assert np.abs(got.astype(np.int64) - want).max() <= 1
+            else:
+                assert_close(got, want, np.float32)
+        checked.append(spec["name"])
+    assert checked == [spec["name"] for spec in conv_module._SPECS]
+
+
+def _result_and_reference(state):
+    """The case's output read back (NCHW; NHWC for int8) and its numpy reference."""
+    queue, op, out, layer = state["queue"], state["op"], state["out"], state["layer"]
+    arrays = host_arrays(layer)  # what prepare() gave the case
+    x, w, b = arrays["x"], arrays["weight"], arrays["bias"]
+    if layer.kind == "int8":
+        q = op.quantisation
+        real = int8_reference(
+            x, w, b, q.input_scale, q.input_zero_point, q.weight_scale, 0,
+            (layer.stride,) * 2, layer.activation, 0.01,
+        )  # fmt: skip
+        want = requantise(real, q.output_scale, q.output_zero_point, np.int8)
+        return out.to_numpy(queue), want
+    if layer.kind == "1x1":
+        w = w[:, :, None, None]
+    groups = layer.in_channels if layer.kind == "depthwise" else 1
+    want = conv2d(
+        x, w, b, stride=layer.stride, padding=layer.padding, groups=groups,
+        activation=layer.activation,
+    )  # fmt: skip
+    if isinstance(out, ops.ImageTensor):
+        return ops.from_image(queue, out), want
+    got = out.to_numpy(queue)
+    return (got.transpose(0, 3, 1, 2) if out.layout == "NHWC" else got), want
 
 
 def test_summary_medians_and_verdicts(conv_module):

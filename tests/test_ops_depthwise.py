@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 import pytest
-from conv_reference import assert_close, conv2d, rounded
+from conv_reference import assert_close, conv2d, pack_image, rounded
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -94,11 +94,23 @@ def test_output_sizes_not_a_multiple_of_the_block_write_only_valid_pixels(queue,
     w = np.random.default_rng(9).standard_normal((6, 1, 3, 3)).astype(np.float32)
     layer = ops.DepthwiseConv2d(queue, w, padding=1, pixels=pixels, rows=rows)
     image = ops.to_image(queue, x)
-    out = ops.ImageTensor.empty(queue.context, queue.device, (2, 6, 3, ow), np.float32)
+    # The output image is a block larger than the tensor in both directions, so that a
+    # write past the last pixel of a row or past the last row lands where it shows.
+    width, height = 2 * ow, 2 * 3  # W * ceil(C/4), H * N
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
+    shape = (width + 8, height + 4)
+    big = cl.create_image(queue.context, cl.mem_flags.READ_WRITE, fmt, shape=shape)
     sentinel = np.full(4, 123.0, np.float32)
-    cl.enqueue_fill_image(queue, out.image, sentinel, (0, 0), out.image_size)
+    cl.enqueue_fill_image(queue, big, sentinel, (0, 0), shape)
+    out = ops.ImageTensor(big, (2, 6, 3, ow), np.dtype(np.float32))
     layer(queue, image, out)
-    assert_close(ops.from_image(queue, out), conv2d(x, w, padding=1, groups=6), np.float32)
+    texels = np.empty((shape[1], shape[0], 4), np.float32)
+    cl.enqueue_copy(queue, texels, big, origin=(0, 0), region=shape)
+    want = conv2d(x, w, padding=1, groups=6)
+    assert_close(texels[:height, :width], pack_image(want), np.float32)
+    outside = np.ones(texels.shape[:2], bool)
+    outside[:height, :width] = False
+    np.testing.assert_array_equal(texels[outside], 123.0)  # no pixel written past the tensor
 
 
 def test_image_tensors_stay_on_the_device(queue):

@@ -16,7 +16,6 @@ from qcom_ext.ops._tensor import (
     ImageTensor,
     as_array4,
     check_layout,
-    storage_dtype,
 )
 from qcom_ext.ops.layout import from_image, to_image
 
@@ -75,9 +74,7 @@ def on_buffers(
                 f"the host or through ops.to_image/ops.from_image"
             )
         return make_layer(x.dtype)(queue, x)
-    array = as_array4(x, "input")
-    if dtype is not None:
-        array = array.astype(storage_dtype(dtype, "dtype"))
+    array = as_array4(x, "input", dtype)
     return run_on_host(queue, make_layer(array.dtype), array, layout, wanted)
 
 
@@ -90,8 +87,8 @@ def on_images(
     make_layer: Callable[[Any], Layer],
 ) -> Any:
     """Run the layer ``make_layer(dtype)`` on ``x``: numpy in, numpy out (same layout;
-    ``dtype`` converts it first); ImageTensor (or pyopencl Image with ``shape``) in,
-    ImageTensor out (the image's own storage type)."""
+    cast to ``dtype`` when given, see :func:`as_array4`); ImageTensor (or pyopencl Image
+    with ``shape``) in, ImageTensor out (the image's own storage type)."""
     import pyopencl as cl
 
     check_layout(layout)
@@ -106,9 +103,7 @@ def on_images(
             "this op works on the image layout: convert the buffer with "
             "ops.to_image first, or pass a numpy array"
         )
-    array = as_array4(x, "input")
-    if dtype is not None:
-        array = array.astype(storage_dtype(dtype, "dtype"))
+    array = as_array4(x, "input", dtype)
     layer = make_layer(array.dtype)
     result = layer(queue, to_image(queue, array, layout=layout))
     return from_image(queue, result, layout=layout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -10,6 +11,7 @@ import numpy as np
 
 from qcom_ext.errors import ConfigError
 from qcom_ext.ops._programs import Launcher
+from qcom_ext.ops._tensor import check_contexts
 from qcom_ext.ops.options import OPTION_NAMES, ConvOptions
 from qcom_ext.ops.tuning import TuningResult, tune_report
 
@@ -33,6 +35,11 @@ class Layer(ABC):
         """Set ``options``: the given :class:`ConvOptions` with the keyword ``settings``
         replacing its fields (see :meth:`ConvOptions.of`)."""
         self.options = ConvOptions.of(options, settings, type(self).__name__, self.takes)
+
+    @functools.cached_property
+    def context(self) -> Any:
+        """The pyopencl Context the layer was built on (its kernel's)."""
+        return self.launcher.kernel.context
 
     @property
     def dtype(self) -> np.dtype:
@@ -58,11 +65,30 @@ class Layer(ABC):
         ``local_size``: "tuned" (the cached tuning, else the driver's choice), None (the
         driver's choice) or a tuple.
         """
+        global_size, args, out = self._prepared(queue, x, out)
+        self.launcher(queue, global_size, *args, local_size=local_size)
+        return out
+
+    def _prepared(self, queue: Any, x: Any, out: Any) -> tuple[Sequence[int], list[Any], Any]:
+        """(global size, kernel arguments, output) of a launch on ``queue``: the queue,
+        ``x`` and ``out`` (new when None) checked against the layer's context and device."""
+        where = f"this {type(self).__name__}"
+        launcher, context = self.launcher, self.context
+        if queue.context != context:
+            raise ConfigError(
+                f"queue belongs to another context than {where} (a layer runs on queues "
+                "of the context it was built on)"
+            )
+        if queue.device != launcher.device:
+            raise ConfigError(
+                f"queue is on {queue.device.name.strip()!r}; {where} was built for "
+                f"{launcher.device.name.strip()!r}"
+            )
         if out is None:
             out = self.output_for(queue, x)
         global_size, args = self.launch_args(x, out)
-        self.launcher(queue, global_size, *args, local_size=local_size)
-        return out
+        check_contexts(context, where, input=x, out=out)
+        return global_size, args, out
 
     def global_size(self, x: Any, out: Any) -> tuple[int, ...]:
         return tuple(self.launch_args(x, out)[0])
@@ -70,9 +96,7 @@ class Layer(ABC):
     def tune(self, queue: Any, x: Any, out: Any = None, **options: Any) -> TuningResult:
         """Tune the local size for this input shape (see :func:`qcom_ext.tune`); later
         calls with the same shapes use the result."""
-        if out is None:
-            out = self.output_for(queue, x)
-        global_size, args = self.launch_args(x, out)
+        global_size, args, out = self._prepared(queue, x, out)
         return tune_report(
             self.launcher.kernel,
             global_size,

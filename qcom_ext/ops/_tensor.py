@@ -8,6 +8,7 @@ compute in float).
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,27 +17,28 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
+from qcom_ext.ops._casting import FLOAT_DTYPES, cast_array, compute_dtype, storage_dtype
 
 __all__ = ["LAYOUTS", "BufferTensor", "ImageTensor", "upload"]
 
 LAYOUTS = ("NCHW", "NHWC")
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+#: The most elements a tensor may have: the kernels index with 32-bit ints.
+MAX_ELEMENTS = 2**31 - 1
 
 
-def storage_dtype(dtype: Any, what: str) -> np.dtype:
-    """float32 or float16; float64 becomes float32; anything else is refused."""
+def held_dtype(dtype: Any, what: str) -> np.dtype:
+    """The dtype of data already on the device: float32 or float16 exactly (its bytes
+    cannot be converted, so float64 is refused, not read as float32)."""
     try:
-        dtype = np.dtype(dtype)
+        held = np.dtype(dtype)
     except (TypeError, ValueError):
         raise ConfigError(f"{what}: {dtype!r} is not a numpy dtype") from None
-    if dtype == np.float64:
-        return np.dtype(np.float32)
-    if dtype not in FLOAT_DTYPES:
+    if held not in FLOAT_DTYPES:
         raise ConfigError(
-            f"{what} has dtype {dtype}; expected float32 or float16 "
-            "(float64 is converted to float32)"
+            f"{what} has dtype {held}; a device tensor holds float32 or float16 "
+            "(convert float64 data on the host first)"
         )
-    return dtype
+    return held
 
 
 def check_layout(layout: str) -> str:
@@ -68,15 +70,57 @@ def check_shape4(shape: Any, what: str) -> tuple[int, int, int, int]:
     dims = tuple(int(v) for v in items)
     if min(dims) < 1:
         raise ConfigError(f"{what} must be 4 positive sizes, not {dims}")
+    elements = math.prod(dims)
+    if elements > MAX_ELEMENTS:
+        raise ConfigError(
+            f"{what} {dims} has {elements} elements, more than the 2**31 - 1 the kernels' "
+            "32-bit indices reach; split the batch or the channels"
+        )
     return dims  # type: ignore[return-value]
 
 
-def upload(context: Any, array: np.ndarray) -> Any:
+def check_allocation(context: Any, nbytes: int, what: str) -> None:
+    """Refuse ``nbytes`` for ``what`` up front when a device of ``context`` cannot
+    allocate that much in one object (CL_DEVICE_MAX_MEM_ALLOC_SIZE)."""
+    limit = min(device.max_mem_alloc_size for device in context.devices)
+    if nbytes > limit:
+        raise ConfigError(
+            f"{what} needs {nbytes} bytes, more than the device's "
+            f"CL_DEVICE_MAX_MEM_ALLOC_SIZE of {limit} bytes; split the batch or the channels"
+        )
+
+
+def allocate(context: Any, nbytes: int, what: str) -> Any:
+    """A new read-write buffer of ``nbytes`` for ``what`` (checked first)."""
+    import pyopencl as cl
+
+    check_allocation(context, nbytes, what)
+    return cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
+
+
+def upload(context: Any, array: np.ndarray, what: str = "the array") -> Any:
     """A read-only buffer on ``context`` holding a copy of ``array``."""
     import pyopencl as cl
 
+    check_allocation(context, array.nbytes, what)
     mf = cl.mem_flags
     return cl.Buffer(context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=array)
+
+
+def memory_of(tensor: Any) -> Any:
+    """The pyopencl memory object of an :class:`ImageTensor` or :class:`BufferTensor`."""
+    return tensor.image if isinstance(tensor, ImageTensor) else tensor.buffer
+
+
+def check_contexts(context: Any, where: str, **tensors: Any) -> None:
+    """Refuse a tensor (by its argument name) that lives in another context than
+    ``context`` (the queue's, or a layer's: ``where`` says which)."""
+    for name, tensor in tensors.items():
+        if tensor is not None and memory_of(tensor).context != context:
+            raise ConfigError(
+                f"{name} belongs to another context than {where}; tensors, layers and "
+                "queues of one op must share a pyopencl Context"
+            )
 
 
 def image_format(dtype: np.dtype) -> Any:
@@ -157,6 +201,9 @@ class ImageTensor:
         dtype = storage_dtype(dtype, "image tensor")
         dims = image_dims(shape)
         require_images(context, device, dtype, dims)
+        check_allocation(
+            context, dims[0] * dims[1] * 4 * dtype.itemsize, f"an image tensor of {shape}"
+        )
         image = cl.create_image(context, cl.mem_flags.READ_WRITE, image_format(dtype), shape=dims)
         return cls(image, shape, dtype)
 
@@ -199,27 +246,25 @@ class BufferTensor:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     @classmethod
     def empty(
         cls, context: Any, shape: Sequence[int], dtype: Any, layout: str = "NCHW"
     ) -> BufferTensor:
-        import pyopencl as cl
-
+        """A new tensor of ``shape`` (in ``layout`` order); contents undefined."""
         shape = check_shape4(shape, "buffer tensor shape")
         dtype = storage_dtype(dtype, "buffer tensor")
-        size = int(np.prod(shape)) * dtype.itemsize
-        return cls(
-            cl.Buffer(context, cl.mem_flags.READ_WRITE, size), shape, dtype, check_layout(layout)
-        )
+        what = f"a {layout} {shape} {dtype.name} tensor"
+        buffer = allocate(context, math.prod(shape) * dtype.itemsize, what)
+        return cls(buffer, shape, dtype, check_layout(layout))
 
     @classmethod
     def wrap(
         cls, buffer: Any, shape: Sequence[int], dtype: Any, layout: str = "NCHW"
     ) -> BufferTensor:
         shape = check_shape4(shape, "buffer tensor shape")
-        dtype = storage_dtype(dtype, "buffer tensor")
+        dtype = held_dtype(dtype, "buffer tensor")
         tensor = cls(buffer, shape, dtype, check_layout(layout))
         if buffer.size < tensor.nbytes:
             raise ConfigError(
@@ -233,19 +278,23 @@ class BufferTensor:
         """A tensor in a new read-only buffer holding a copy of the 4-D ``array`` (in
         ``layout`` order)."""
         shape = check_shape4(array.shape, "tensor shape")
-        return cls(upload(context, array), shape, array.dtype, check_layout(layout))
+        what = f"a {layout} {shape} {array.dtype.name} tensor"
+        return cls(upload(context, array, what), shape, array.dtype, check_layout(layout))
 
     def to_numpy(self, queue: Any) -> np.ndarray:
         """The tensor read back to the host (blocking), in its layout."""
         import pyopencl as cl
 
+        check_contexts(queue.context, "the queue", tensor=self)
         out = np.empty(self.shape, self.dtype)
         cl.enqueue_copy(queue, out, self.buffer)
         return out
 
 
-def as_array4(value: Any, what: str) -> np.ndarray:
-    """A 4-D float32/float16 numpy array, or a clear error."""
+def as_array4(value: Any, what: str, dtype: Any = None) -> np.ndarray:
+    """A contiguous 4-D array in its compute dtype: ``dtype`` (float32 or float16;
+    float64 means float32) when given, else float16 for float16 data and float32 for
+    other float data; cast as :func:`~qcom_ext.ops._casting.cast_array` does."""
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as exc:  # ragged nesting and the like
@@ -254,5 +303,5 @@ def as_array4(value: Any, what: str) -> np.ndarray:
         raise ConfigError(f"{what} must be 4-D, got shape {array.shape}")
     if 0 in array.shape:
         raise ConfigError(f"{what} has an empty dimension: shape {array.shape}")
-    dtype = storage_dtype(array.dtype, what)
-    return np.ascontiguousarray(array, dtype=dtype)
+    target = storage_dtype(dtype, "dtype") if dtype is not None else compute_dtype(array.dtype)
+    return np.ascontiguousarray(cast_array(array, what, target))

@@ -1,4 +1,5 @@
-"""Checks of the convolution weights and bias the layers are given."""
+"""Checks of the convolution weights and bias the layers are given (the dtype rule of
+:mod:`qcom_ext.ops._casting`: weights go to the layer's storage, bias to float32)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,23 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ops._casting import cast_array, float_array
 
 __all__ = ["bias_vector", "weight_array"]
 
 
-def weight_array(weight: Any, what: str, dims: Sequence[int]) -> np.ndarray:
-    """``weight`` as a float64 array of one of ``dims`` dimensions, or a clear error."""
-    try:
-        array = np.asarray(weight)
-    except (TypeError, ValueError) as exc:  # ragged nesting and the like
-        raise ConfigError(f"{what} must be a float array: {exc}") from None
+def weight_array(weight: Any, what: str, dims: Sequence[int], dtype: Any) -> np.ndarray:
+    """``weight`` as a ``dtype`` array of one of ``dims`` dimensions, or a clear error."""
+    array = float_array(weight, what, dtype)
     if array.ndim not in dims:
         raise ConfigError(
             f"{what} must have {' or '.join(map(str, dims))} dimensions, got shape {array.shape}"
         )
-    if not np.issubdtype(array.dtype, np.floating) or 0 in array.shape:
+    if 0 in array.shape:
         raise ConfigError(
             f"{what} must be a non-empty float array, got {array.dtype} {array.shape}"
         )
-    return array.astype(np.float64)
+    return cast_array(array, what, dtype)
 
 
 def bias_vector(bias: Any, channels: int, length: int | None = None) -> np.ndarray:
@@ -35,13 +34,8 @@ def bias_vector(bias: Any, channels: int, length: int | None = None) -> np.ndarr
     padded = np.zeros(channels if length is None else length, np.float32)
     if bias is None:
         return padded
-    try:
-        array = np.asarray(bias)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"bias must be a numeric array: {exc}") from None
+    array = float_array(bias, "bias")
     if array.shape != (channels,):
         raise ConfigError(f"bias must have shape ({channels},), got {array.shape}")
-    if array.dtype.kind not in "iuf":
-        raise ConfigError(f"bias must be numeric, got {array.dtype}")
-    padded[:channels] = array
+    padded[:channels] = cast_array(array, "bias", np.float32)
     return padded

@@ -86,7 +86,7 @@ class Conv2d1x1(Pointwise):
         **settings: Any,
     ) -> None:
         self.take_options(options, settings)
-        w = weight_array(weight, "1x1 weight", (2, 4))
+        w = weight_array(weight, "1x1 weight", (2, 4), self.dtype)
         if w.ndim == 4:
             if w.shape[2:] != (1, 1):
                 raise ConfigError(
@@ -99,7 +99,8 @@ class Conv2d1x1(Pointwise):
         pixels, channels = self.tile
         packed, self.co_blocks = pack_weights(w, channels // 4, self.dtype)
         bias_padded = bias_vector(bias, self.out_channels, self.co_blocks * 4)
-        self.weights, self.bias = upload(queue.context, packed), upload(queue.context, bias_padded)
+        self.weights = upload(queue.context, packed, "the 1x1 weights")
+        self.bias = upload(queue.context, bias_padded, "the bias")
         defines = {
             **self.options.defines(),
             "PIX": pixels,

@@ -32,7 +32,14 @@ from qcom_ext.errors import ConfigError
 from qcom_ext.ops._functional import run_on_host
 from qcom_ext.ops._layer import Pointwise
 from qcom_ext.ops._programs import kernel_for
-from qcom_ext.ops._tensor import BufferTensor, ImageTensor, check_layout, check_shape4, upload
+from qcom_ext.ops._tensor import (
+    BufferTensor,
+    ImageTensor,
+    allocate,
+    check_layout,
+    check_shape4,
+    upload,
+)
 from qcom_ext.ops._weights import bias_vector
 from qcom_ext.ops.options import ConvOptions, choice, settled
 
@@ -215,13 +222,10 @@ class Conv2dInt8(Pointwise):
         self.launcher = kernel_for(queue, queue.device, "conv_int8.cl", "conv2d_1x1_int8", defines)
 
     def output_for(self, queue: Any, x: BufferTensor) -> BufferTensor:
-        import pyopencl as cl
-
         shape = self.output_shape(x.shape)
-        size = int(np.prod(shape)) * self.out_dtype.itemsize
-        return BufferTensor(
-            cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size), shape, self.out_dtype, "NHWC"
-        )
+        what = f"an NHWC {shape} {self.out_dtype.name} output"
+        buffer = allocate(queue.context, math.prod(shape) * self.out_dtype.itemsize, what)
+        return BufferTensor(buffer, shape, self.out_dtype, "NHWC")
 
     def launch_args(self, x: BufferTensor, out: BufferTensor) -> tuple[Sequence[int], list]:
         if not isinstance(x, BufferTensor) or x.layout != "NHWC" or x.dtype != np.uint8:
@@ -283,9 +287,9 @@ def conv2d_int8(
         if shape is None or layout != "NHWC":
             raise ConfigError("a pyopencl Buffer needs shape= (N, H, W, C) and layout='NHWC'")
         nhwc = check_shape4(shape, "shape")
-        if x.size < int(np.prod(nhwc)):
+        if x.size < math.prod(nhwc):
             raise ConfigError(
-                f"a uint8 {nhwc} tensor needs {int(np.prod(nhwc))} bytes; the buffer has {x.size}"
+                f"a uint8 {nhwc} tensor needs {math.prod(nhwc)} bytes; the buffer has {x.size}"
             )
         x = BufferTensor(x, nhwc, np.dtype(np.uint8), "NHWC")
     if isinstance(x, BufferTensor):

@@ -58,7 +58,7 @@ class DepthwiseConv2d(Layer):
         self.take_options(options, settings)
         self.pixels = choice(pixels, PIXELS, "pixels")  # outputs per work-item
         self.rows = choice(rows, ROWS, "rows")  # output rows per work-item
-        w = weight_array(weight, "depthwise weight", (3, 4))
+        w = weight_array(weight, "depthwise weight", (3, 4), self.dtype)
         if w.ndim == 4:
             if w.shape[1] != 1:
                 raise ConfigError(
@@ -68,7 +68,7 @@ class DepthwiseConv2d(Layer):
             w = w[:, 0]
         self.channels, kh, kw = w.shape
         self.geometry = self.options.geometry((kh, kw))
-        self.weights = to_image(queue, w.reshape(1, self.channels, kh, kw).astype(self.dtype))
+        self.weights = to_image(queue, w.reshape(1, self.channels, kh, kw))
         self.bias = to_image(queue, bias_vector(bias, self.channels).reshape(1, -1, 1, 1))
         defines = {
             **self.geometry.defines(),

@@ -41,7 +41,7 @@ class _Conv(Layer):
         self, weight: Any, bias: Any, options: ConvOptions | None, settings: Mapping[str, Any]
     ) -> None:
         self.take_options(options, settings)
-        self.w = weight_array(weight, "conv2d weight", (4,))
+        self.w = weight_array(weight, "conv2d weight", (4,), self.dtype)
         self.out_channels, self.in_channels, kh, kw = self.w.shape
         self.geometry = self.options.geometry((kh, kw))
         self.bias_values = bias_vector(bias, self.out_channels)
@@ -69,10 +69,10 @@ class _Conv(Layer):
 
     def _upload(self, queue: Any, weights: np.ndarray, channels: int) -> None:
         """Upload the packed ``weights`` and the bias zero-padded to ``channels``."""
-        self.weights = upload(queue.context, np.ascontiguousarray(weights, dtype=self.dtype))
-        self.bias = upload(
-            queue.context, bias_vector(self.bias_values, self.out_channels, channels)
-        )
+        packed = np.ascontiguousarray(weights, dtype=self.dtype)  # exact: w is in dtype
+        self.weights = upload(queue.context, packed, "the conv2d weights")
+        bias = bias_vector(self.bias_values, self.out_channels, channels)
+        self.bias = upload(queue.context, bias, "the bias")
 
 
 class Conv2d(_Conv):

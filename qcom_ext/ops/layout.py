@@ -23,15 +23,16 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ops._casting import storage_dtype
 from qcom_ext.ops._programs import kernel_for
 from qcom_ext.ops._tensor import (
     BufferTensor,
     ImageTensor,
     as_array4,
+    check_contexts,
     check_layout,
     nchw_of,
     shape_in,
-    storage_dtype,
 )
 
 __all__ = ["as_buffer_tensor", "from_image", "nchw_shape", "to_image"]
@@ -62,9 +63,7 @@ def as_buffer_tensor(
         return BufferTensor.wrap(tensor, shape, dtype if dtype is not None else np.float32, layout)
     if isinstance(tensor, (ImageTensor, cl.Image)):
         raise ConfigError("this op takes a tensor in a buffer or a numpy array, not an image")
-    array = as_array4(tensor, "tensor")
-    if dtype is not None:
-        array = array.astype(storage_dtype(dtype, "dtype"), copy=False)
+    array = as_array4(tensor, "tensor", dtype)
     return BufferTensor.from_numpy(queue.context, array, layout)
 
 
@@ -80,12 +79,14 @@ def to_image(
 
     ``tensor``: a 4-D numpy array in ``layout`` ("NCHW" or "NHWC"), a
     :class:`BufferTensor`, or a pyopencl Buffer with ``shape`` (in ``layout`` order) and
-    ``dtype``. float32 and float16 are stored as they are (float64 as float32);
-    ``dtype`` converts.
+    ``dtype``. A numpy array is cast to ``dtype`` (float32 or float16) when given, else
+    float16 stays and other float data becomes float32 (the dtype rule of docs/ops.md);
+    a device tensor is used as it is.
     """
     if isinstance(tensor, ImageTensor):
         return tensor
     source = as_buffer_tensor(queue, tensor, layout=layout, shape=shape, dtype=dtype)
+    check_contexts(queue.context, "the queue", tensor=source)
     out_dtype = storage_dtype(dtype, "dtype") if dtype is not None else source.dtype
     if out_dtype != source.dtype:
         raise ConfigError(
@@ -132,6 +133,7 @@ def from_image(
         raise ConfigError(
             f"from_image takes an ImageTensor or a pyopencl Image, not {type(tensor).__name__}"
         )
+    check_contexts(queue.context, "the queue", tensor=tensor)
     target_shape = shape_in(tensor.shape, layout)
     if out is None:
         target = BufferTensor.empty(queue.context, target_shape, tensor.dtype, layout)
@@ -144,6 +146,7 @@ def from_image(
         target = out
     else:
         target = BufferTensor.wrap(out, target_shape, tensor.dtype, layout)
+    check_contexts(queue.context, "the queue", out=target)
     launch = kernel_for(
         queue, queue.device, "layout.cl", "image_to_tensor", _defines(tensor.dtype, layout)
     )

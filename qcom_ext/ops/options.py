@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from qcom_ext.errors import ConfigError
-from qcom_ext.ops._tensor import storage_dtype
+from qcom_ext.ops._casting import storage_dtype
 
 __all__ = ["ACTIVATIONS", "OPTION_NAMES", "ConvOptions", "Geometry", "settled"]
 

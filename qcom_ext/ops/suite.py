@@ -18,7 +18,7 @@ import numpy as np
 from qcom_ext.errors import ConfigError
 from qcom_ext.ops.options import ConvOptions
 
-__all__ = ["KINDS", "SuiteLayer", "prepare", "suite"]
+__all__ = ["KINDS", "SuiteLayer", "host_arrays", "prepare", "suite"]
 
 KINDS = ("conv", "depthwise", "1x1", "int8")
 
@@ -130,6 +130,29 @@ def suite(kinds: Iterable[str] = KINDS, scale: float = 1.0) -> list[SuiteLayer]:
     return [layer.scaled(scale) for layer in _layers() if layer.kind in kinds]
 
 
+def host_arrays(
+    layer: SuiteLayer, batch: int = 1, dtype: Any = np.float32, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """The random ``x`` (NCHW; NHWC uint8 for int8), ``weight`` (PyTorch's shape; (Co,
+    Ci) for 1x1 and int8) and ``bias`` that :func:`prepare` gives ``layer``.
+
+    >>> arrays = host_arrays(suite(kinds=("depthwise",))[0].scaled(0.1))
+    >>> {k: v.shape for k, v in arrays.items()}
+    {'bias': (32,), 'x': (1, 32, 11, 11), 'weight': (32, 1, 3, 3)}
+    """
+    rng = np.random.default_rng(seed)
+    bias = rng.standard_normal(layer.out_channels).astype(np.float32) * 0.1
+    ci, s, k = layer.in_channels, layer.size, layer.kernel
+    if layer.kind == "int8":
+        x = rng.integers(0, 256, (batch, s, s, ci), dtype=np.uint8)
+        w = rng.integers(-128, 128, (layer.out_channels, ci), dtype=np.int8)
+        return {"bias": bias, "x": x, "weight": w}
+    x = rng.standard_normal((batch, ci, s, s)).astype(dtype)
+    shapes = {"1x1": (layer.out_channels, ci), "depthwise": (ci, 1, k, k)}
+    w = rng.standard_normal(shapes.get(layer.kind, (layer.out_channels, ci, k, k)))
+    return {"bias": bias, "x": x, "weight": (w / np.sqrt(ci * k * k)).astype(np.float32)}
+
+
 def prepare(
     queue: Any,
     layer: SuiteLayer,
@@ -138,7 +161,8 @@ def prepare(
     seed: int = 0,
     **options: Any,
 ) -> tuple[Any, Any]:
-    """(prepared op, device input) for ``layer`` with random weights and input.
+    """(prepared op, device input) for ``layer`` with the random weights and input of
+    :func:`host_arrays`.
 
     conv and depthwise run on the image layout (conv with ``method="tiled"``: on NCHW
     buffers through local-memory tiles), 1x1 and int8 on NHWC buffers; the other
@@ -150,16 +174,11 @@ def prepare(
     from qcom_ext.ops.kxk import Conv2d, TiledConv2d
     from qcom_ext.ops.layout import to_image
 
-    rng = np.random.default_rng(seed)
-    bias = rng.standard_normal(layer.out_channels).astype(np.float32) * 0.1
+    arrays = host_arrays(layer, batch, dtype, seed)
+    x, w, bias = arrays["x"], arrays["weight"], arrays["bias"]
     conv = ConvOptions(stride=layer.stride, padding=layer.padding, activation=layer.activation)
     if layer.kind == "int8":
-        return _prepare_int8(queue, layer, batch, rng, bias, conv, options)
-    ci, s, k = layer.in_channels, layer.size, layer.kernel
-    x = rng.standard_normal((batch, ci, s, s)).astype(dtype)
-    shapes = {"1x1": (layer.out_channels, ci), "depthwise": (ci, 1, k, k)}
-    w = rng.standard_normal(shapes.get(layer.kind, (layer.out_channels, ci, k, k)))
-    w = (w / np.sqrt(ci * k * k)).astype(np.float32)
+        return _prepare_int8(queue, layer, x, w, bias, conv, options)
     tiled = layer.kind == "conv" and options.pop("method", "image") == "tiled"
     kinds = {"1x1": Conv2d1x1, "depthwise": DepthwiseConv2d, "conv": Conv2d}
     make = TiledConv2d if tiled else kinds[layer.kind]
@@ -175,8 +194,8 @@ def prepare(
 def _prepare_int8(
     queue: Any,
     layer: SuiteLayer,
-    batch: int,
-    rng: np.random.Generator,
+    x: np.ndarray,
+    w: np.ndarray,
     bias: np.ndarray,
     conv: ConvOptions,
     options: dict[str, Any],
@@ -184,13 +203,10 @@ def _prepare_int8(
     from qcom_ext.ops._tensor import BufferTensor
     from qcom_ext.ops.conv_int8 import Conv2dInt8, Quantisation
 
-    ci, s = layer.in_channels, layer.size
-    x = rng.integers(0, 256, (batch, s, s, ci), dtype=np.uint8)
-    w = rng.integers(-128, 128, (layer.out_channels, ci), dtype=np.int8)
     quantisation = Quantisation(
         input_scale=0.02,
         input_zero_point=128,
-        weight_scale=0.01 / np.sqrt(ci),
+        weight_scale=0.01 / np.sqrt(layer.in_channels),
         output_scale=0.05,
         out_dtype=np.int8,
     )

@@ -338,7 +338,8 @@ def _case_setup(name: str) -> Callable[[qcom_ext.DeviceCaps], dict[str, Any]]:
         layer = next(layer for layer in suite(scale=0.5) if layer.name == layer_name)
         queue = cl.CommandQueue(cl.Context([caps.device()]))
         op, x = prepare(queue, layer, **dict(_variants(layer))[variant])
-        return {"queue": queue, "op": op, "x": x, "out": op.output_for(queue, x)}
+        out = op.output_for(queue, x)
+        return {"queue": queue, "op": op, "x": x, "out": out, "layer": layer}
 
     return setup
 
@@ -353,6 +354,7 @@ def _copy_setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
     queue = cl.CommandQueue(cl.Context([caps.device()]))
     size = int(layer.bytes_moved(1) // 2)
     a, b = (cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size) for _ in range(2))
+    cl.enqueue_fill_buffer(queue, a, np.float32(1.5), 0, size - size % 4)  # what b gets
     return {"queue": queue, "a": a, "b": b}
 
 

@@ -1,20 +1,97 @@
-"""The README's quick start is two commands, and CI runs the second one verbatim."""
+"""The README's commands, run as it documents them, each in a child process on this
+checkout's code: the quick start's ``qcom-ext probe`` (the installs are ``.ci/run``'s, which
+runs the test command verbatim), every other ``qcom-ext`` command the README shows, its
+``--device`` and ``QCOM_EXT_DISABLE`` examples and its Python snippet. Each run is
+checked against what the README says it does, so a broken command fails here."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import qcom_ext
+from qcom_ext import REGISTRY
+
+child = pytest.mark.slow  # runs child processes
+
 ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+def readme() -> str:
+    if not README.is_file():
+        pytest.skip("not running from a source checkout")
+    return README.read_text()
 
 
 def quick_start() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    section = readme().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     return [line for line in block.splitlines() if line.strip()]
+
+
+def shown_commands() -> list[str]:
+    """Every ``qcom-ext ...`` command of the README: inline code, and the commands of its
+    ``sh`` blocks (``&&``-joined ones split, comments dropped)."""
+    text = README.read_text() if README.is_file() else ""
+    found = {" ".join(code.split()) for code in re.findall(r"`(qcom-ext\s[^`]+)`", text)}
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            for part in line.split("#", 1)[0].split("&&"):
+                if part.strip().startswith("qcom-ext "):
+                    found.add(part.strip())
+    return sorted(found)
+
+
+def qcom_ext_command() -> list[str]:
+    """``qcom-ext`` as installed next to this Python (what the README types), else
+    ``python -m qcom_ext``, which runs the same function (test_entry_point_is_python_m)."""
+    script = Path(sys.executable).with_name("qcom-ext")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "qcom_ext"]
+
+
+def run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> Any:
+    """A child process on this checkout's code, with its own (private) cache directory."""
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    base = {k: v for k, v in os.environ.items() if k not in ("QCOM_EXT_DISABLE", "PYOPENCL_CTX")}
+    base.update(PYTHONPATH=path, QCOM_EXT_CACHE_DIR=str(cache), COLUMNS="250")
+    return subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**base, **(env or {})},
+        timeout=120,
+    )
+
+
+def cli(argv: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> Any:
+    result = run([*qcom_ext_command(), *argv], tmp_path, env)
+    assert result.returncode == 0, f"qcom-ext {' '.join(argv)}:\n{result.stdout}{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def devices() -> list[Any]:
+    try:
+        found = qcom_ext.probe_all()
+    except qcom_ext.OpenCLUnavailable:
+        found = []
+    if not found:
+        pytest.skip("no OpenCL device: the README's commands have nothing to show")
+    return found
+
+
+# ---- the quick start ------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -36,3 +113,170 @@ def test_ci_runs_the_readme_test_command_verbatim(ci_script):
     assert test_command in ci_script.splitlines() or any(
         line.startswith(test_command + " ||") for line in ci_script.splitlines()
     )
+
+
+def test_entry_point_is_python_m():
+    """pyproject's ``qcom-ext`` script and ``python -m qcom_ext`` call the same function."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, function = scripts["qcom-ext"].partition(":")
+    main = (ROOT / "qcom_ext" / "__main__.py").read_text()
+    assert re.search(rf"^from {re.escape(module)} import {function}$", main, re.M), main
+
+
+@child
+def test_quick_start_probe_prints_the_table(devices, tmp_path):
+    command = quick_start()[0].rsplit("&&", 1)[1].split()
+    assert command == ["qcom-ext", "probe"]
+    result = cli(command[1:], tmp_path)
+    default = qcom_ext.probe()
+    assert default.summary() in result.stdout, result.stdout
+    for line in ("cl_qcom_perf_hint", "cl_qcom_recordable_queues"):
+        assert f"{line} " in result.stdout
+
+
+# ---- every qcom-ext command the README shows -------------------------------------------
+
+
+def check_probe_table(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    assert qcom_ext.probe().summary() in result.stdout, result.stdout
+
+
+def check_probe_json(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    report = json.loads(result.stdout)
+    assert report["label"] == qcom_ext.probe().label
+    assert set(report["qcom"]) == {name for name in REGISTRY if name.startswith("cl_qcom_")}
+    assert all(entry["path"] and entry["reason"] for entry in report["qcom"].values())
+
+
+def check_probe_all(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    for caps in devices:
+        assert caps.summary() in result.stdout, f"{caps.label} missing:\n{result.stdout}"
+
+
+def check_selftest_table(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    assert "cl_qcom_recordable_queues" in result.stdout and "pass" in result.stdout
+
+
+def check_selftest_json(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    """What the README says the JSON holds: device strings, and per extension the paths
+    run, pass/fail, the largest error, the time, and the paths that could not run."""
+    report = json.loads((tmp_path / "selftest.json").read_text())
+    device = report["device"]
+    assert device["label"] == qcom_ext.probe().label and device["driver"]
+    assert {"platform", "device", "opencl_c_version", "adreno_compiler"} <= set(device)
+    (entry,) = report["extensions"]
+    assert entry["extension"] == "cl_qcom_recordable_queues" and entry["ok"] is True
+    assert entry["paths_run"] and entry["max_error"] is not None and entry["time_ms"] > 0
+    assert "skipped_paths" in entry and report["ok"] is True
+
+
+def check_tune(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    results = json.loads((tmp_path / "tune.json").read_text())["results"]
+    assert results and "median gain" in result.stdout
+
+
+# command -> (the options this test adds so it fits the test budget, the check)
+COMMANDS = {
+    "qcom-ext probe": ([], check_probe_table),
+    "qcom-ext probe --json": ([], check_probe_json),
+    "qcom-ext probe --all": ([], check_probe_all),
+    "qcom-ext probe --verify": ([], check_probe_table),
+    # --only: the README's way to repeat one extension's checks (the full run takes minutes)
+    "qcom-ext selftest": (["--only", "recordable_queues"], check_selftest_table),
+    "qcom-ext selftest --json > selftest.json": (
+        ["--only", "recordable_queues"],
+        check_selftest_json,
+    ),
+    "qcom-ext tune": (
+        [
+            *("--scale", "0.25", "--kinds", "1x1", "--repeats", "1"),
+            *("--budget-s", "0.2", "--json", "tune.json"),
+        ],
+        check_tune,
+    ),
+}
+
+
+@child
+@pytest.mark.parametrize("command", shown_commands())
+def test_readme_command_runs(command, devices, tmp_path):
+    assert command in COMMANDS, f"the README shows `{command}`: add how to check it here"
+    extra, check = COMMANDS[command]
+    words, _, redirect = command.partition(" > ")
+    result = cli([*words.split()[1:], *extra], tmp_path)
+    if redirect:
+        (tmp_path / redirect.strip()).write_text(result.stdout)
+    check(result, devices, tmp_path)
+
+
+def test_the_readme_shows_the_commands_this_test_runs():
+    assert set(shown_commands()) == set(COMMANDS), "README and COMMANDS disagree"
+
+
+# ---- options, environment and the Python snippet ------------------------------------------
+
+
+def device_example() -> tuple[str, str]:
+    """The README's two ``--device`` examples: by index, by name."""
+    found = re.search(r"`--device (\d+:\d+)` \(or a name such as `--device (\w+)`\)", readme())
+    assert found, "the README's --device examples moved: update this test"
+    return found.group(1), found.group(2)
+
+
+@child
+def test_device_option_by_index_and_by_name(devices, tmp_path, monkeypatch):
+    """``--device P:D`` for every device here (the README's ``1:0`` among them where it
+    exists), and by name as ``PYOPENCL_CTX`` picks: the README's name where a platform has
+    it (else a one-line error naming it), and this machine's platform names."""
+    import pyopencl as cl
+
+    by_index, name = device_example()
+    specs = [
+        f"{p}:{d}" for p, pf in enumerate(cl.get_platforms()) for d in range(len(pf.get_devices()))
+    ]
+    names = {pf.name.split()[0].lower() for pf in cl.get_platforms()}
+    if any(name in pf.name.lower() for pf in cl.get_platforms()):
+        names.add(name)
+    else:
+        result = run([*qcom_ext_command(), "probe", "--device", name], tmp_path)
+        assert result.returncode != 0 and f"'{name}' matches no platform" in result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+    assert by_index in specs or len(cl.get_platforms()) < 2
+    for spec in specs + sorted(names):
+        monkeypatch.setenv("PYOPENCL_CTX", spec)
+        (expected,) = cl.create_some_context(interactive=False).devices
+        report = json.loads(cli(["probe", "--json", "--device", spec], tmp_path).stdout)
+        assert report["platform"]["name"] == expected.platform.name, spec
+        assert report["device"]["name"] == expected.name, spec
+
+
+@child
+def test_kill_switch_as_the_readme_shows(devices, tmp_path):
+    found = re.search(r"`QCOM_EXT_DISABLE=([\w,]+)`", readme())
+    assert found, "the README's QCOM_EXT_DISABLE example moved: update this test"
+    names = found.group(1).split(",")
+    report = json.loads(
+        cli(["probe", "--json"], tmp_path, {"QCOM_EXT_DISABLE": found.group(1)}).stdout
+    )
+    assert sorted(report["disabled"]) == sorted(names)
+    assert all(report["qcom"][name]["path"] == "fallback" for name in names), report["qcom"]
+    bad = run([*qcom_ext_command(), "probe"], tmp_path, {"QCOM_EXT_DISABLE": "cl_qcom_nope"})
+    assert bad.returncode != 0 and "cl_qcom_nope" in bad.stderr  # "an error, not ignored"
+    assert "Traceback" not in bad.stderr, bad.stderr
+
+
+@child
+def test_python_snippet_runs(devices, tmp_path):
+    snippets = re.findall(r"```python\n(.*?)```", readme(), re.S)
+    assert snippets, "the README has no Python snippet any more: update this test"
+    for snippet in snippets:
+        result = run([sys.executable, "-c", snippet], tmp_path)
+        assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
+    # the snippet: the default device's path and a reason, then a summary per device
+    lines = result.stdout.splitlines()
+    default = qcom_ext.probe()
+    status = default.status("cl_qcom_perf_hint")
+    assert lines[0] == f"{default.path('cl_qcom_recordable_queues')} {status.reason}"
+    assert lines[1:] == [caps.summary() for caps in devices]

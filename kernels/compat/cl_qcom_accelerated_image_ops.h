@@ -79,10 +79,16 @@ float4 qcom_ext_accelerated_weights4(__read_only image2d_t weight_image, int row
     return read_imagef(weight_image, exact, (int2)(tap4, row));
 }
 
+/* Lane `lane` (0..3) of v, chosen by its two bits with selects. Not a `?:` chain on
+ * lane == k: LLVM 14 turns that into a switch on the lane truncated to i2, which Oclgrind
+ * 21.10 runs as if the truncation kept the high bits (vertical taps 4 and 5 of a separable
+ * filter read .w: issue 15 finding 11a). Not a private array either: with one, Oclgrind's
+ * uninitialized-value check reports the kernel's image reads as uninitialized. */
 QCOM_EXT_ACCELERATED_INLINE
 float qcom_ext_accelerated_lane(float4 v, int lane)
 {
-    return lane == 0 ? v.x : lane == 1 ? v.y : lane == 2 ? v.z : v.w;
+    float even = (lane & 2) ? v.z : v.x, odd = (lane & 2) ? v.w : v.y;
+    return (lane & 1) ? odd : even;
 }
 
 /* Phase index along one axis: the fraction of coord past its base pixel, in P steps. */

@@ -57,4 +57,6 @@ class _Alias:
 def install() -> None:
     """Put the finder on ``sys.meta_path`` once (idempotent)."""
     if not any(isinstance(f, _Alias) for f in sys.meta_path):
-        sys.meta_path.append(_Alias())
+        # First on the path: a stale directory of an old layout (a ``qcom_ext/selftest/``
+        # holding only ``__pycache__``) would otherwise be imported as a namespace package.
+        sys.meta_path.insert(0, _Alias())

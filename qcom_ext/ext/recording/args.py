@@ -124,7 +124,7 @@ class KernelArg:
 
     def release(self) -> None:
         """Give back the reference :meth:`retained` took (a no-op for other arguments)."""
-        if self.kind in ("mem", "sampler"):
+        if self.kind == "mem":  # a pyopencl Sampler has no release(): its collection does it
             self.value.release()
 
     def replaced_by(self, value: Any, where: str = "argument", context: Any = None) -> KernelArg:

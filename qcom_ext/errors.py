@@ -28,6 +28,7 @@ __all__ = [
     "LibraryNotFound",
     "NoPlatformError",
     "OpenCLUnavailable",
+    "PartialEnqueueError",
     "QcomExtError",
     "QcomExtWarning",
     "RecordingStateError",
@@ -82,6 +83,32 @@ class CLError(QcomExtError):
         if detail:
             message += f": {detail}"
         super().__init__(message)
+
+
+class PartialEnqueueError(CLError):
+    """A sequence of enqueues failed part-way: the first ones are enqueued (and run).
+
+    ``enqueued`` names the steps already enqueued, ``failed`` the one that failed (for a
+    replay: dispatch indices; for a planar write: plane names); ``event`` is the last
+    enqueued step's event (None if none was). The driver's error is the ``__cause__``.
+
+    >>> import qcom_ext.binding.lib  # registers the status names
+    >>> error = PartialEnqueueError("clEnqueueNDRangeKernel", -34, "dispatch", (0, 1), 2)
+    >>> print(error)  # doctest: +NORMALIZE_WHITESPACE
+    clEnqueueNDRangeKernel failed: CL_INVALID_CONTEXT (-34):
+    dispatch 2 failed; enqueued before it (they run): 0, 1
+    """
+
+    def __init__(
+        self, routine: str, code: int, what: str, enqueued: Sequence, failed: object, event=None
+    ) -> None:
+        self.enqueued = tuple(enqueued)
+        self.failed = failed
+        self.event = event
+        done = ", ".join(str(step) for step in self.enqueued) or "none"
+        super().__init__(
+            routine, code, f"{what} {failed} failed; enqueued before it (they run): {done}"
+        )
 
 
 class ExtensionUnavailable(QcomExtError):

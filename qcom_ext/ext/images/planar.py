@@ -39,7 +39,7 @@ import numpy as np
 from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import ConfigError, ExtensionUnavailable
+from qcom_ext.errors import ConfigError, ExtensionUnavailable, PartialEnqueueError
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.images.image import COMPRESSED, require_listed, supported_image_formats
 from qcom_ext.ext.images.yuv import check_nv12_shape, nv12_frame, nv12_planes
@@ -166,7 +166,11 @@ class Nv12Image(PlanarImage):
             )
 
     def write(self, queue: Any, frame: np.ndarray | tuple[np.ndarray, np.ndarray]) -> None:
-        """Copy a frame (one ``(H*3/2, W)`` array or ``(y, uv)`` planes) into the planes."""
+        """Copy a frame (one ``(H*3/2, W)`` array or ``(y, uv)`` planes) into the planes.
+
+        A driver failure on a plane raises :class:`~qcom_ext.errors.PartialEnqueueError`
+        naming the planes already written (``enqueued``) and the one that failed.
+        """
         import pyopencl
 
         self._check_host_access()
@@ -178,12 +182,25 @@ class Nv12Image(PlanarImage):
                 f"frame of {y.shape[1]}x{y.shape[0]} pixels written to a "
                 f"{self.width}x{self.height} NV12 image"
             )
-        pyopencl.enqueue_copy(
-            queue, self.y, np.ascontiguousarray(y), origin=(0, 0), region=(self.width, self.height)
+        planes = (
+            ("y", self.y, y, (self.width, self.height)),
+            ("uv", self.uv, uv, self._uv_region()),
         )
-        pyopencl.enqueue_copy(
-            queue, self.uv, np.ascontiguousarray(uv), origin=(0, 0), region=self._uv_region()
-        )
+        written: list[str] = []
+        for name, image, host, region in planes:
+            try:
+                pyopencl.enqueue_copy(
+                    queue, image, np.ascontiguousarray(host), origin=(0, 0), region=region
+                )
+            except pyopencl.Error as exc:  # say which planes hold the new frame already
+                raise PartialEnqueueError(
+                    getattr(exc, "routine", "clEnqueueWriteImage"),
+                    getattr(exc, "code", -1),
+                    "plane",
+                    written,
+                    name,
+                ) from exc
+            written.append(name)
 
     def read(self, queue: Any) -> np.ndarray:
         """The frame as one ``(H*3/2, W)`` uint8 array (blocking)."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import sys
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -73,8 +74,10 @@ class Recording:
     ``native``, ``khr_command_buffer`` or ``replay`` (:attr:`path`).
 
     ``dispatch_index`` is the 0-based order of :meth:`enqueue` calls. Arguments are
-    snapshotted when recorded; a recording never sets arguments on the caller's
-    kernel objects. Not thread-safe: use one recording from one thread at a time.
+    snapshotted when recorded, and the recording holds an OpenCL reference to every
+    recorded memory object and sampler until it is released; a recording never sets
+    arguments on the caller's kernel objects. Replays (and :meth:`release`) from several
+    threads are serialized by a per-recording lock; record from one thread.
     """
 
     _backend: Any = None
@@ -104,6 +107,7 @@ class Recording:
         self._dispatches: list[Dispatch] = []
         self._state = "new"
         self._checked_queue: cl.CommandQueue | None = None
+        self._lock = threading.Lock()  # one replay (or release) at a time: backends keep state
         self._backend = self._choose_backend(queue)
 
     def _choose_backend(self, queue: cl.CommandQueue | None) -> Any:
@@ -203,9 +207,13 @@ class Recording:
                 "not split one, which would end on-chip memory lifetimes mid-recording)"
             )
         dispatch = Dispatch.record(
-            index, kernel, global_size, local_size, args, global_offset, self.device
+            index, kernel, global_size, local_size, args, global_offset, self.device, self.context
         )
-        self._backend.add(dispatch)
+        try:
+            self._backend.add(dispatch)
+        except BaseException:
+            dispatch.release()
+            raise
         self._dispatches.append(dispatch)
         return index
 
@@ -225,8 +233,22 @@ class Recording:
         they update again): ``args={(dispatch_index, arg_index): value}`` (a plain
         number takes the recorded dtype), ``global_size`` / ``local_size`` /
         ``global_offset`` ``{dispatch_index: sizes}``. Every update is checked before
-        anything is enqueued; a bad one raises ConfigError.
+        anything is enqueued; a bad one raises ConfigError. A driver failure at dispatch
+        k of a direct replay raises :class:`~qcom_ext.errors.PartialEnqueueError`
+        (dispatches 0..k-1 are enqueued). Safe to call from several threads.
         """
+        with self._lock:
+            return self._replay(queue, args, global_size, local_size, global_offset, wait_for)
+
+    def _replay(
+        self,
+        queue: Any,
+        args: Any,
+        global_size: Any,
+        local_size: Any,
+        global_offset: Any,
+        wait_for: Any,
+    ) -> cl.Event:
         if self._state != "ready":
             what = {
                 "new": "nothing was recorded yet",
@@ -250,14 +272,19 @@ class Recording:
 
     def release(self) -> None:
         """Free the recording's OpenCL objects now (idempotent; the GC does it too)."""
-        if self._state == "released":
-            return
-        self._state = "released"
-        self._dispatches.clear()
-        self._checked_queue = None
-        backend, self._backend = self._backend, _Released(self._backend.path)
-        if backend is not None:
-            backend.release()
+        with self._lock:
+            if self._state == "released":
+                return
+            self._state = "released"
+            dispatches, self._dispatches = self._dispatches, []
+            self._checked_queue = None
+            backend, self._backend = self._backend, _Released(self._backend.path)
+            try:
+                if backend is not None:
+                    backend.release()
+            finally:  # the arguments' references go after the kernels that use them
+                for dispatch in dispatches:
+                    dispatch.release()
 
     def __del__(self) -> None:
         if _exiting or sys.is_finalizing() or self._backend is None:

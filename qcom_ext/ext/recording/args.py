@@ -50,22 +50,30 @@ class KernelArg:
     raw: bytes | None = None
     dtype: np.dtype | None = None
     handle: int = 0
+    mem_type: int = 0  # cl_mem_object_type of a ``mem`` argument (buffer, image kind)
 
     @classmethod
-    def of(cls, value: Any, where: str = "argument") -> KernelArg:
-        """Snapshot ``value`` the way pyopencl's ``set_arg`` would pass it."""
+    def of(cls, value: Any, where: str = "argument", context: Any = None) -> KernelArg:
+        """Snapshot ``value`` the way pyopencl's ``set_arg`` would pass it.
+
+        With ``context``, a memory object or sampler of another context is refused.
+        """
         if isinstance(value, np.generic):  # first: the usual per-replay update
             raw = value.tobytes()
             return cls("bytes", raw, len(raw), raw=raw, dtype=value.dtype)
         if value is None:
             return cls("null", None, _MEM_SIZE)
         if isinstance(value, cl.MemoryObjectHolder):
-            return cls("mem", value, _MEM_SIZE, handle=value.int_ptr)
+            _same_context(value, context, where)
+            return cls("mem", value, _MEM_SIZE, handle=value.int_ptr, mem_type=value.type)
         if isinstance(value, cl.LocalMemory):
+            if value.size <= 0:
+                raise ConfigError(f"{where} is cl.LocalMemory({value.size}); it needs >= 1 byte")
             return cls("local", value, value.size)
         if isinstance(value, cl.SVMPointer):
             return cls("svm", value, 0, handle=value.svm_ptr)
         if isinstance(value, cl.Sampler):
+            _same_context(value, context, where)
             return cls("sampler", value, ffi.sizeof("cl_sampler"), handle=value.int_ptr)
         if isinstance(value, np.ndarray) and value.ndim == 0:
             scalar = np.asarray(value)
@@ -101,17 +109,39 @@ class KernelArg:
         else:
             kernel.set_arg(index, self.value)
 
-    def replaced_by(self, value: Any, where: str = "argument") -> KernelArg:
+    def retained(self) -> KernelArg:
+        """This argument holding an OpenCL reference of its own to its memory object or
+        sampler: a caller's ``release()`` cannot free what a recording replays."""
+        if self.kind == "mem":
+            own = cl.MemoryObject.from_int_ptr(self.handle, retain=True)
+        elif self.kind == "sampler":
+            own = cl.Sampler.from_int_ptr(self.handle, retain=True)
+        else:
+            return self
+        return KernelArg(
+            self.kind, own, self.size, self.raw, self.dtype, self.handle, self.mem_type
+        )
+
+    def release(self) -> None:
+        """Give back the reference :meth:`retained` took (a no-op for other arguments)."""
+        if self.kind == "mem":  # a pyopencl Sampler has no release(): its collection does it
+            self.value.release()
+
+    def replaced_by(self, value: Any, where: str = "argument", context: Any = None) -> KernelArg:
         """The argument ``value`` as an update of this one; ConfigError if it cannot be.
 
         A plain Python number is converted to the recorded numpy dtype (exactly: no
-        silent rounding of a float into an integer, no overflow).
+        silent rounding of a float into an integer, no overflow). A memory object must
+        be of the recorded type (a buffer for a buffer, the same image type for an
+        image) and of ``context``.
         """
         if self.dtype is not None and isinstance(value, (bool, int, float)):
             value = _to_dtype(value, self.dtype, where)
-        new = KernelArg.of(value, where)
+        new = KernelArg.of(value, where, context)
         mems = ("mem", "null")
         if not (new.kind == self.kind or (new.kind in mems and self.kind in mems)):
+            raise ConfigError(f"{where} was recorded as {self.describe()}; got {new.describe()}")
+        if new.kind in mems and _image_type(new) != _image_type(self):
             raise ConfigError(f"{where} was recorded as {self.describe()}; got {new.describe()}")
         if new.kind == "bytes":
             if new.size != self.size:
@@ -126,6 +156,8 @@ class KernelArg:
     def describe(self) -> str:
         if self.kind == "bytes":
             return f"a {self.dtype} scalar" if self.dtype is not None else f"{self.size} bytes"
+        if _image_type(self):
+            return f"an image memory object (cl_mem_object_type {self.mem_type:#x})"
         return {
             "mem": "a memory object",
             "null": "None (a NULL cl_mem)",
@@ -133,6 +165,21 @@ class KernelArg:
             "svm": "an SVM pointer",
             "sampler": "a sampler",
         }[self.kind]
+
+
+_BUFFER = int(cl.mem_object_type.BUFFER)
+
+
+def _image_type(arg: KernelArg) -> int:
+    """The image type of a ``mem`` argument; 0 for a buffer or NULL."""
+    return arg.mem_type if arg.kind == "mem" and arg.mem_type != _BUFFER else 0
+
+
+def _same_context(value: Any, context: Any, where: str) -> None:
+    if context is not None and value.context.int_ptr != context.int_ptr:
+        raise ConfigError(
+            f"{where} ({type(value).__name__}) belongs to another context than the recording's"
+        )
 
 
 def _to_dtype(value: bool | int | float, dtype: np.dtype, where: str) -> np.generic:
@@ -220,7 +267,12 @@ def check_sizes(
 
 @dataclass
 class Dispatch:
-    """One recorded NDRange: the user's kernel, argument snapshot and sizes."""
+    """One recorded NDRange: the user's kernel, argument snapshot and sizes.
+
+    ``args`` hold OpenCL references of their own to memory objects and samplers
+    (:meth:`release` gives them back); ``local_budget`` is the local memory the
+    ``__local`` pointer arguments may take together (the device's, less the kernel's own).
+    """
 
     index: int
     kernel: cl.Kernel
@@ -229,6 +281,8 @@ class Dispatch:
     local_size: tuple[int, ...] | None
     global_offset: tuple[int, ...] | None
     max_work_group: int | None = None
+    context: Any = None
+    local_budget: int | None = None
 
     @classmethod
     def record(
@@ -240,21 +294,37 @@ class Dispatch:
         args: tuple[Any, ...],
         global_offset: Any,
         device: Any,
+        context: Any = None,
     ) -> Dispatch:
         if not isinstance(kernel, cl.Kernel):
             raise ConfigError(f"dispatch {index}: expected a pyopencl.Kernel, got {kernel!r}")
         name = f"dispatch {index} ({kernel.function_name})"
+        if context is not None and kernel.context.int_ptr != context.int_ptr:
+            raise ConfigError(
+                f"{name}: the kernel belongs to another context than the recording's"
+            )
         if len(args) != kernel.num_args:
             raise ConfigError(
                 f"{name}: the kernel takes {kernel.num_args} arguments, got {len(args)}"
             )
-        snap = tuple(KernelArg.of(v, f"{name} argument {i}") for i, v in enumerate(args))
+        snap = tuple(KernelArg.of(v, f"{name} argument {i}", context) for i, v in enumerate(args))
         gws = _dims(global_size, f"{name}: global_size", 1)
         lws = None if local_size is None else _dims(local_size, f"{name}: local_size", 1)
         off = None if global_offset is None else _dims(global_offset, f"{name}: offset", 0)
-        max_wg = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
+        info = cl.kernel_work_group_info
+        max_wg = kernel.get_work_group_info(info.WORK_GROUP_SIZE, device)
         check_sizes(name, gws, lws, off, max_wg)
-        return cls(index, kernel, snap, gws, lws, off, max_wg)
+        own = cl.Kernel(kernel.program, kernel.function_name)  # no __local argument set
+        budget = device.local_mem_size - own.get_work_group_info(info.LOCAL_MEM_SIZE, device)
+        check_local_memory(name, snap, budget)
+        retained = tuple(arg.retained() for arg in snap)
+        return cls(index, kernel, retained, gws, lws, off, max_wg, context, budget)
+
+    def release(self) -> None:
+        """Give back the references the recorded arguments hold (idempotent)."""
+        args, self.args = self.args, ()
+        for arg in args:
+            arg.release()
 
     def private_kernel(self, set_args: bool = True) -> cl.Kernel:
         """A new kernel object of the same function, with the recorded arguments set.
@@ -267,6 +337,17 @@ class Dispatch:
             for i, arg in enumerate(self.args):
                 arg.set_on(kernel, i)
         return kernel
+
+
+def check_local_memory(where: str, args: Any, budget: int | None) -> None:
+    """The ``__local`` pointer arguments together fit ``budget`` bytes
+    (``CL_DEVICE_LOCAL_MEM_SIZE`` less the kernel's own ``CL_KERNEL_LOCAL_MEM_SIZE``)."""
+    total = sum(arg.size for arg in args if arg.kind == "local")
+    if budget is not None and total > budget:
+        raise ConfigError(
+            f"{where}: the cl.LocalMemory arguments take {total} bytes; the device and "
+            f"kernel leave {budget} (CL_DEVICE_LOCAL_MEM_SIZE less CL_KERNEL_LOCAL_MEM_SIZE)"
+        )
 
 
 @dataclass
@@ -343,7 +424,10 @@ def _arg_updates(dispatches: list[Dispatch], args: dict[Any, Any], out: Updates)
                 f"is out of range; the kernel takes {n} arguments"
             )
         where = f"dispatch {d} argument {a}"
-        out.args[(d, int(a))] = dispatch.args[a].replaced_by(value, where)
+        out.args[(d, int(a))] = dispatch.args[a].replaced_by(value, where, dispatch.context)
+    for d in {d for (d, _), arg in out.args.items() if arg.kind == "local"}:
+        merged = [out.args.get((d, i), old) for i, old in enumerate(dispatches[d].args)]
+        check_local_memory(f"args: dispatch {d}", merged, dispatches[d].local_budget)
 
 
 def _size_updates(

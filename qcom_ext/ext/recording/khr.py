@@ -87,6 +87,7 @@ class KhrBackend:
         self._kernels: list[cl.Kernel] = []
         self._dispatches: list[Dispatch] = []
         self._direct: ReplayBackend | None = None
+        self._direct_only = False  # a dispatch the command-buffer cannot hold
         self._sync = ffi.new("cl_sync_point_khr[2]")
         self._queues = ffi.new("cl_command_queue[1]")
         self._event = ffi.new("cl_event *")
@@ -106,6 +107,12 @@ class KhrBackend:
         self._handle = handle
 
     def add(self, dispatch: Dispatch) -> None:
+        if self._direct_only or any(arg.kind == "sampler" for arg in dispatch.args):
+            # pocl 3.1 aborts (POclRetainSampler) on a sampler argument in a
+            # command-buffer: such a recording replays directly, every time
+            self._direct_only = True
+            self._dispatches.append(dispatch)
+            return
         kernel = dispatch.private_kernel()
         dims = len(dispatch.global_size)
         gws = ffi.new("size_t[]", dispatch.global_size)
@@ -136,7 +143,8 @@ class KhrBackend:
         self._dispatches.append(dispatch)
 
     def end(self) -> None:
-        check(self._finalize(self._handle), "clFinalizeCommandBufferKHR")
+        if not self._direct_only:
+            check(self._finalize(self._handle), "clFinalizeCommandBufferKHR")
 
     def _direct_backend(self) -> ReplayBackend:
         if self._direct is None:
@@ -148,7 +156,7 @@ class KhrBackend:
         return self._direct
 
     def replay(self, queue: cl.CommandQueue, updates: Updates, wait_for: Any) -> cl.Event:
-        if updates:
+        if updates or self._direct_only:
             self.last_path = "replay"
             return self._direct_backend().replay(queue, updates, wait_for)
         if self._previous is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyopencl as cl
 
+from qcom_ext.errors import PartialEnqueueError
 from qcom_ext.ext.recording.args import Dispatch, KernelArg, Updates
 
 __all__ = ["ReplayBackend"]
@@ -78,9 +79,14 @@ class ReplayBackend:
         else:
             first, rest = self._launches[0], self._rest
         enqueue = cl.enqueue_nd_range_kernel
-        event = enqueue(queue, first[0], first[1], first[2], first[3], wait_for)
-        for kernel, gws, lws, off in rest:
-            event = enqueue(queue, kernel, gws, lws, off)
+        event = None
+        try:
+            event = enqueue(queue, first[0], first[1], first[2], first[3], wait_for)
+            for kernel, gws, lws, off in rest:
+                event = enqueue(queue, kernel, gws, lws, off)
+        except cl.Error as exc:  # each dispatch owns its kernel: it tells which one failed
+            k = 0 if event is None else 1 + [launch[0] for launch in rest].index(kernel)
+            raise _partial(exc, k, event) from exc
         return event
 
     def release(self) -> None:
@@ -88,3 +94,15 @@ class ReplayBackend:
         self._rest.clear()
         self._dispatches.clear()
         self._changed.clear()
+
+
+def _partial(exc: cl.Error, k: int, event: Any) -> PartialEnqueueError:
+    """The typed error of a replay whose dispatch ``k`` failed: 0..k-1 are enqueued."""
+    return PartialEnqueueError(
+        getattr(exc, "routine", "clEnqueueNDRangeKernel"),
+        getattr(exc, "code", -1),
+        "dispatch",
+        range(k),
+        k,
+        event,
+    )

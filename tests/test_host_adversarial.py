@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 import pytest
 
 import qcom_ext

@@ -180,12 +180,25 @@ def test_host_buffer_refuses_object_arrays(cl_context):
         qcom_ext.host_buffer(cl_context, pointers)
 
 
-@pytest.mark.parametrize("value", ["libOpenCL.so", "./libOpenCL.so", "lib/libOpenCL.so"])
-def test_relative_library_override_is_refused(monkeypatch, value):
+@pytest.mark.parametrize("value", ["./libOpenCL.so", "lib/libOpenCL.so", "../x/libOpenCL.so"])
+def test_relative_library_override_is_refused(monkeypatch, tmp_path, value):
+    # a library planted in the current directory would be opened (and run) otherwise
+    planted = tmp_path / value
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_bytes(b"not a library")
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(ENV_LIBRARY, value)
-    with pytest.raises(ConfigError, match="relative") as info:
+    with pytest.raises(ConfigError, match="relative path") as info:
         open_library()
     assert repr(value) in str(info.value) and ENV_LIBRARY in str(info.value)
+
+
+def test_a_bare_library_name_is_searched_not_refused(monkeypatch, tmp_path):
+    (tmp_path / "libqcom-ext-no-such-opencl.so").write_bytes(b"planted")
+    monkeypatch.chdir(tmp_path)  # the loader's path does not include the current directory
+    monkeypatch.setenv(ENV_LIBRARY, "libqcom-ext-no-such-opencl.so")
+    with pytest.raises(qcom_ext.LibraryNotFound, match=r"libqcom-ext-no-such-opencl\.so"):
+        open_library()
 
 
 MISMATCH = """

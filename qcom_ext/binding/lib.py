@@ -11,9 +11,9 @@
 
 The library is opened lazily, on the first entry point resolved, through this cascade:
 
-1. ``QCOM_EXT_OPENCL_LIBRARY`` if set (and nothing else): an absolute path, since a
-   relative one would be resolved against the current directory or the loader's search
-   path, where a planted library would run (ConfigError naming the value);
+1. ``QCOM_EXT_OPENCL_LIBRARY`` if set (and nothing else): an absolute path or a bare
+   library name; a relative path would be resolved against the current directory, where
+   a planted library would run (ConfigError naming the value);
 2. the ICD loader pyopencl is linked with (``pyopencl._cl``; importing pyopencl first
    also sets ``PYOPENCL_HOME``, without which the wheel's loader crashes);
 3. on Android, the vendor library (``/vendor/lib64/libOpenCL.so`` ...), if the
@@ -234,18 +234,22 @@ def _pyopencl_library() -> str:
 
 
 def checked_override(value: str) -> str:
-    """``value`` of ``QCOM_EXT_OPENCL_LIBRARY`` if it is an absolute path, else ConfigError.
+    """``value`` of ``QCOM_EXT_OPENCL_LIBRARY`` unless it is a relative path, which the
+    dynamic loader would resolve against the current directory (ConfigError naming it).
+    A bare library name (``libOpenCL.so.1``) is searched on the loader's path, never the
+    current directory, as the cascade's ``find_library`` names are.
 
-    >>> checked_override("libOpenCL.so")
+    >>> checked_override("./libOpenCL.so")
     Traceback (most recent call last):
     ...
-    qcom_ext.errors.ConfigError: QCOM_EXT_OPENCL_LIBRARY='libOpenCL.so' is a relative path: ...
+    qcom_ext.errors.ConfigError: QCOM_EXT_OPENCL_LIBRARY='./libOpenCL.so' is a relative path: ...
     """
-    if not os.path.isabs(value):
+    separators = {os.sep, os.altsep or os.sep, "/"}
+    if not os.path.isabs(value) and any(sep in value for sep in separators):
         raise ConfigError(
             f"{ENV_LIBRARY}={value!r} is a relative path: it would be resolved against the "
-            "current directory or the dynamic loader's search path, where a planted library "
-            "would run; give the absolute path of the OpenCL library"
+            "current directory, where a planted library would run; give an absolute path "
+            "(or a bare library name, searched on the dynamic loader's path)"
         )
     return value
 

@@ -25,6 +25,7 @@ __all__ = [
     "DriverAnswerError",
     "EntryPointMissing",
     "ExtensionUnavailable",
+    "LibraryMismatch",
     "LibraryNotFound",
     "NoPlatformError",
     "OpenCLUnavailable",
@@ -199,4 +200,19 @@ class NoPlatformError(OpenCLUnavailable):
             f"no OpenCL platform found through {library}{extra}. Install an OpenCL driver "
             "(for a CPU one: pip install 'qcom_ext[pocl]'), check OCL_ICD_VENDORS, "
             "or point QCOM_EXT_OPENCL_LIBRARY at the vendor libOpenCL.so."
+        )
+
+
+class LibraryMismatch(OpenCLUnavailable):
+    """The OpenCL library qcom_ext opened does not know the handles pyopencl gives it: it
+    is not the library pyopencl talks to. ``library`` and ``pyopencl_library`` name both."""
+
+    def __init__(self, library: str, origin: str, pyopencl_library: str, detail: str) -> None:
+        self.library = library
+        self.origin = origin
+        self.pyopencl_library = pyopencl_library
+        super().__init__(
+            f"{origin} {library} is not the OpenCL library pyopencl uses ({pyopencl_library}): "
+            f"{detail}. Unset QCOM_EXT_OPENCL_LIBRARY, or point it at {pyopencl_library}, "
+            "or make pyopencl use the same library (its ICD loader's vendors, OCL_ICD_VENDORS)"
         )

@@ -11,12 +11,20 @@
 
 The library is opened lazily, on the first entry point resolved, through this cascade:
 
-1. ``QCOM_EXT_OPENCL_LIBRARY`` if set (and nothing else);
+1. ``QCOM_EXT_OPENCL_LIBRARY`` if set (and nothing else): an absolute path or a bare
+   library name; a relative path would be resolved against the current directory, where
+   a planted library would run (ConfigError naming the value);
 2. the ICD loader pyopencl is linked with (``pyopencl._cl``; importing pyopencl first
    also sets ``PYOPENCL_HOME``, without which the wheel's loader crashes);
 3. on Android, the vendor library (``/vendor/lib64/libOpenCL.so`` ...), if the
    loader above sees no platform;
 4. ``ctypes.util.find_library("OpenCL")``.
+
+A library that is not the one pyopencl talks to may not know pyopencl's handles: where
+``clGetDeviceInfo`` / ``clGetPlatformInfo`` answer ``CL_INVALID_DEVICE`` /
+``CL_INVALID_PLATFORM`` for a device or platform pyopencl gave, the call raises
+:class:`~qcom_ext.errors.LibraryMismatch` naming both libraries (pyopencl's found with
+``dladdr``) instead of a CLError that names neither.
 """
 
 from __future__ import annotations
@@ -40,12 +48,19 @@ from qcom_ext.errors import (
     CLError,
     ConfigError,
     EntryPointMissing,
+    LibraryMismatch,
     LibraryNotFound,
     QcomExtWarning,
     register_error_names,
 )
 
 ENV_LIBRARY = "QCOM_EXT_OPENCL_LIBRARY"
+PYOPENCL_LOADER = "pyopencl's ICD loader"
+# entry point taking a handle first -> what a library answers for a handle it does not know
+_FOREIGN_STATUS = {
+    "clGetDeviceInfo": "CL_INVALID_DEVICE",
+    "clGetPlatformInfo": "CL_INVALID_PLATFORM",
+}
 ANDROID_VENDOR_LIBRARIES = (
     "/vendor/lib64/libOpenCL.so",
     "/system/vendor/lib64/libOpenCL.so",
@@ -218,18 +233,92 @@ def _pyopencl_library() -> str:
     return _cl.__file__
 
 
+def checked_override(value: str) -> str:
+    """``value`` of ``QCOM_EXT_OPENCL_LIBRARY`` unless it is a relative path, which the
+    dynamic loader would resolve against the current directory (ConfigError naming it).
+    A bare library name (``libOpenCL.so.1``) is searched on the loader's path, never the
+    current directory, as the cascade's ``find_library`` names are.
+
+    >>> checked_override("./libOpenCL.so")
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ConfigError: QCOM_EXT_OPENCL_LIBRARY='./libOpenCL.so' is a relative path: ...
+    """
+    separators = {os.sep, os.altsep or os.sep, "/"}
+    if not os.path.isabs(value) and any(sep in value for sep in separators):
+        raise ConfigError(
+            f"{ENV_LIBRARY}={value!r} is a relative path: it would be resolved against the "
+            "current directory, where a planted library would run; give an absolute path "
+            "(or a bare library name, searched on the dynamic loader's path)"
+        )
+    return value
+
+
 def _candidates() -> Iterator[tuple[str, Callable[[], str]]]:
     override = os.environ.get(ENV_LIBRARY)
     if override:
-        yield ENV_LIBRARY, lambda: override
+        path = checked_override(override)
+        yield ENV_LIBRARY, lambda: path
         return
-    yield "pyopencl's ICD loader", _pyopencl_library
+    yield PYOPENCL_LOADER, _pyopencl_library
     for path in ANDROID_VENDOR_LIBRARIES:
         if os.path.exists(path):
             yield "Android vendor library", lambda path=path: path
     system = ctypes.util.find_library("OpenCL")
     if system:
         yield "system libOpenCL", lambda: system
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = (
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    )
+
+
+def defining_file(address: int) -> str | None:
+    """The file of the loaded library holding ``address`` (``dladdr``); None where that
+    cannot be determined (no ``dladdr``, as on Windows)."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (AttributeError, OSError, TypeError):
+        return None
+    dladdr.argtypes = (ctypes.c_void_p, ctypes.POINTER(_DlInfo))
+    dladdr.restype = ctypes.c_int
+    info = _DlInfo()
+    if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.path.realpath(os.fsdecode(info.dli_fname))
+
+
+def pyopencl_library() -> str:
+    """The OpenCL library pyopencl calls: the file holding the ``clGetPlatformIDs`` its
+    module resolves (its ICD loader), else the module itself."""
+    path = _pyopencl_library()
+    try:
+        address = OpenCLLibrary(path, PYOPENCL_LOADER, ctypes.CDLL(path)).address(
+            "clGetPlatformIDs"
+        )
+    except OSError:
+        return path
+    return (defining_file(address) if address else None) or path
+
+
+def _pyopencl_objects() -> dict[int, str]:
+    """handle -> description of every platform and device pyopencl sees ({} if none)."""
+    import pyopencl
+
+    found: dict[int, str] = {}
+    try:
+        for platform in pyopencl.get_platforms():
+            found[platform.int_ptr] = f"platform {platform.name.strip()!r}"
+            for device in platform.get_devices():
+                found[device.int_ptr] = f"device {device.name.strip()!r}"
+    except pyopencl.Error:
+        pass  # what pyopencl cannot list, it cannot have handed over either
+    return found
 
 
 def open_library() -> OpenCLLibrary:
@@ -285,8 +374,32 @@ class Driver:
             address = self.library.address(name)
             if address is None:
                 raise EntryPointMissing(f"{self.library.path} does not export {name}")
-            fn = self._core[name] = ffi.cast(f"{name}_fn", address)
+            fn = self._core[name] = self._guarded(name, ffi.cast(f"{name}_fn", address))
         return fn
+
+    def _guarded(self, name: str, fn: Any) -> Any:
+        """``fn``, which raises LibraryMismatch when the library (not pyopencl's) answers
+        that it does not know a handle pyopencl gave (see the module docstring)."""
+        status_name = _FOREIGN_STATUS.get(name)
+        if status_name is None or self.library.origin == PYOPENCL_LOADER:
+            return fn
+        unknown = getattr(C, status_name)
+
+        def call(handle: Any, *args: Any) -> int:
+            status = fn(handle, *args)
+            if status == unknown:
+                self._refuse_foreign(handle, status_name)
+            return status
+
+        return call
+
+    def _refuse_foreign(self, handle: Any, status_name: str) -> None:
+        what = _pyopencl_objects().get(int(ffi.cast("intptr_t", handle)))
+        if what is None:
+            return  # not pyopencl's handle: the caller reports the status as it is
+        library = self.library
+        detail = f"it answers {status_name} for pyopencl's {what}"
+        raise LibraryMismatch(library.path, library.origin, pyopencl_library(), detail)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("cl"):

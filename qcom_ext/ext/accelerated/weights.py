@@ -267,7 +267,11 @@ class WeightImage:
         return slice_
 
     def release(self) -> None:
-        """Release the image now (garbage collection does it otherwise)."""
+        """Release the image now (idempotent, as ``Recording.release`` is; garbage
+        collection does it otherwise)."""
+        if getattr(self, "_released", False):
+            return
+        self._released = True
         self.image.release()
 
     def __repr__(self) -> str:

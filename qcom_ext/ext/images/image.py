@@ -40,6 +40,7 @@ from qcom_ext.ext.images.formats import (  # parse_image_format: part of the pub
     parse_image_format,
 )
 from qcom_ext.ext.images.formats import image_type as image_type_token
+from qcom_ext.ext.images.host_arrays import check_destination, check_pixels
 from qcom_ext.ext.memory.external import ExternalMemory, import_route
 from qcom_ext.ext.memory.flags import access_flags, flag_names
 from qcom_ext.ext.memory.host_ptr import import_memory
@@ -140,24 +141,27 @@ class QcomImage:
         return width, height, self.format.element_size
 
     def write(self, queue: Any, pixels: np.ndarray) -> None:
-        """Copy ``(height, width[, channels])`` pixels into the image (blocking)."""
+        """Copy ``(height, width[, channels])`` pixels of the format's dtype into the
+        image (blocking); any other dtype or shape is a ConfigError naming both
+        (:mod:`~qcom_ext.ext.images.host_arrays`): nothing is reinterpreted."""
         import pyopencl
 
-        width, height, element = self._host_access("write")
-        pixels = np.ascontiguousarray(pixels)
-        if pixels.nbytes != width * height * element or pixels.shape[:2] != (height, width):
-            raise ConfigError(
-                f"pixels of shape {pixels.shape} ({pixels.nbytes} bytes) do not "
-                f"fill a {width}x{height} {self.format} image"
-            )
+        width, height, _ = self._host_access("write")
+        target = f"a {width}x{height} {self.format} image"
+        pixels = check_pixels(pixels, self.format, (height, width), "pixels", target)
         pyopencl.enqueue_copy(queue, self.image, pixels, origin=(0, 0), region=(width, height))
 
-    def read(self, queue: Any) -> np.ndarray:
-        """The pixels as ``(height, width, channels)`` of the channel dtype."""
+    def read(self, queue: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """The pixels as ``(height, width, channels)`` of the channel dtype (blocking);
+        into ``out`` when given (checked as :meth:`write` checks its pixels, and
+        C-contiguous and writeable), which is returned."""
         import pyopencl
 
         width, height, _ = self._host_access("read")
-        out = np.empty((height, width, self.format.channels), self.format.dtype)
+        if out is None:
+            out = np.empty((height, width, self.format.channels), self.format.dtype)
+        target = f"a {width}x{height} {self.format} image"
+        out = check_destination(out, self.format, (height, width), "out", target)
         pyopencl.enqueue_copy(queue, out, self.image, origin=(0, 0), region=(width, height))
         return out
 
@@ -265,6 +269,19 @@ def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height
 
     found = shared.context_caps(context)
     require_listed(context, found, fmt, "formats for this access", flags=flags)
+    check_image_size(found, width, height)
+    try:
+        return pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))
+    except pyopencl.Error as exc:
+        code = getattr(exc, "code", None)
+        detail = f"{width}x{height} {fmt} image, flags {flag_names(flags)}: {exc}"
+        raise CLError("clCreateImage", code if isinstance(code, int) else -30, detail) from exc
+
+
+def check_image_size(found: Sequence[DeviceCaps], width: int, height: int) -> None:
+    """ConfigError naming the limit when a ``width x height`` 2-D image exceeds
+    ``CL_DEVICE_IMAGE2D_MAX_WIDTH``/``HEIGHT`` (or the ``cl_qcom_extended_images`` sizes)
+    of a device: the one size check of create_image and the planar frames."""
     for caps in found:
         core = caps.limits.image2d_max_size  # None: the probe could not read it
         extended = caps.limits.extended_image2d_max_size or (0, 0)  # cl_qcom_extended_images
@@ -279,9 +296,3 @@ def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height
                     f"a {width}x{height} image exceeds CL_DEVICE_IMAGE2D_MAX_"
                     f"{token} = {limit} of {caps.label}"
                 )
-    try:
-        return pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))
-    except pyopencl.Error as exc:
-        code = getattr(exc, "code", None)
-        detail = f"{width}x{height} {fmt} image, flags {flag_names(flags)}: {exc}"
-        raise CLError("clCreateImage", code if isinstance(code, int) else -30, detail) from exc

@@ -41,7 +41,13 @@ from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, ExtensionUnavailable, PartialEnqueueError
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
-from qcom_ext.ext.images.image import COMPRESSED, require_listed, supported_image_formats
+from qcom_ext.ext.images.host_arrays import check_pixels
+from qcom_ext.ext.images.image import (
+    COMPRESSED,
+    check_image_size,
+    require_listed,
+    supported_image_formats,
+)
 from qcom_ext.ext.images.yuv import check_nv12_shape, nv12_frame, nv12_planes
 from qcom_ext.ext.memory import memobj as _memobj
 from qcom_ext.ext.memory.external import (
@@ -174,14 +180,7 @@ class Nv12Image(PlanarImage):
         import pyopencl
 
         self._check_host_access()
-        if isinstance(frame, tuple):
-            frame = nv12_frame(*frame)
-        y, uv = nv12_planes(np.ascontiguousarray(frame))
-        if y.shape != (self.height, self.width):
-            raise ConfigError(
-                f"frame of {y.shape[1]}x{y.shape[0]} pixels written to a "
-                f"{self.width}x{self.height} NV12 image"
-            )
+        y, uv = self._host_planes(frame)
         planes = (
             ("y", self.y, y, (self.width, self.height)),
             ("uv", self.uv, uv, self._uv_region()),
@@ -201,6 +200,34 @@ class Nv12Image(PlanarImage):
                     name,
                 ) from exc
             written.append(name)
+
+    def _host_planes(self, frame: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The contiguous ``(y, uv)`` planes of a frame, checked before anything is copied:
+        numpy uint8 arrays only (:mod:`~qcom_ext.ext.images.host_arrays`; nothing is
+        converted), of this image's size."""
+        parts = frame if isinstance(frame, tuple) else (frame,)
+        for part in parts:
+            if not isinstance(part, np.ndarray) or part.dtype != np.uint8:
+                described = getattr(part, "dtype", type(part).__name__)
+                raise ConfigError(
+                    "an NV12 frame is a 2-D uint8 array (height * 3 // 2, width) or a "
+                    f"tuple of uint8 (y, uv) planes; got {described} of shape {np.shape(part)}"
+                )
+        if isinstance(frame, tuple):
+            frame = nv12_frame(*frame)
+        y, uv = nv12_planes(np.ascontiguousarray(frame))
+        if y.shape != (self.height, self.width):
+            raise ConfigError(
+                f"frame of {y.shape[1]}x{y.shape[0]} pixels written to a "
+                f"{self.width}x{self.height} NV12 image"
+            )
+        luma = f"the {self.width}x{self.height} luma plane"
+        chroma = f"the {self.width // 2}x{self.height // 2} chroma plane"
+        half = (self.height // 2, self.width // 2)
+        return (
+            check_pixels(y, R8, (self.height, self.width), "luma", luma),
+            check_pixels(uv, RG8, half, "chroma", chroma),
+        )
 
     def read(self, queue: Any) -> np.ndarray:
         """The frame as one ``(H*3/2, W)`` uint8 array (blocking)."""
@@ -384,6 +411,7 @@ def planar_image(
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
     caps = shared.context_caps(context)
+    check_image_size(caps, width, height)  # as create_image: the planes have these sizes
     cls = Nv12Image if spec.name == "nv12" else PlanarImage
     needed = (OTHER, PLANES, COMPRESSED) if compressed else (OTHER, PLANES)
     if memory is not None and not isinstance(memory, ExternalMemory):

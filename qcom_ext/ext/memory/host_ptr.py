@@ -93,12 +93,40 @@ def aligned_empty(
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     if any(not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
         raise ConfigError(f"shape must hold non-negative ints, got {shape!r}")
-    dtype = np.dtype(dtype)
+    dtype = plain_dtype(dtype, "aligned_empty")
     nbytes = prod(dims) * dtype.itemsize
     total = -(-(nbytes + padding) // alignment) * alignment
     raw = np.empty(total + alignment, dtype=np.uint8)
     start = -raw.ctypes.data % alignment
     return raw[start : start + nbytes].view(dtype).reshape(dims)
+
+
+_PLAIN_KINDS = "biufc"  # bool, signed, unsigned, floating, complex
+
+
+def plain_dtype(dtype: Any, what: str) -> np.dtype:
+    """``numpy.dtype(dtype)`` when it is a plain numeric one (bool, int, uint, float,
+    complex, no fields), else ConfigError naming it: memory the device sees holds
+    numbers, never PyObject pointers, strings or records.
+
+    >>> plain_dtype("float32", "aligned_empty")
+    dtype('float32')
+    >>> plain_dtype(object, "aligned_empty")
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ConfigError: aligned_empty: dtype object is not a plain numeric dtype \
+(bool, integer, float or complex; no object, string, datetime or structured dtypes)
+    """
+    try:
+        resolved = np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what}: {dtype!r} is not a numpy dtype ({exc})") from None
+    if resolved.kind not in _PLAIN_KINDS or resolved.fields or resolved.subdtype:
+        raise ConfigError(
+            f"{what}: dtype {resolved} is not a plain numeric dtype (bool, integer, float "
+            "or complex; no object, string, datetime or structured dtypes)"
+        )
+    return resolved
 
 
 def _bytes_after(array: np.ndarray) -> int:
@@ -129,6 +157,7 @@ def host_buffer(context: Any, array: np.ndarray, *, flags: str | int = "read_wri
     flags = access_flags(flags)
     if not isinstance(array, np.ndarray):
         raise ConfigError(f"host_buffer wraps a numpy array, got {type(array).__name__}")
+    plain_dtype(array.dtype, "host_buffer")
     if not array.flags.c_contiguous or array.nbytes == 0:
         raise ConfigError(
             f"host_buffer needs a non-empty C-contiguous array, got shape "

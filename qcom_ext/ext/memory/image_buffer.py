@@ -63,6 +63,7 @@ from qcom_ext.ext.images.formats import (
     image_type_name,
     parse_image_format,
 )
+from qcom_ext.ext.images.host_arrays import check_pixels
 from qcom_ext.ext.images.info import computed_image_info, pitch_alignment, read_scalar
 from qcom_ext.ext.memory import memobj as _memobj
 from qcom_ext.ext.memory.flags import check_compatible, check_flags, flag_names, inherited
@@ -185,13 +186,9 @@ class ImageBuffer:
         """Write ``pixels`` (of :attr:`array_shape`) into the buffer at its pitches, leaving
         the row padding alone (blocking; call sync_to_image before reading the image)."""
         self._check_queue(queue)
-        array = np.asarray(pixels)
-        if array.shape != self.array_shape or array.dtype != self.format.dtype:
-            raise ConfigError(
-                f"pixels must be {self.format.dtype} of shape {self.array_shape} for a "
-                f"{self.format.name} image, got {array.dtype} of shape {array.shape}"
-            )
-        array = np.ascontiguousarray(array)
+        lead = self.array_shape[: len(self.array_shape) - len(self.format.pixel_shape)]
+        target = f"the buffer of a {self.image_type} {self.format.name} image {self.shape}"
+        array = check_pixels(pixels, self.format, lead, "pixels", target)
         return cl.enqueue_copy(
             queue, self.buffer, array, **self._rect(), wait_for=wait_for, is_blocking=True
         )

@@ -78,6 +78,8 @@ def onchip_buffer(
     paths = {caps.path(EXTENSION) for caps in found}
     if paths == {"native"}:
         _check_fits(found, size, offset)
+    _check_alloc(found, size)
+    if paths == {"native"}:
         try:
             return _native(context, size, offset, flags)
         except EntryPointMissing as exc:
@@ -100,6 +102,19 @@ def _check_fits(found: Sequence[DeviceCaps], size: int, offset: int) -> None:
             f"global memory of {caps.label} (CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM = {limit}); "
             "use a smaller buffer or an ordinary pyopencl.Buffer"
         )
+
+
+def _check_alloc(found: Sequence[DeviceCaps], size: int) -> None:
+    """ConfigError naming the size before a buffer over ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``
+    of a device reaches the driver (it answered CL_INVALID_BUFFER_SIZE)."""
+    for caps in found:
+        limit = caps.limits.max_mem_alloc_size  # None: the probe could not read it
+        if limit is not None and size > limit:
+            raise ConfigError(
+                f"size {size} bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE = {limit} of "
+                f"{caps.label}; an on-chip buffer (or its global-memory fallback) is one "
+                "allocation"
+            )
 
 
 def _native(context: cl.Context, size: int, offset: int, flags: int) -> cl.Buffer:

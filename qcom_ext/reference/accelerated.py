@@ -3,7 +3,8 @@
 One pixel convention for the three builtins: pixel i spans [i - 0.5, i + 0.5) (integer
 coordinates are pixel centres, as in the spec's examples). They follow the conventions of
 ``kernels/compat/cl_qcom_accelerated_image_ops.h`` (and docs/accelerated_image_ops.md).
-Images are ``(height, width, 4)`` arrays; coordinates are taken as the float32 values a kernel receives. ``addressing`` is the sampler's:
+Images are ``(height, width, 4)`` arrays; coordinates are taken as the float32 values a
+kernel receives. ``addressing`` is the sampler's:
 ``"clamp"`` (outside reads give the border colour 0), ``"clamp_to_edge"``, or ``"none"``
 (every read must be inside the image, as OpenCL requires; ValueError otherwise).
 

@@ -8,8 +8,8 @@ Issue 15 finding 11(a): Oclgrind 21.10 ran the lane helper's ``?:`` chain, which
 turns into a ``switch`` on ``lane`` truncated to ``i2``, as if the truncation kept the
 high bits, so vertical taps 4 and 5 of a separable filter read lane ``.w``. The 3-tap
 filters of the other cases never reached a second texel. Coordinates are integers: the
-base pixel is the coordinate itself, whichever fractional convention finding 11(b)
-settles on, and phase 0 is the one used.
+base pixel is the coordinate itself under the pixel convention of finding 11(b)
+(floor(c + 0.5)), and phase 0 is the one used.
 """
 
 from __future__ import annotations

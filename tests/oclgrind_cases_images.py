@@ -308,7 +308,7 @@ class AcceleratedPoints:
         self.pixels = t.rng.random((7, 9, 4)).astype(np.float32)
         self.image, self.points = upload(t.ctx, self.pixels), PointOps(t.ctx)
         outside = np.array([(-2.5, 1.25), (8.75, 6.5), (4.0, 3.0), (0.3, -1.6)], np.float32)
-        self.inside = np.array([(2.0, 2.0), (3.5, 4.75), (7.9, 3.1)], np.float32)
+        self.inside = np.array([(2.0, 2.0), (3.5, 4.25), (7.9, 3.1)], np.float32)
         self.modes = (("clamp", outside), ("clamp_to_edge", outside), ("none", self.inside))
 
     def convolve(self) -> None:

@@ -1,11 +1,14 @@
 """cl_qcom_accelerated_image_ops's builtins on every device that has images: the spec's
-worked examples (golden) and random cases against the float64 numpy references of
-qcom_ext.reference.accelerated (fp32 and fp16 images, three addressing modes), evaluated at
-points. The whole-image ops: test_accelerated_whole_image.py; host-side validation:
-test_accelerated_validation.py."""
+worked examples (golden), the one pixel convention at fractional coordinates, and random
+cases (fp32 and fp16 images, three addressing modes) evaluated at points against
+tests/accelerated_spec.py, the builtins written straight from the spec's definitions with
+plain loops; the package's numpy reference (qcom_ext.reference.accelerated) is checked
+against that oracle too. The whole-image ops: test_accelerated_whole_image.py; host-side
+validation: test_accelerated_validation.py."""
 
 from __future__ import annotations
 
+import accelerated_spec as spec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -220,12 +223,14 @@ def random_coords(
 
 
 def inside_coords(draw, xs: tuple[int, int], ys: tuple[int, int], count: int = 24) -> np.ndarray:
-    """Coordinates whose base pixel floor(c) lies in xs x ys (inclusive), any fraction."""
+    """Coordinates whose pixel floor(c + 0.5) lies in xs x ys (inclusive), any fraction."""
     base = draw(
         st.lists(st.tuples(st.integers(*xs), st.integers(*ys)), min_size=count, max_size=count)
     )
     fraction = draw(
-        st.lists(st.tuples(st.floats(0, 0.99), st.floats(0, 0.99)), min_size=count, max_size=count)
+        st.lists(
+            st.tuples(st.floats(-0.5, 0.49), st.floats(-0.5, 0.49)), min_size=count, max_size=count
+        )
     )
     return (np.array(base, np.float32) + np.array(fraction, np.float32)).astype(np.float32)
 
@@ -253,14 +258,15 @@ def test_convolution_matches_numpy(ops, queue, kernel_context, separable, dtype,
         filter_size=(fx, fy) if separable else None,
     )
     out = ops.convolve(queue, upload(kernel_context, pixels, dtype), w, coords, addressing)
-    expected = accelerated_reference.convolve(
-        pixels,
+    expected = spec.at_points(
+        spec.convolve,
         coords,
+        pixels,
         w.weights,
-        center=(cx, cy),
+        (cx, cy),
+        addressing,
         separable=separable,
         filter_size=(fx, fy),
-        addressing=addressing,
     )
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=tolerance(w.weights[0]))
 
@@ -285,7 +291,7 @@ def test_box_filter_matches_numpy(ops, queue, kernel_context, dtype, addressing,
     else:
         coords = random_coords(data.draw, width, height, (size[0], size[0], size[1], size[1]))
     out = ops.box_filter(queue, upload(kernel_context, pixels, dtype), size, coords, addressing)
-    expected = accelerated_reference.box_filter(pixels, coords, size, addressing)
+    expected = spec.at_points(spec.box_filter, coords, pixels, size, addressing)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -340,8 +346,77 @@ def test_block_match_matches_numpy(ops, queue, kernel_context, dtype, addressing
         addressing,
     )
     for squared, out in ((False, sad), (True, ssd)):
-        expected = accelerated_reference.block_match(
-            target, reference, tcoords, region, rcoords, squared=squared, addressing=addressing
-        )
+        expected = [
+            spec.block_match(target, reference, t, region, r, squared, addressing)
+            for t, r in zip(tcoords, rcoords, strict=True)
+        ]
         # Up to 32 * 32 non-negative float32 terms: relative error <= n * 2**-24 = 6.1e-5.
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+# ---- one pixel convention at fractional coordinates (issue 15 finding 11b) -------------
+
+
+def test_fractional_coordinate_lies_in_the_pixel_whose_square_holds_it(ops, queue, kernel_context):
+    """At x = 2.7 (pixel 3 spans [2.5, 3.5)): a 1x1 convolution and a 1x1 block match give
+    pixel 3, a 1x1 box 0.3 * p2 + 0.7 * p3; at 2.49 pixel 2 and 0.51 * p2 + 0.49 * p3."""
+    pixels = ramp(6, 3)
+    image = upload(kernel_context, pixels)
+    one = WeightImage(kernel_context, [[1.0]], center=(0, 0))
+    zero = upload(kernel_context, np.zeros((3, 6, 4), np.float32))
+    p2, p3 = pixels[1, 2].astype(np.float64), pixels[1, 3].astype(np.float64)
+    for x, nearest, left in ((2.7, p3, 0.3), (2.49, p2, 0.51), (2.5, p3, 0.5)):
+        coords = [(x, 1.0)]
+        conv = ops.convolve(queue, image, one, coords)[0]
+        sad, _ = ops.block_match(queue, image, zero, (1, 1), coords, [(0, 0)])
+        box = ops.box_filter(queue, image, (1.0, 1.0), coords)[0]
+        assert conv.tolist() == nearest.tolist(), x
+        assert sad[0].tolist() == np.abs(nearest).tolist(), x
+        np.testing.assert_allclose(box, left * p2 + (1 - left) * p3, rtol=1e-6, atol=1e-6)
+    # Below zero too: -0.5 lies in pixel 0, -0.51 in pixel -1 (the border with "clamp").
+    out = ops.convolve(queue, image, one, [(-0.5, 1.0), (-0.51, 1.0)], sampler="clamp")
+    assert out[:, 0].tolist() == [0.0, 0.0] and out[:, 1].tolist() == [1.0, 0.0]
+
+
+# ---- the package's reference against the independent oracle ------------------------------
+
+
+@SETTINGS
+@given(data=st.data(), separable=st.booleans(), addressing=st.sampled_from(ADDRESSING[:2]))
+def test_package_reference_matches_the_spec_oracle(data, separable, addressing):
+    weights, (fx, fy), center = data.draw(filters(separable))
+    pixels = random_image(data.draw, 12)
+    height, width = pixels.shape[:2]
+    coords = random_coords(data.draw, width, height, (fx + 1, fx + 1, fy + 1, fy + 1), 8)
+    got = accelerated_reference.convolve(
+        pixels,
+        coords,
+        weights,
+        center=center,
+        separable=separable,
+        filter_size=(fx, fy),
+        addressing=addressing,
+    )
+    expected = spec.at_points(
+        spec.convolve, coords, pixels, weights, center, addressing, separable, (fx, fy)
+    )
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
+    size = (data.draw(st.floats(0.0625, 16, width=32)), data.draw(st.floats(0.0625, 16, width=32)))
+    got = accelerated_reference.box_filter(pixels, coords, size, addressing)
+    expected = spec.at_points(spec.box_filter, coords, pixels, size, addressing)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
+    region = (data.draw(st.integers(1, 8)), data.draw(st.integers(1, 8)))
+    rcoords = np.array(
+        data.draw(
+            st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14)), min_size=8, max_size=8)
+        )
+    )
+    for squared in (False, True):
+        got = accelerated_reference.block_match(
+            pixels, pixels[::-1], coords, region, rcoords, squared=squared, addressing=addressing
+        )
+        expected = [
+            spec.block_match(pixels, pixels[::-1], t, region, r, squared, addressing)
+            for t, r in zip(coords, rcoords, strict=True)
+        ]
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)

@@ -192,25 +192,167 @@ def test_whole_image_references_agree_with_the_point_references(addressing):
 
 
 NATIVE_STUBS = """
-/* What the Adreno compiler declares for cl_qcom_accelerated_image_ops (spec signatures);
- * bodies only so that this device can compile the native branches. */
+/* Stand-ins for what the Adreno compiler provides for cl_qcom_accelerated_image_ops: the
+ * spec's signatures, with bodies computing the spec's formulas (written for this test,
+ * not the compat header's code). The weight image is the portable layout a WeightImage has
+ * on this device (texel (0, 0) = fx, fy, cx, cy; (1, 0) = phases, separable, P; weight
+ * row r of slice s in image row 1 + s * rows + r, four taps a texel). */
 #define qcom_weight_image_t image2d_t
 typedef float2 qcom_box_size_t;
+constant sampler_t qe_exact = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP_TO_EDGE |
+                              CLK_FILTER_NEAREST;
+float qe_tap(image2d_t w, int row, int i)
+{
+    float4 t = read_imagef(w, qe_exact, (int2)(i / 4, row));
+    float lanes[4] = {t.x, t.y, t.z, t.w};
+    return lanes[i % 4];
+}
+float4 qe_pix(image2d_t image, sampler_t s, int x, int y)
+{ return read_imagef(image, s, (float2)(x + 0.5f, y + 0.5f)); }
+int qe_phase(float c, int p) /* offset from the nearest centre in 1/P steps, modulo P */
+{ return ((int)floor((c - floor(c + 0.5f)) * p) % p + p) % p; }
 float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
                             __read_only qcom_weight_image_t weight_image)
-{ return read_imagef(weight_image, sampler, coord) + read_imagef(image, sampler, coord); }
+{
+    float4 h0 = read_imagef(weight_image, qe_exact, (int2)(0, 0));
+    float4 h1 = read_imagef(weight_image, qe_exact, (int2)(1, 0));
+    int fx = (int)h0.x, fy = (int)h0.y, cx = (int)h0.z, cy = (int)h0.w, p = (int)h1.z;
+    int bx = (int)floor(coord.x + 0.5f), by = (int)floor(coord.y + 0.5f);
+    int px = qe_phase(coord.x, p), py = qe_phase(coord.y, p);
+    float4 sum = 0.0f;
+    for (int j = 0; j < fy; j++)
+        for (int i = 0; i < fx; i++) {
+            float tap = h1.y != 0.0f ? qe_tap(weight_image, 1 + 2 * px, i) *
+                                           qe_tap(weight_image, 2 + 2 * py, j)
+                                     : qe_tap(weight_image, 1 + (py * p + px) * fy + j, i);
+            sum += tap * qe_pix(image, sampler, bx - cx + i, by - cy + j);
+        }
+    return sum;
+}
 float4 qcom_box_filter_imagef(__read_only image2d_t image, sampler_t sampler, float2 coord,
                               const qcom_box_size_t box_size)
-{ return read_imagef(image, sampler, coord) * box_size.x; }
+{
+    float2 lo = coord - 0.5f * box_size, hi = coord + 0.5f * box_size;
+    float4 sum = 0.0f;
+    for (int j = (int)floor(lo.y) - 1; j <= (int)ceil(hi.y) + 1; j++)
+        for (int i = (int)floor(lo.x) - 1; i <= (int)ceil(hi.x) + 1; i++) {
+            float ax = fmax(0.0f, fmin(i + 0.5f, hi.x) - fmax(i - 0.5f, lo.x));
+            float ay = fmax(0.0f, fmin(j + 0.5f, hi.y) - fmax(j - 0.5f, lo.y));
+            sum += ax * ay * qe_pix(image, sampler, i, j);
+        }
+    return sum / (box_size.x * box_size.y);
+}
+float4 qe_match(image2d_t t, sampler_t s, float2 tc, uint2 region, image2d_t r, uint2 rc,
+                int squared)
+{
+    int tx = (int)floor(tc.x + 0.5f), ty = (int)floor(tc.y + 0.5f);
+    float4 sum = 0.0f;
+    for (int j = 0; j < (int)region.y; j++)
+        for (int i = 0; i < (int)region.x; i++) {
+            float4 d = qe_pix(t, s, tx + i, ty + j) - qe_pix(r, s, rc.x + i, rc.y + j);
+            sum += squared ? d * d : fabs(d);
+        }
+    return sum;
+}
 float4 qcom_block_match_sadf(__read_only image2d_t target_image, sampler_t sampler,
                              float2 coord, uint2 region, __read_only image2d_t reference_image,
                              uint2 reference_coord)
-{ return read_imagef(target_image, sampler, coord) * (float)region.x; }
+{ return qe_match(target_image, sampler, coord, region, reference_image, reference_coord, 0); }
 float4 qcom_block_match_ssdf(__read_only image2d_t target_image, sampler_t sampler,
                              float2 coord, uint2 region, __read_only image2d_t reference_image,
                              uint2 reference_coord)
-{ return read_imagef(reference_image, sampler, convert_float2(reference_coord)); }
+{ return qe_match(target_image, sampler, coord, region, reference_image, reference_coord, 1); }
 """
+NATIVE = "-DQCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops"
+
+
+def native_program(context, text, defines=()):
+    """``text`` built as on an Adreno: the compat part defines nothing, the stand-ins above
+    play the builtins."""
+    import pyopencl as cl
+
+    from qcom_ext._resources import kernels_dir
+
+    program = cl.Program(context, NATIVE_STUBS + "#include <qcom_ext.h>\n" + text)
+    return program.build(options=["-I", str(kernels_dir()), NATIVE, *defines])
+
+
+def test_native_point_kernels_call_the_builtins_with_their_arguments(kernel_context, queue):
+    """The point kernels' native branch (qcom_ext.ext.accelerated.points.SOURCE) against the
+    stand-ins: argument order and types reach the builtins as the spec has them, so the
+    results are the independent oracle's (tests/accelerated_spec.py)."""
+    import accelerated_spec as spec
+    import pyopencl as cl
+
+    from qcom_ext.ext.accelerated.points import SOURCE
+    from qcom_ext.ext.accelerated.whole_image import sampler
+
+    if not kernel_context.devices[0].image_support:
+        pytest.skip("no image support")
+    rng = np.random.default_rng(12)
+    pixels = rng.random((7, 9, 4)).astype(np.float32)
+    other = rng.random((7, 9, 4)).astype(np.float32)
+    coords = np.array([(4.0, 3.0), (2.7, 1.2), (5.49, 4.5), (0.3, 6.6)], np.float32)
+    mf = cl.mem_flags
+    buffer = cl.Buffer(kernel_context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=coords)
+    out, out2 = (cl.Buffer(kernel_context, mf.WRITE_ONLY, 16 * len(coords)) for _ in "ab")
+    src, ref = upload(kernel_context, pixels), upload(kernel_context, other)
+    smp = sampler(kernel_context, "clamp")
+    built = native_program(kernel_context, SOURCE)
+
+    def result(buf):
+        host = np.empty((len(coords), 4), np.float32)
+        cl.enqueue_copy(queue, host, buf)
+        return host
+
+    taps = rng.uniform(-1, 1, (4, 3, 2))  # 2x2 phases of a 2x3 filter, centre (1, 2)
+    w = WeightImage(kernel_context, taps, center=(1, 2), dtype=np.float32)
+    built.qe_convolve_at(queue, (len(coords),), None, src, smp, w.image, buffer, out)
+    expected = spec.at_points(spec.convolve, coords, pixels, w.weights, (1, 2), "clamp")
+    np.testing.assert_allclose(result(out), expected, rtol=1e-5, atol=1e-5)
+    size = np.array((2.5, 1.5), np.float32).view(cl.cltypes.float2)[0]
+    built.qe_box_filter_at(queue, (len(coords),), None, src, smp, size, buffer, out)
+    expected = spec.at_points(spec.box_filter, coords, pixels, (2.5, 1.5), "clamp")
+    np.testing.assert_allclose(result(out), expected, rtol=1e-5, atol=1e-5)
+    rc = np.array([(0, 1), (3, 2), (1, 0), (2, 3)], np.uint32)
+    rbuf = cl.Buffer(kernel_context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=rc)
+    region = cl.cltypes.make_uint2(3, 2)
+    built.qe_block_match_at(queue, (4,), None, src, smp, region, ref, buffer, rbuf, out, out2)
+    for squared, buf in ((False, out), (True, out2)):
+        expected = [
+            spec.block_match(pixels, other, t, (3, 2), r, squared, "clamp")
+            for t, r in zip(coords, rc, strict=True)
+        ]
+        np.testing.assert_allclose(result(buf), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_native_whole_image_kernels_call_the_builtins_per_pixel(kernel_context, queue):
+    """kernels/accelerated_image_ops.cl's native branch against the stand-ins: every pixel
+    (x, y) of dst is the builtin at (x, y) with the kernel's own arguments."""
+    import accelerated_spec as spec
+
+    from qcom_ext._resources import kernels_dir
+    from qcom_ext.ext.accelerated.whole_image import sampler
+
+    if not kernel_context.devices[0].image_support:
+        pytest.skip("no image support")
+    rng = np.random.default_rng(13)
+    pixels = rng.random((5, 6, 4)).astype(np.float32)
+    src, dst = upload(kernel_context, pixels), empty(kernel_context, 6, 5)
+    smp = sampler(kernel_context, "clamp_to_edge")
+    text = (kernels_dir() / "accelerated_image_ops.cl").read_text()
+    defines = ["-DQE_FX=3", "-DQE_FY=2", "-DQE_OX=0", "-DQE_OY=-1", "-DQE_BX=1", "-DQE_BY=1"]
+    built = native_program(kernel_context, text, defines)
+    grid = [(x, y) for y in range(5) for x in range(6)]
+    w = WeightImage(kernel_context, rng.uniform(-1, 1, (2, 3)), center=(0, 1))
+    built.qe_convolve_image(queue, (6, 5), None, src, smp, w.image, dst)
+    expected = spec.at_points(spec.convolve, grid, pixels, w.weights, (0, 1), "clamp_to_edge")
+    got = download(queue, dst).reshape(-1, 4)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    built.qe_box_filter_image(queue, (6, 5), None, src, smp, box_size(1.5, 2.0), dst)
+    expected = spec.at_points(spec.box_filter, grid, pixels, (1.5, 2.0), "clamp_to_edge")
+    got = download(queue, dst).reshape(-1, 4)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("source", ["accelerated_image_ops.cl", "points"])

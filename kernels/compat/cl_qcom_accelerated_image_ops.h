@@ -18,23 +18,30 @@
  * the builtins and both types; the spec lists no pragma. Elsewhere this part defines them
  * in OpenCL C 1.2 with the conventions of docs/accelerated_image_ops.md:
  *
+ * - One pixel convention for all three (the spec's worked examples: the 4x3 filter centred
+ *   at (4, 2) and the 2x2 box at (1, 1)): pixel (i, j) is the unit square centred on the
+ *   integer point (i, j), [i - 0.5, i + 0.5) x [j - 0.5, j + 0.5). A coordinate lies in
+ *   pixel qcom_ext_accelerated_nearest(c) = floor(c + 0.5) per axis (computed exactly).
+ *   At x = 2.7: a 1x1 convolution and a 1x1 block match give pixel 3, a 1x1 box gives
+ *   0.3 * p2 + 0.7 * p3 (the box weighs the same squares by the area it covers).
  * - Pixel (i, j) is read with read_imagef(image, sampler, (float2)(i + 0.5f, j + 0.5f)),
  *   so the sampler's addressing mode decides what reads outside the image return, exactly
  *   as read_imagef would. The sampler must use unnormalized coordinates
  *   (CLK_NORMALIZED_COORDS_FALSE); CLK_FILTER_NEAREST is the intended filter.
- * - Convolution: base pixel (bx, by) = floor(coord); the filter's centre (cx, cy) lands on
- *   it, so filter tap (i, j) multiplies pixel (bx - cx + i, by - cy + j) (a correlation:
- *   the spec's 4x3 filter, centre (1, 1), at (4, 2) covers x 3..6, y 1..3). With P phases
- *   per axis the phase is p = min(floor(frac(coord) * P), P - 1) per axis; a 2-D weight
- *   image holds P*P slices, slice index py * P + px; a separable one holds P slices, the
- *   horizontal row of slice px and the vertical row of slice py are used. Separable =
- *   the horizontal 1-D sum of each row, then the vertical 1-D sum of those.
- * - Box filter: the box of size (w, h) is centred on coord, pixel (i, j) spans
- *   [i - 0.5, i + 0.5] x [j - 0.5, j + 0.5] (integer coordinates are pixel centres, as in
- *   the spec's 2x2 example); each pixel is weighted by the area of it the box covers, and
- *   the sum is divided by w * h.
- * - Block matching: the target block's top-left pixel is floor(target_coord), the
- *   reference block's is reference_coord; per channel SAD = sum |t - r|, SSD = sum (t - r)^2.
+ * - Convolution: the filter's centre (cx, cy) lands on the pixel (bx, by) the coordinate
+ *   lies in, so filter tap (i, j) multiplies pixel (bx - cx + i, by - cy + j) (a
+ *   correlation: the spec's 4x3 filter, centre (1, 1), at (4, 2) covers x 3..6, y 1..3).
+ *   Phases: the offset d = c - b (in [-0.5, 0.5)) from that pixel's centre, in 1/P steps
+ *   modulo P: p = floor(d * P) mod P, so phase 0 is the centre and phase P - 1 the step
+ *   just before it (equal to min(floor(frac(c) * P), P - 1)). A 2-D weight image holds
+ *   P*P slices, slice index py * P + px; a separable one holds P slices, the horizontal
+ *   row of slice px and the vertical row of slice py are used. Separable = the
+ *   horizontal 1-D sum of each row, then the vertical 1-D sum of those.
+ * - Box filter: the box of size (w, h) is centred on coord; each pixel square is weighted
+ *   by the area of it the box covers, and the sum is divided by w * h.
+ * - Block matching: the target block's top-left pixel is the one target_coord lies in,
+ *   the reference block's is reference_coord; per channel SAD = sum |t - r|,
+ *   SSD = sum (t - r)^2.
  *
  * Loop bounds are clamped to the fallback limits below, so a bad header or size can give a
  * wrong result but never an endless or out-of-bounds loop.
@@ -91,11 +98,21 @@ float qcom_ext_accelerated_lane(float4 v, int lane)
     return (lane & 1) ? odd : even;
 }
 
-/* Phase index along one axis: the fraction of coord past its base pixel, in P steps. */
+/* The pixel coordinate c lies in, floor(c + 0.5), without rounding c + 0.5 (exact for
+ * |c| < 2^23: c - floor(c) is exact). */
 QCOM_EXT_ACCELERATED_INLINE
-int qcom_ext_accelerated_phase(float c, float base, int per_axis)
+float qcom_ext_accelerated_nearest(float c)
 {
-    return min((int)((c - base) * (float)per_axis), per_axis - 1);
+    float f = floor(c);
+    return (c - f >= 0.5f) ? f + 1.0f : f;
+}
+
+/* Phase index along one axis: floor((c - nearest) * P) mod P, computed from the fraction
+ * of c past the pixel centre at or before it (the same index, without negative offsets). */
+QCOM_EXT_ACCELERATED_INLINE
+int qcom_ext_accelerated_phase(float c, int per_axis)
+{
+    return min((int)((c - floor(c)) * (float)per_axis), per_axis - 1);
 }
 
 QCOM_EXT_ACCELERATED_INLINE
@@ -108,9 +125,10 @@ float4 qcom_convolve_imagef(__read_only image2d_t image, sampler_t sampler, floa
     int fy = clamp((int)h0.y, 1, QCOM_EXT_ACCELERATED_MAX_FILTER_SIZE);
     int cx = clamp((int)h0.z, 0, fx - 1), cy = clamp((int)h0.w, 0, fy - 1);
     int per_axis = clamp((int)h1.z, 1, QCOM_EXT_ACCELERATED_MAX_NUM_PHASES);
-    float2 base = floor(coord);
-    int px = qcom_ext_accelerated_phase(coord.x, base.x, per_axis);
-    int py = qcom_ext_accelerated_phase(coord.y, base.y, per_axis);
+    float2 base = (float2)(qcom_ext_accelerated_nearest(coord.x),
+                           qcom_ext_accelerated_nearest(coord.y));
+    int px = qcom_ext_accelerated_phase(coord.x, per_axis);
+    int py = qcom_ext_accelerated_phase(coord.y, per_axis);
     int x0 = (int)base.x - cx, y0 = (int)base.y - cy;
     float4 sum = (float4)(0.0f);
     if (h1.y != 0.0f) { /* separable: slice rows (horizontal, vertical) */
@@ -179,7 +197,8 @@ float4 qcom_ext_block_match(__read_only image2d_t target_image, sampler_t sample
 {
     int w = (int)min(region.x, (uint)QCOM_EXT_BLOCK_MATCH_MAX_REGION);
     int h = (int)min(region.y, (uint)QCOM_EXT_BLOCK_MATCH_MAX_REGION);
-    int tx = (int)floor(target_coord.x), ty = (int)floor(target_coord.y);
+    int tx = (int)qcom_ext_accelerated_nearest(target_coord.x);
+    int ty = (int)qcom_ext_accelerated_nearest(target_coord.y);
     int rx = (int)reference_coord.x, ry = (int)reference_coord.y;
     float4 sum = (float4)(0.0f);
     for (int j = 0; j < h; j++) {

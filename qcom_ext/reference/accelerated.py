@@ -1,8 +1,10 @@
 """numpy (float64) references of the accelerated image ops, for tests, samples and selftest.
 
-They follow the conventions of ``kernels/compat/cl_qcom_accelerated_image_ops.h`` (and
-docs/accelerated_image_ops.md). Images are ``(height, width, 4)`` arrays; coordinates are
-taken as the float32 values a kernel receives. ``addressing`` is the sampler's:
+One pixel convention for the three builtins: pixel i spans [i - 0.5, i + 0.5) (integer
+coordinates are pixel centres, as in the spec's examples). They follow the conventions of
+``kernels/compat/cl_qcom_accelerated_image_ops.h`` (and docs/accelerated_image_ops.md).
+Images are ``(height, width, 4)`` arrays; coordinates are taken as the float32 values a
+kernel receives. ``addressing`` is the sampler's:
 ``"clamp"`` (outside reads give the border colour 0), ``"clamp_to_edge"``, or ``"none"``
 (every read must be inside the image, as OpenCL requires; ValueError otherwise).
 
@@ -37,6 +39,7 @@ __all__ = [
     "box_weights",
     "convolve",
     "convolve_image",
+    "nearest",
     "pixels",
 ]
 
@@ -63,6 +66,15 @@ def _coords(coords: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     return np.asarray(coords, dtype=np.float32).reshape(-1, 2).astype(np.float64)
 
 
+def nearest(coords: np.ndarray) -> np.ndarray:
+    """The pixel each coordinate lies in: pixel i spans [i - 0.5, i + 0.5), so floor(c + 0.5).
+
+    >>> nearest(np.array([2.0, 2.49, 2.5, 2.7, -0.5, -0.51]))
+    array([ 2,  2,  3,  3,  0, -1])
+    """
+    return np.floor(np.asarray(coords, dtype=np.float64) + 0.5).astype(np.int64)
+
+
 def convolve(
     image: np.ndarray,
     coords: Sequence[Sequence[float]] | np.ndarray,
@@ -73,7 +85,10 @@ def convolve(
     filter_size: tuple[int, int] | None = None,
     addressing: str = "clamp_to_edge",
 ) -> np.ndarray:
-    """``qcom_convolve_imagef`` at each coordinate: (N, 4).
+    """``qcom_convolve_imagef`` at each coordinate: (N, 4). The centre tap lands on the
+    pixel the coordinate lies in (:func:`nearest`); the phase of an axis is
+    ``min(floor(frac(c) * P), P - 1)``, i.e. the offset from that pixel's centre in 1/P
+    steps modulo P.
 
     ``weights`` as stored by a WeightImage, shape (phases, rows, cols): rows = fy for 2-D,
     2 (horizontal, vertical) for separable filters.
@@ -88,9 +103,9 @@ def convolve(
         fy, fx = taps.shape[1:]
     cx, cy = center
     c = _coords(coords)
-    base = np.floor(c)
-    phase = np.minimum(np.floor((c - base) * per_axis), per_axis - 1).astype(np.int64)
-    x0, y0 = base[:, 0].astype(np.int64) - cx, base[:, 1].astype(np.int64) - cy
+    base = nearest(c)
+    phase = np.minimum(np.floor((c - np.floor(c)) * per_axis), per_axis - 1).astype(np.int64)
+    x0, y0 = base[:, 0] - cx, base[:, 1] - cy
     ii, jj = np.arange(fx), np.arange(fy)
     window = pixels(
         image,
@@ -195,7 +210,7 @@ def block_match(
 ) -> np.ndarray:
     """``qcom_block_match_sadf`` (or ``_ssdf`` when ``squared``) per coordinate pair: (N, 4)."""
     w, h = region
-    t = np.floor(_coords(target_coords)).astype(np.int64)
+    t = nearest(_coords(target_coords))
     r = np.asarray(reference_coords, dtype=np.int64).reshape(-1, 2)
     ii, jj = np.arange(w)[None, None, :], np.arange(h)[None, :, None]
     a = pixels(target, t[:, 0, None, None] + ii, t[:, 1, None, None] + jj, addressing)

@@ -18,11 +18,12 @@ has the details and where hardware may differ):
 
 * Weights are ``(fy, fx)`` or ``(phases, fy, fx)``; separable ones ``(2, n)`` or
   ``(phases, 2, n)`` with row 0 horizontal, row 1 vertical, ``n = max(fx, fy)``.
-  Tap ``(i, j)`` (column ``i``, row ``j``) multiplies pixel ``floor(coord) - center +
-  (i, j)``: a correlation, the spec's 4x3 filter with centre (1, 1) at (4, 2) covers source
-  x 3..6, y 1..3.
+  Tap ``(i, j)`` (column ``i``, row ``j``) multiplies pixel ``b - center + (i, j)``,
+  ``b = floor(coord + 0.5)`` the pixel the coordinate lies in: a correlation, the spec's
+  4x3 filter with centre (1, 1) at (4, 2) covers source x 3..6, y 1..3.
 * A 2-D weight image with ``P * P`` slices has ``P`` phases per axis; the phase of an axis
-  is ``min(floor(frac(coord) * P), P - 1)`` and 2-D slice ``py * P + px`` is used. A
+  is ``min(floor(frac(coord) * P), P - 1)`` (the offset from pixel ``b``'s centre in
+  ``1 / P`` steps, modulo ``P``) and 2-D slice ``py * P + px`` is used. A
   separable one has ``P`` slices; the horizontal row of slice ``px`` and the vertical row
   of slice ``py`` are used.
 * Weights are rounded to ``dtype`` (half by default, as the spec's samples store them)
@@ -32,11 +33,13 @@ has the details and where hardware may differ):
   so its addressing mode (clamp, clamp-to-edge, none) applies as in ``read_imagef``.
   The box filter weighs pixel ``(i, j)``, spanning ``[i - 0.5, i + 0.5]`` on each axis, by
   the area a box centred on ``coord`` covers, divided by ``w * h``; block matching starts
-  the target block at ``floor(target_coord)``.
+  the target block at ``floor(target_coord + 0.5)``. One pixel convention: pixel ``i``
+  spans ``[i - 0.5, i + 0.5)`` for all three builtins (docs/accelerated_image_ops.md).
 
 Where real hardware could differ (the spec settles only integer coordinates, which all its
-examples use): rounding instead of ``floor`` for fractional coordinates, a rounded phase
-or the ``px * P + py`` slice order, reduced-precision accumulation in the texture unit.
+examples use): ``floor(coord)`` instead of the pixel a fractional coordinate lies in,
+another phase mapping or the ``px * P + py`` slice order, reduced-precision accumulation
+in the texture unit.
 ``qcom-ext selftest`` runs the same checks natively and with the portable code forced and
 prints where the two differ.
 

@@ -172,3 +172,31 @@ def _block_search(env: Env) -> Outcome:
     vectors, _ = field_.get(env.queue)
     want, _ = ref.block_match_search(target, reference, (8, 8), 3)
     return Outcome(vectors.astype(np.float64), want.astype(np.float64))
+
+
+@case(EXTENSION, "pixel convention: 1x1 convolve, box, block match at fractional coords")
+def _pixel_convention(env: Env) -> Outcome:
+    """The one pixel convention (pixel i spans [i - 0.5, i + 0.5)) where the builtins could
+    part: at x = 2.7 a 1x1 convolution and a 1x1 block match give pixel 3, a 1x1 box
+    0.3 * p2 + 0.7 * p3. Natively the run also compares these with the portable code, which
+    settles the convention on the device."""
+    from qcom_ext.ext.accelerated.weights import WeightImage
+
+    pixels = env.rng.random((6, 8, 4)).astype(np.float32)
+    image, zero = _upload(env, pixels), _upload(env, np.zeros((6, 8, 4), np.float32))
+    xs = np.array([2.0, 2.25, 2.49, 2.5, 2.7, 3.2, 0.51, 5.75], np.float32)
+    coords = np.stack([xs, np.float32(2.5) + xs / 4], -1).astype(np.float32)
+    one = WeightImage(env.context, [[1.0]], center=(0, 0), dtype=np.float32)
+    ops = _ops(env)
+    conv = ops.convolve(env.queue, image, one, coords)
+    box = ops.box_filter(env.queue, image, (1.0, 1.0), coords)
+    sad, _ = ops.block_match(env.queue, image, zero, (1, 1), coords, np.zeros_like(coords))
+    got = np.concatenate([conv, box, sad])
+    want = np.concatenate(
+        [
+            ref.convolve(pixels, coords, one.weights, center=(0, 0)),
+            ref.box_filter(pixels, coords, (1.0, 1.0)),
+            ref.block_match(pixels, np.zeros_like(pixels), coords, (1, 1), np.zeros((8, 2))),
+        ]
+    )
+    return Outcome(got, want, 1e-4, ran_as=one.path)

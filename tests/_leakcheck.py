@@ -46,7 +46,7 @@ from qcom_ext.binding.lib import driver, ffi
 #: Cycles per kind; QCOM_EXT_LEAK_CYCLES lowers it while debugging (the leak tests
 #: themselves assert on 10,000 in CI: docs/RELIABILITY.md).
 CYCLES = int(os.environ.get("QCOM_EXT_LEAK_CYCLES", "10000"))
-WARMUP = 500
+WARMUP = min(500, CYCLES // 4)  # fewer with QCOM_EXT_LEAK_CYCLES (a GPU driver: ~0.2 s a context)
 RSS_LIMIT = 8 << 20
 BLOCK_LIMIT = 1000
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

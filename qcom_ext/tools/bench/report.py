@@ -41,7 +41,17 @@ __all__ = [
 
 BLOCK_END = "<!-- /bench -->"
 #: QCOM_EXT_* variables that do not change what is measured (kept out of the command stamp)
-_MACHINE_ENV = frozenset({"QCOM_EXT_CACHE_DIR", "QCOM_EXT_TEST_DEVICES"})
+# Variables that say where things are or how the test suite runs, not what is measured.
+_MACHINE_ENV = frozenset(
+    {
+        "QCOM_EXT_CACHE_DIR",
+        "QCOM_EXT_TEST_DEVICES",
+        "QCOM_EXT_TEST_BUDGET_S",
+        "QCOM_EXT_LEAK_CYCLES",
+        "QCOM_EXT_FUZZ_EXAMPLES",
+        "QCOM_EXT_FUZZ_REPORT",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,20 @@ def cli(argv: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> A
     return result
 
 
+@pytest.fixture(autouse=True)
+def fresh_default(monkeypatch):
+    """The commands run in children with neither PYOPENCL_CTX nor QCOM_EXT_DISABLE and an
+    empty probe cache; what they print is compared with this process's probe, so it is
+    made the same way (earlier tests of a full run may have left a cached default)."""
+    from qcom_ext.device.probe import clear_cache
+
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
+    clear_cache()
+    yield
+    clear_cache()
+
+
 @pytest.fixture(scope="module")
 def devices() -> list[Any]:
     try:

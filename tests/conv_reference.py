@@ -80,3 +80,21 @@ def assert_close(actual, expected, dtype) -> None:
 def rounded(array, dtype) -> np.ndarray:
     """``array`` as stored in ``dtype``, back in float64 (what the kernel sees)."""
     return np.asarray(array).astype(dtype).astype(np.float64)
+
+
+def conv_option_strategies() -> dict:
+    """Hypothesis strategies for the options the conv property tests share (stride,
+    padding, dilation, activation, bias, layout, dtype)."""
+    from hypothesis import strategies as st
+
+    from qcom_ext import ops
+
+    return {
+        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+        "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
+        "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
+        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
+        "bias": st.booleans(),
+        "layout": st.sampled_from(["NCHW", "NHWC"]),
+        "dtype": st.sampled_from([np.float32, np.float16]),
+    }

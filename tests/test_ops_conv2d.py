@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 import pytest
-from conv_reference import assert_close, conv2d, rounded
+from conv_reference import assert_close, conv2d, conv_option_strategies, rounded
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -31,13 +31,7 @@ cases = st.fixed_dictionaries(
         "w": st.integers(1, 11),
         "kh": st.integers(1, 4),
         "kw": st.integers(1, 4),
-        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
-        "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
-        "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
-        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
-        "bias": st.booleans(),
-        "layout": st.sampled_from(["NCHW", "NHWC"]),
-        "dtype": st.sampled_from([np.float32, np.float16]),
+        **conv_option_strategies(),
     }
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 import pytest
-from conv_reference import assert_close, conv2d, pack_image, rounded
+from conv_reference import assert_close, conv2d, conv_option_strategies, pack_image, rounded
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -27,13 +27,7 @@ cases = st.fixed_dictionaries(
         "w": st.integers(1, 13),
         "kh": st.integers(1, 4),
         "kw": st.integers(1, 5),
-        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
-        "padding": st.tuples(st.integers(0, 2), st.integers(0, 2)),
-        "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2)),
-        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
-        "bias": st.booleans(),
-        "layout": st.sampled_from(["NCHW", "NHWC"]),
-        "dtype": st.sampled_from([np.float32, np.float16]),
+        **conv_option_strategies(),
         "pixels": st.sampled_from([1, 2, 4, 8]),
         "rows": st.sampled_from([1, 2, 4]),
     }

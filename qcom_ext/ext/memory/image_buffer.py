@@ -122,36 +122,23 @@ class ImageBuffer:
     ) -> cl.Event | None:
         """Make writes through the image visible through the buffer: a copy on the
         fallback path (its event), nothing when the two alias (None)."""
-        self._check_queue(queue)
-        if self.zero_copy:
-            return None
-        origin, region = self._region()
-        return cl.enqueue_copy(
-            queue,
-            self.buffer,
-            self.image,
-            offset=0,
-            origin=origin,
-            region=region,
-            wait_for=wait_for,
-        )
+        return self._sync(queue, self.buffer, self.image, wait_for)
 
     def sync_to_image(
         self, queue: cl.CommandQueue, wait_for: Sequence[cl.Event] | None = None
     ) -> cl.Event | None:
         """Make writes through the buffer visible through the image (see sync_to_buffer)."""
+        return self._sync(queue, self.image, self.buffer, wait_for)
+
+    def _sync(
+        self, queue: cl.CommandQueue, dst: Any, src: Any, wait_for: Sequence[cl.Event] | None
+    ) -> cl.Event | None:
         self._check_queue(queue)
         if self.zero_copy:
             return None
         origin, region = self._region()
         return cl.enqueue_copy(
-            queue,
-            self.image,
-            self.buffer,
-            offset=0,
-            origin=origin,
-            region=region,
-            wait_for=wait_for,
+            queue, dst, src, offset=0, origin=origin, region=region, wait_for=wait_for
         )
 
     def _rect(self) -> dict[str, Any]:

@@ -75,7 +75,10 @@ def test_installed_wheel_carries_and_finds_its_data(tmp_path):
         check=True,
         timeout=300,
     )
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    # The wheel first; what the environment already puts on the path (dependencies
+    # installed with --target, as on the GPU machine) after it.
+    path = [str(target), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     out = subprocess.run(
         [sys.executable, "-c", CHECK],
         cwd=tmp_path,

@@ -115,18 +115,19 @@ def test_invalid_candidates_are_rejected_with_reasons(kernel_context, cache_dir)
     device = kernel_context.devices[0]
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
     args = [buffer(kernel_context), np.float32(1)]
+    odd = next(n for n in range(limit, 1, -1) if 4096 % n)  # within the limit, not dividing
     report = tuning.tune_report(
         kernel,
         (4096,),
         args,
         use_cache=False,
         repeats=1,
-        candidates=[(64,), (limit * 2,), (64, 1), (3000,), (0,)],
+        candidates=[(64,), (limit * 2,), (64, 1), (odd,), (0,)],
     )
     reasons = dict(report.rejected)
     assert f"exceed the kernel's limit {limit}" in reasons[(limit * 2,)]
     assert "2 dimensions" in reasons[(64, 1)]
-    assert "not a multiple of 3000" in reasons[(3000,)]
+    assert f"not a multiple of {odd}" in reasons[(odd,)]
     assert "positive" in reasons[(0,)]
     assert {ls for ls, _ in report.measured} == {None, (64,)}
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import qcom_ext
+from qcom_ext import _context_cache
 
 EXT = "cl_qcom_vector_image_ops"
 ORDERS = {1: cl.channel_order.R, 2: cl.channel_order.RG, 4: cl.channel_order.RGBA}
@@ -81,16 +82,17 @@ def image_context(device_caps, kernel_context):
     return kernel_context
 
 
-_PROGRAMS: dict[tuple[int, str, bool], cl.Program] = {}
-
-
 def program(context, source: str, normalized: bool = False) -> cl.Program:
-    """Built once per context, source and coordinate mode (hypothesis reuses it)."""
-    key = (context.int_ptr, source, normalized)
-    if key not in _PROGRAMS:
-        defines = {"QCOM_EXT_VECTOR_IMAGE_NORMALIZED_COORDS": normalized}
-        _PROGRAMS[key] = qcom_ext.build_program(context, source, defines=defines)
-    return _PROGRAMS[key]
+    """Built once per context, source and coordinate mode (hypothesis reuses it), in the
+    library's per-context cache: a test-module dict keyed by handle kept every test's
+    context alive (6 GB of GPU memory on NVIDIA) and could hand a stale program to a new
+    context at a reused address."""
+    defines = {"QCOM_EXT_VECTOR_IMAGE_NORMALIZED_COORDS": normalized}
+    return _context_cache.cached(
+        context,
+        ("test_vector_image_ops", source, normalized),
+        lambda ctx: qcom_ext.build_program(ctx, source, defines=defines),
+    )
 
 
 def supported(context, order, channel_type) -> bool:

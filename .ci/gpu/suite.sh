@@ -4,7 +4,7 @@
 export QCOM_EXT_TEST_DEVICES=nvidia CI=true QCOM_EXT_LEAK_CYCLES=${QCOM_EXT_LEAK_CYCLES:-200}
 ( while true; do echo "$(date +%s) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits)"; sleep 1; done ) > $OUT/gpu_mem.log 2>&1 &
 MON=$!
-python3 -m pytest -q -p no:cacheprovider --timeout 300 -o addopts="" --durations=25 "$@" 2>&1 | tee $OUT/pytest.log | tail -60
+PYTHONPATH=$PWD/.ci/gpu:$PYTHONPATH python3 -m pytest -q -p timeline -p no:cacheprovider --timeout 300 -o addopts="" --durations=25 "$@" 2>&1 | tee $OUT/pytest.log | tail -60
 kill $MON
 python3 - <<'PY'
 import os

@@ -476,6 +476,22 @@ REPORTS = [
 ]
 
 
+def with_trials(caps: DeviceCaps) -> DeviceCaps:
+    """``caps`` with a crashed and a passed trial (the probe table lists them)."""
+    from qcom_ext.device.verdicts import Verdict
+
+    verdicts = [
+        Verdict(
+            "cl_qcom_extended_query_image_info", "the query", "crashed", "SIGSEGV", "2026-01-02"
+        ),
+        Verdict("cl_qcom_recordable_queues", "the trial recording", "ok", "", "2026-01-02"),
+    ]
+    return caps.with_verdicts({v.extension: v for v in verdicts})
+
+
+REPORTS.append(with_trials(capture("adreno730")))
+
+
 def assert_fits(text: str, width: int = 80) -> None:
     lines = text.splitlines()
     too_long = [line for line in lines if len(line.rstrip()) > width]
@@ -505,6 +521,28 @@ def test_probe_table_fits_80_columns_without_cutting_names(caps):
     assert caps.driver in text and caps.label in text
     if caps.unknown_qcom:
         assert "also advertised, not handled by qcom_ext:" in text
+    for name, verdict in caps.verdicts.items():
+        assert any(
+            line.split()[:2] == [name, verdict.outcome]
+            for line in text.splitlines()[1:]
+            if line.split()
+        )
+
+
+def test_driver_strings_are_shown_as_text_not_markup():
+    """A driver string is untrusted: ``[/x]`` (rich's closing markup) is printed as is."""
+    caps = DeviceCaps.from_info(
+        extensions="cl_qcom_[/x]",
+        device_name="[/bold] GPU",
+        driver_version="1.0 [red]",
+        platform_name="[/]",
+        disabled=(),
+    )
+    out = io.StringIO()
+    cli._render(caps, Console(file=out, width=80, color_system=None))
+    text = out.getvalue()
+    for shown in ("[/bold] GPU", "1.0 [red]", "cl_qcom_[/x]"):
+        assert shown in text
 
 
 def test_probe_command_at_columns_80_and_its_json(monkeypatch, capsys):

@@ -4,17 +4,19 @@ Some boards' OpenCL strings carry no model (a QCS8550 Linux board: device name
 ``QUALCOMM ``, version ``OpenCL 3.0 ``); the kernel driver still names the GPU in
 ``/sys/class/kgsl/kgsl-3d0/``:
 
-* ``gpu_model``: the kernel's ``adreno_get_gpu_model()`` text, a device-tree
-  ``qcom,gpu-model`` string or else ``"Adreno%u%u%uv%u"`` from the chip id's core, major,
-  minor and patch + 1 (``drivers/gpu/msm/adreno.c``; the attribute is made in
-  ``adreno_sysfs.c`` and, on older kernels, ``kgsl_pwrctrl.c``). Seen: ``Adreno830v2``
-  (OnePlus 13, GlassHaven/Haven#384).
-* ``gpu_chipid``: the chip id, read where present (the path third-party tools read; no
-  public kernel source defining it was found). Only the kernel's own ``0x%X`` form of a
-  u32 attribute (``adreno_sysfs_show_u32``) is accepted. The id maps to a model only in
-  the documented legacy layout, one decimal digit per byte: core, major, minor, patch
-  (``0x06030001`` is Adreno 630: Mesa's ``fd_dev_gpu_id()``, tinygrad's ``ops_qcom.py``).
-  Newer ids (``0x43050a01``, Adreno 740) do not follow it and map to nothing.
+* ``gpu_model``: KGSL's ``adreno_get_gpu_model()`` (``adreno.c``): a device-tree
+  ``qcom,gpu-model`` string, else ``"Adreno%u%u%uv%u"`` from the chip id's core, major,
+  minor and patch + 1. The attribute is made in ``adreno_sysfs.c`` (``kgsl_pwrctrl.c`` on
+  older kernels). Seen: ``Adreno830v2`` (OnePlus 13, GlassHaven/Haven#384). Accepted:
+  ``Adreno`` and three digits, an optional ``v<revision>``.
+* ``gpu_chipid``: the chip id, the path third-party tools read next to ``gpu_model`` (no
+  public kernel source making it was found, so it is read only where present). Accepted
+  only in KGSL's form for a u32 attribute, ``0x%X`` (``adreno_sysfs_show_u32``). An id
+  maps to a model only in the documented legacy layout, one decimal digit per byte for
+  core, major and minor (``0x06030001``: Adreno 630; Mesa's ``fd_dev_gpu_id()`` in
+  ``src/freedreno/common/freedreno_dev_info.h``, and tinygrad's ``runtime/ops_qcom.py``).
+  Newer ids (``0x43050a01``, Adreno 740 in Mesa's ``freedreno_devices.py``) do not
+  follow it and map to nothing.
 
 Every file is untrusted input: a missing, unreadable, oversized or malformed file is a
 miss (None), never an exception.

@@ -62,10 +62,8 @@ def _row(name: str, value: str, style: str, name_width: int, console: Console) -
         console.print(text, soft_wrap=True)
 
 
-def _indented(text: str, console: Console, style: str = "") -> None:
-    console.print(
-        Padding(Text(text, style=style), (0, 0, 0, report_text.REASON_INDENT), expand=False)
-    )
+def _indented(text: str, console: Console) -> None:
+    console.print(Padding(Text(text), (0, 0, 0, report_text.REASON_INDENT), expand=False))
 
 
 def _render_paths(caps: DeviceCaps, console: Console) -> None:
@@ -82,7 +80,8 @@ def _render_verdicts(caps: DeviceCaps, console: Console) -> None:
     for name, verdict in sorted(caps.verdicts.items()):
         style = "green" if verdict.outcome == "ok" else "bold red"
         _row(name, verdict.outcome, style, width, console)
-        _indented(f"verified {verdict.verified}: {verdict.detail}", console)
+        detail = f": {verdict.detail}" if verdict.detail else ""
+        _indented(f"verified {verdict.verified}{detail}", console)
 
 
 def _render(caps: DeviceCaps, console: Console) -> None:
@@ -91,20 +90,20 @@ def _render(caps: DeviceCaps, console: Console) -> None:
     facts.add_column(justify="right", style="dim", no_wrap=True)
     facts.add_column(overflow="fold")
     for key, value in _facts(caps):
-        facts.add_row(key, value)
+        facts.add_row(key, Text(value))  # driver strings are text, never rich markup
     console.print(facts)
     _render_paths(caps, console)
     unknown = report_text.unknown_line(caps)
     if unknown:
-        console.print(unknown)
+        console.print(Text(unknown))
     limits = [(k, v) for k, v in caps.limits.items() if v is not None]
     if limits:
         console.print("[dim]limits:[/] " + ", ".join(f"{k}={v}" for k, v in limits))
     if caps.verdicts:
         _render_verdicts(caps, console)
     for problem in caps.problems:
-        console.print(f"[red]problem:[/] {problem}")
-    console.print(f"[bold]{caps.summary()}[/]")
+        console.print(Text.assemble(("problem: ", "red"), problem))
+    console.print(Text(caps.summary(), style="bold"))
 
 
 def chosen_device(spec: str | None) -> int | None:

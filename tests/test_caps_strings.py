@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from qcom_ext import REGISTRY, ConfigError, DeviceCaps, Limits
 from qcom_ext.device.caps import parse_adreno_compiler, parse_adreno_model, parse_disabled
+from qcom_ext.device.compiler_version import CompilerVersion
 from qcom_ext.device.extensions import khronos_names, resolve
 
 ADRENO = adreno_strings()
@@ -214,11 +215,17 @@ def test_adreno_model(texts, model):
         ),
         ("OpenCL 3.0 QUALCOMM build: 827.0 Compiler DX.18.05.00", "DX.18.05.00"),
         ("OpenCL 2.0 QUALCOMM build: commit #xx Compiler E17.01.00", "E17.01.00"),
+        ("31.0.112.0 VDX.17.75.00", "DX.17.75.00"),  # no word "Compiler" (llama.cpp#10693)
+        ("E031.45.02.06", "E031.45.02.06"),
         ("3.1+debian", None),
+        ("OpenCL 3.0 QUALCOMM build: commit unknown", None),
     ],
 )
 def test_adreno_compiler(driver, compiler):
     assert parse_adreno_compiler(driver) == compiler
+    caps = DeviceCaps.from_info(extensions="", driver_version=driver, vendor_id=0x5143)
+    assert caps.adreno_compiler == compiler  # the string field and the ordered value agree
+    assert caps.compiler_version == CompilerVersion.parse(driver)
 
 
 def test_windows_x1_report():
@@ -250,7 +257,13 @@ def test_report_round_trips_through_json():
     caps = adreno_caps("adreno730-cl3.0")
     data = json.loads(caps.to_json())
     assert set(data["qcom"]) == set(REGISTRY)
-    assert data["adreno"] == {"is_adreno": True, "model": "730", "compiler": None}
+    assert data["adreno"] == {
+        "is_adreno": True,
+        "model": "730",
+        "compiler": None,
+        "model_source": "device_version",
+        "compiler_version": None,
+    }
     assert data["qcom"]["cl_qcom_ml_ops"]["path"] == "native"
     assert "cl_qcom_recordable_queues" in str(caps)
 

@@ -20,6 +20,8 @@ MODULES = [
     "qcom_ext.device.extensions",
     "qcom_ext.device.limits",
     "qcom_ext.device.driver_strings",
+    "qcom_ext.device.kgsl",
+    "qcom_ext.device.report_text",
     "qcom_ext.device.caps",
     "qcom_ext.device.verdicts",
     "qcom_ext.device.probe",

@@ -191,7 +191,8 @@ QUIRK_PROBE = """__kernel void quirk(__global int *out) {
 
 def test_every_build_takes_the_quirks_of_its_device(queue, device_caps, monkeypatch):
     """A user program and an ops kernel both see -DUSE_MAD24 exactly when the device's caps
-    are Adreno's, and the mad24/mul24 index arithmetic computes the same convolution."""
+    are those of Qualcomm's Adreno driver, and the mad24/mul24 index arithmetic computes the
+    same convolution."""
 
     def flag(context):
         program = qcom_ext.build_program(context, QUIRK_PROBE)
@@ -205,12 +206,12 @@ def test_every_build_takes_the_quirks_of_its_device(queue, device_caps, monkeypa
     x = np.random.default_rng(2).standard_normal((2, 3, 5, 6)).astype(np.float32)
     w = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
     want = conv2d(x, w[:, :, None, None], stride=2)
-    expected = int(device_caps.is_adreno)
+    expected = int(device_caps.qualcomm_driver)
     assert flag(queue.context) == expected
     layer = ops.Conv2d1x1(queue, w, stride=2, tile=(2, 4))
     assert ("-DUSE_MAD24" in layer.launcher.identity.options) == bool(expected)
 
-    as_adreno = dataclasses.replace(device_caps, is_adreno=True)
+    as_adreno = dataclasses.replace(device_caps, is_adreno=True, driver="qualcomm")
     monkeypatch.setattr("qcom_ext.device.probe.probe", lambda device=None, **kwargs: as_adreno)
     context = cl.Context([device_caps.device()])  # kernels are kept per context
     assert flag(context) == 1

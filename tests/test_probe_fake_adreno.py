@@ -25,6 +25,12 @@ def test_fake_adreno740_probe():
         "E031.42.02.00",
     )
     assert caps.label == "adreno-740-gpu"
+    assert (caps.driver, caps.model_source, caps.opencl_version) == (
+        "qualcomm",
+        "device_version",
+        (3, 0),
+    )
+    assert caps.opencl_c_version_number == (3, 0) and caps.unknown_qcom == ()
     assert caps.extension_versions == {
         "cl_qcom_recordable_queues": "1.0.1",
         "cl_qcom_perf_hint": "1.0.4",
@@ -78,3 +84,53 @@ def test_failing_required_query_raises_a_typed_error():
     expected = r"clGetDeviceInfo failed: CL_INVALID_VALUE \(-30\)"
     with pytest.raises(CLError, match=expected), fake_driver(info, platform_info(), []):
         read_device(DEVICE)
+
+
+def qcs8550_device_info() -> dict[int, bytes]:
+    """The QCS8550 Linux board (tests/data/README.md): no OpenCL string names the model.
+    (Its OpenCL C version string was not captured; here it names no model either.)"""
+    info = adreno740_device_info()
+    info[0x102B] = cstr("QUALCOMM ")  # CL_DEVICE_NAME
+    info[0x102F] = cstr("OpenCL 3.0 ")  # CL_DEVICE_VERSION
+    info[0x103D] = cstr("OpenCL C 3.0 ")  # CL_DEVICE_OPENCL_C_VERSION
+    info[0x102D] = cstr("OpenCL 3.0 QUALCOMM build: commit unknown Compiler E031.42.20.00")
+    return info
+
+
+def test_model_the_strings_do_not_name_comes_from_the_kernel_driver(tmp_path, monkeypatch):
+    root = tmp_path / "kgsl-3d0"
+    root.mkdir()
+    (root / "gpu_model").write_text("Adreno740v2\n")
+    monkeypatch.setattr("qcom_ext.device.kgsl.KGSL_ROOT", str(root))
+    with fake_driver(qcs8550_device_info(), platform_info(), []):
+        caps = read_device(DEVICE)
+    assert (caps.adreno_model, caps.model_source, caps.label) == (
+        "740",
+        "kgsl:gpu_model",
+        "adreno-740-gpu",
+    )
+    assert caps.driver == "qualcomm" and caps.opencl_version == (3, 0)
+    assert caps.compiler_version.text == "E031.42.20.00"
+    (root / "gpu_model").unlink()  # no kernel facts: the report says so
+    with fake_driver(qcs8550_device_info(), platform_info(), []):
+        caps = read_device(DEVICE)
+    assert (caps.adreno_model, caps.model_source, caps.label) == (
+        None,
+        None,
+        "adreno-unknown-gpu",
+    )
+
+
+def test_kernel_driver_is_not_read_when_the_strings_name_the_model(monkeypatch):
+    def read_kgsl(root=None):
+        raise AssertionError("read the kernel driver's files")
+
+    monkeypatch.setattr("qcom_ext.device.kgsl.read_kgsl", read_kgsl)
+    with fake_driver(adreno740_device_info(), platform_info(), []):
+        caps = read_device(DEVICE)
+    assert (caps.adreno_model, caps.model_source) == ("740", "device_version")
+    other = qcs8550_device_info()
+    other[0x1001] = (0x10DE).to_bytes(4, "little")  # not a Qualcomm device: never read
+    with fake_driver(other, platform_info(), []):
+        caps = read_device(DEVICE)
+    assert caps.adreno_model is None

@@ -8,8 +8,10 @@ can be checked without an Adreno device:
 ...     device_version="OpenCL 3.0 Adreno(TM) 740",
 ...     driver_version="OpenCL 3.0 QUALCOMM build: commit #16c1863 Compiler E031.38.11.12",
 ...     vendor_id=0x5143, disabled=())
->>> caps.is_adreno, caps.adreno_model, caps.adreno_compiler
-(True, '740', 'E031.38.11.12')
+>>> caps.is_adreno, caps.adreno_model, caps.adreno_compiler, caps.driver
+(True, '740', 'E031.38.11.12', 'qualcomm')
+>>> caps.compiler_version >= CompilerVersion.of("E031", 38, 11)
+True
 >>> caps.path("cl_qcom_recordable_queues"), caps.path("cl_qcom_priority_hint")
 ('native', 'fallback')
 >>> caps.with_disabled({"cl_qcom_recordable_queues"}).path("cl_qcom_recordable_queues")
@@ -28,11 +30,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from qcom_ext.device.compiler_version import CompilerVersion
 from qcom_ext.device.driver_strings import (
-    device_label,
+    device_facts,
     parse_adreno_compiler,
     parse_adreno_model,
     split_extensions,
+    unknown_qcom,
 )
 from qcom_ext.device.extensions import (
     REGISTRY,
@@ -43,11 +47,13 @@ from qcom_ext.device.extensions import (
     resolve,
 )
 from qcom_ext.device.limits import Limits
+from qcom_ext.device.report_text import as_text
 from qcom_ext.errors import ConfigError, UnknownExtension
 
 __all__ = [
     "DISABLE_ENV",
     "LARGEST_ADRENO_WAVE",
+    "CompilerVersion",
     "DeviceCaps",
     "Limits",
     "half_and_full",
@@ -57,7 +63,6 @@ __all__ = [
 ]
 
 DISABLE_ENV = "QCOM_EXT_DISABLE"
-QUALCOMM_VENDOR_ID = 0x5143  # "QC"
 #: Sub-group sizes range 16..128 across Adreno tiers (guide 9.2).
 LARGEST_ADRENO_WAVE = 128
 
@@ -140,9 +145,24 @@ class DeviceCaps:
     platform_extensions: frozenset[str]
     extension_versions: Mapping[str, str] = field(hash=False)
     image_support: bool
+    #: Adreno hardware, whichever OpenCL implementation runs it (see ``driver``).
     is_adreno: bool
     adreno_model: str | None
+    #: The compiler's text (``"E031.38.11.12"``); ``compiler_version`` is the ordered value.
     adreno_compiler: str | None
+    #: Which OpenCL string named the model (``"device_version"``, ``"device_name"``,
+    #: ``"opencl_c_version"``) or the kernel driver's file (``"kgsl:gpu_model"``,
+    #: ``"kgsl:chipid"``); None without a model.
+    model_source: str | None
+    #: The OpenCL implementation: one of :data:`~qcom_ext.device.driver_strings.DRIVERS`
+    #: (``"qualcomm"``, ``"rusticl"``, ``"clvk"``, ``"pocl"``, ``"nvidia"``, ...).
+    driver: str
+    compiler_version: CompilerVersion | None
+    #: ``CL_DEVICE_VERSION`` and ``CL_DEVICE_OPENCL_C_VERSION`` as numbers: ``(3, 0)``.
+    opencl_version: tuple[int, int] | None
+    opencl_c_version_number: tuple[int, int] | None
+    #: Advertised ``cl_qcom_*`` names qcom_ext has no entry for (reported, not used).
+    unknown_qcom: tuple[str, ...]
     limits: Any  # a Limits
     statuses: Mapping[str, ExtensionStatus] = field(hash=False)
     disabled: frozenset[str]
@@ -190,17 +210,13 @@ class DeviceCaps:
         broken: Iterable[tuple[str, str]] | None = None,
         platform_id: int = 0,
         device_id: int = 0,
+        kgsl: Any = None,
     ) -> DeviceCaps:
         """Build the report from the device's strings (no device needed). ``disabled``
         defaults to ``QCOM_EXT_DISABLE``; ``broken`` to the Khronos tiers this driver is
-        known to get wrong."""
-        adreno = vendor_id == QUALCOMM_VENDOR_ID or "adreno" in (
-            f"{device_name} {device_version} {opencl_c_version}".lower()
-        )
-        model = parse_adreno_model(device_version, device_name, opencl_c_version)
-        compiler = parse_adreno_compiler(driver_version, platform_version) if adreno else None
-        broken = known_broken(platform_name, driver_version) if broken is None else broken
-        draft = cls(
+        known to get wrong; ``kgsl`` (:class:`~qcom_ext.device.kgsl.KgslFacts`) names the
+        model of a Qualcomm-driver Adreno whose strings name none."""
+        strings = dict(
             device_name=device_name,
             device_version=device_version,
             driver_version=driver_version,
@@ -209,20 +225,21 @@ class DeviceCaps:
             device_type=device_type,
             platform_name=platform_name,
             platform_version=platform_version,
-            extensions=split_extensions(extensions),
-            platform_extensions=split_extensions(platform_extensions),
+        )
+        broken = known_broken(platform_name, driver_version) if broken is None else broken
+        exts, platform_exts = split_extensions(extensions), split_extensions(platform_extensions)
+        draft = cls(
+            **strings,
+            **device_facts(**strings, kgsl=kgsl),
+            extensions=exts,
+            platform_extensions=platform_exts,
             extension_versions=MappingProxyType(dict(extension_versions or {})),
             image_support=image_support,
-            is_adreno=adreno,
-            adreno_model=model if adreno else None,
-            adreno_compiler=compiler,
+            unknown_qcom=unknown_qcom(exts | platform_exts, REGISTRY),
             limits=limits or Limits(),
             statuses=MappingProxyType({}),
             disabled=_disabled(disabled),
             problems=tuple(problems),
-            label=device_label(
-                platform_name, device_name, driver_version, device_type, model, adreno
-            ),
             broken=tuple((str(e), str(r)) for e, r in broken),
             platform_id=platform_id,
             device_id=device_id,
@@ -247,6 +264,12 @@ class DeviceCaps:
         draft = dataclasses.replace(self, **changes) if changes else self
         statuses = MappingProxyType({name: draft._rule(name) for name in REGISTRY})
         return dataclasses.replace(draft, statuses=statuses)
+
+    @property
+    def qualcomm_driver(self) -> bool:
+        """Whether Qualcomm's own driver runs this Adreno: its quirks and compiler apply
+        (an Adreno under Mesa's rusticl or clvk is Adreno hardware, not this driver)."""
+        return self.is_adreno and self.driver == "qualcomm"
 
     def has(self, extension: str) -> bool:
         """Whether the device advertises ``extension`` (exact name match)."""
@@ -356,9 +379,10 @@ class DeviceCaps:
 
     def _quirks(self) -> list[str]:
         """The device's quirks, as ``-D`` flags (the one place they are injected):
-        ``USE_MAD24`` on Adreno (index arithmetic through mad24/mul24, fast there; emulated
-        and slower elsewhere) and ``QCOM_EXT_QUIRK_OCLGRIND`` on Oclgrind."""
-        quirks = ["-DUSE_MAD24"] if self.is_adreno else []
+        ``USE_MAD24`` under Qualcomm's Adreno driver (index arithmetic through mad24/mul24,
+        fast there; emulated and slower elsewhere) and ``QCOM_EXT_QUIRK_OCLGRIND`` on
+        Oclgrind."""
+        quirks = ["-DUSE_MAD24"] if self.qualcomm_driver else []
         if "oclgrind" in f"{self.platform_name} {self.device_name}".lower():
             # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
             # makes of portable idioms; the compat header then uses plainer code.
@@ -391,6 +415,9 @@ class DeviceCaps:
                 "version": self.device_version,
                 "driver_version": self.driver_version,
                 "opencl_c_version": self.opencl_c_version,
+                "driver": self.driver,
+                "opencl_version": _listed(self.opencl_version),
+                "opencl_c_version_number": _listed(self.opencl_c_version_number),
                 "vendor_id": self.vendor_id,
                 "type": self.device_type,
                 "image_support": self.image_support,
@@ -399,7 +426,10 @@ class DeviceCaps:
                 "is_adreno": self.is_adreno,
                 "model": self.adreno_model,
                 "compiler": self.adreno_compiler,
+                "model_source": self.model_source,
+                "compiler_version": _listed(self.compiler_version),
             },
+            "unknown_qcom": list(self.unknown_qcom),
             "extensions": sorted(self.extensions),
             "extension_versions": dict(sorted(self.extension_versions.items())),
             "limits": self.limits.to_dict(),
@@ -426,8 +456,12 @@ class DeviceCaps:
         return f"{self.label} ({self.device_name.strip()}): {parts}"
 
     def __str__(self) -> str:
-        lines = [self.summary()]
-        width = max(len(n) for n in self.statuses)
-        for name, status in sorted(self.statuses.items()):
-            lines.append(f"  {name:<{width}}  {status.path:<28} {status.reason}")
-        return "\n".join(lines)
+        """The report as text within 80 columns (:func:`~qcom_ext.device.report_text.as_text`)."""
+        return as_text(self)
+
+
+def _listed(value: Any) -> Any:
+    """A parsed fact in JSON form: a tuple as a list, a compiler version as its dict."""
+    if isinstance(value, CompilerVersion):
+        return value.to_dict()
+    return None if value is None else list(value)

@@ -1,7 +1,9 @@
 """Probe OpenCL devices: ``probe()`` for one, ``probe_all()`` for every device.
 
 Everything is read through cffi (no kernel is compiled): the strings, and the limits
-the registry declares (:data:`~qcom_ext.device.limits.LIMIT_QUERIES`). Each report is
+the registry declares (:data:`~qcom_ext.device.limits.LIMIT_QUERIES`); for a Qualcomm
+device whose strings name no model, also the kernel driver's files
+(:mod:`~qcom_ext.device.kgsl`). Each report is
 cached per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup.
 The cached verdicts of :mod:`qcom_ext.device.verdicts` are applied; ``probe(verify=True)``
 runs the missing trials in child processes first.
@@ -34,8 +36,10 @@ from typing import Any
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, driver, handle_int
 from qcom_ext.device import clml as _clml
+from qcom_ext.device import kgsl as _kgsl
 from qcom_ext.device import verdicts as _verdicts
 from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, parse_disabled
+from qcom_ext.device.driver_strings import QUALCOMM_VENDOR_ID, find_model
 from qcom_ext.device.limits import LIMIT_QUERIES, Limits
 from qcom_ext.device.registry import LimitQuery
 from qcom_ext.errors import CLError, ConfigError, EntryPointMissing, NoPlatformError, QcomExtError
@@ -114,6 +118,14 @@ def _extension_versions(device: int, device_version: str) -> dict[str, str]:
     return {name: _info.version_string(v) for name, v in packed.items()}
 
 
+def _kgsl_facts(vendor_id: int, *texts: str) -> _kgsl.KgslFacts | None:
+    """The kernel driver's facts for a Qualcomm device whose OpenCL strings (device
+    version, name, OpenCL C version) name no model; None for every other device."""
+    if vendor_id != QUALCOMM_VENDOR_ID or find_model(*texts) is not None:
+        return None
+    return _kgsl.read_kgsl()
+
+
 def read_device(device: Any) -> DeviceCaps:
     """Probe one device (uncached); ``device`` is a pyopencl.Device or a raw handle."""
     dev = handle_int(device)
@@ -123,13 +135,17 @@ def read_device(device: Any) -> DeviceCaps:
     images = bool(_info.device_uint(dev, C.CL_DEVICE_IMAGE_SUPPORT))
     versions = _extension_versions(dev, device_version)
     limits, problems = _read_limits(dev, platform, extensions, images)
+    name = _info.device_str(dev, C.CL_DEVICE_NAME)
+    vendor = _info.device_uint(dev, C.CL_DEVICE_VENDOR_ID)
+    c_version = _info.device_str(dev, C.CL_DEVICE_OPENCL_C_VERSION)
     return DeviceCaps.from_info(
         extensions=extensions,
         device_version=device_version,
         driver_version=_info.device_str(dev, C.CL_DRIVER_VERSION),
-        device_name=_info.device_str(dev, C.CL_DEVICE_NAME),
-        vendor_id=_info.device_uint(dev, C.CL_DEVICE_VENDOR_ID),
-        opencl_c_version=_info.device_str(dev, C.CL_DEVICE_OPENCL_C_VERSION),
+        device_name=name,
+        vendor_id=vendor,
+        opencl_c_version=c_version,
+        kgsl=_kgsl_facts(vendor, device_version, name, c_version),
         device_type=_device_type(_info.device_uint(dev, C.CL_DEVICE_TYPE)),
         platform_name=_info.platform_str(platform, C.CL_PLATFORM_NAME),
         platform_version=_info.platform_str(platform, C.CL_PLATFORM_VERSION),

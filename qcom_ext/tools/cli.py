@@ -20,9 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from qcom_ext._version import __version__
+from qcom_ext.device import report_text
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.probe import default_device, probe, probe_all
 from qcom_ext.errors import QcomExtError
@@ -31,46 +34,76 @@ from qcom_ext.tools import tune_cli as _tune_cli
 _STYLE = {"native": "green", "khr": "cyan", "fallback": "yellow", "unavailable": "red"}
 
 
-def _render(caps: DeviceCaps, console: Console) -> None:
-    console.rule(f"[bold]{caps.device_name.strip()}[/] — {caps.platform_name}")
+def _facts(caps: DeviceCaps) -> list[tuple[str, str]]:
+    """The device's facts as (key, value) rows."""
     facts = [
         ("label", caps.label),
+        ("platform", f"{caps.platform_name} ({caps.platform_version.strip()})"),
+        ("driver", f"{caps.driver} ({caps.driver_version.strip()})"),
         ("device version", caps.device_version),
-        ("driver", caps.driver_version),
         ("OpenCL C", caps.opencl_c_version),
-        ("platform", caps.platform_version),
         ("images", "yes" if caps.image_support else "no"),
     ]
-    if caps.is_adreno:
-        facts.append(("Adreno", f"{caps.adreno_model} (compiler {caps.adreno_compiler})"))
+    adreno = report_text.adreno_fact(caps)
+    if adreno:
+        facts.append(("Adreno", adreno))
     if caps.disabled:
         facts.append(("QCOM_EXT_DISABLE", ", ".join(sorted(caps.disabled))))
-    for key, value in facts:
-        console.print(f"[dim]{key:>15}[/]  {value}")
-    table = Table(show_edge=False, pad_edge=False)
-    table.add_column("extension")
-    table.add_column("path")
-    table.add_column("reason", overflow="fold")
+    return facts
+
+
+def _row(name: str, value: str, style: str, name_width: int, console: Console) -> None:
+    """One extension's name and ``value`` (styled), the name never cut: on one line when
+    both fit the console, else the value on its own line."""
+    for line in report_text.head_lines(name, value, name_width, console.width):
+        text = Text(line)
+        if line.endswith(value):
+            text.stylize(style, len(line) - len(value))
+        console.print(text, soft_wrap=True)
+
+
+def _indented(text: str, console: Console) -> None:
+    console.print(Padding(Text(text), (0, 0, 0, report_text.REASON_INDENT), expand=False))
+
+
+def _render_paths(caps: DeviceCaps, console: Console) -> None:
+    """Each extension's path, and its reason on its own indented lines."""
+    width = max(len(name) for name in caps.statuses)
     for name, status in sorted(caps.statuses.items()):
-        style = _STYLE[status.tier]
-        table.add_row(name, f"[{style}]{status.path}[/]", status.reason)
-    console.print(table)
+        _row(name, status.path, _STYLE[status.tier], width, console)
+        _indented(status.reason, console)
+
+
+def _render_verdicts(caps: DeviceCaps, console: Console) -> None:
+    console.print("[bold]trials in a child process[/]")
+    width = max(len(name) for name in caps.verdicts)
+    for name, verdict in sorted(caps.verdicts.items()):
+        style = "green" if verdict.outcome == "ok" else "bold red"
+        _row(name, verdict.outcome, style, width, console)
+        detail = f": {verdict.detail}" if verdict.detail else ""
+        _indented(f"verified {verdict.verified}{detail}", console)
+
+
+def _render(caps: DeviceCaps, console: Console) -> None:
+    console.rule(Text(caps.device_name.strip(), style="bold"))
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(justify="right", style="dim", no_wrap=True)
+    facts.add_column(overflow="fold")
+    for key, value in _facts(caps):
+        facts.add_row(key, Text(value))  # driver strings are text, never rich markup
+    console.print(facts)
+    _render_paths(caps, console)
+    unknown = report_text.unknown_line(caps)
+    if unknown:
+        console.print(Text(unknown))
     limits = [(k, v) for k, v in caps.limits.items() if v is not None]
     if limits:
         console.print("[dim]limits:[/] " + ", ".join(f"{k}={v}" for k, v in limits))
     if caps.verdicts:
-        trials = Table(show_edge=False, pad_edge=False, title="trials in a child process")
-        for column in ("extension", "outcome", "verified", "detail"):
-            trials.add_column(column, overflow="fold")
-        for name, verdict in sorted(caps.verdicts.items()):
-            style = "green" if verdict.outcome == "ok" else "bold red"
-            trials.add_row(
-                name, f"[{style}]{verdict.outcome}[/]", verdict.verified, verdict.detail
-            )
-        console.print(trials)
+        _render_verdicts(caps, console)
     for problem in caps.problems:
-        console.print(f"[red]problem:[/] {problem}")
-    console.print(f"[bold]{caps.summary()}[/]")
+        console.print(Text.assemble(("problem: ", "red"), problem))
+    console.print(Text(caps.summary(), style="bold"))
 
 
 def chosen_device(spec: str | None) -> int | None:

@@ -13,6 +13,7 @@ from conv_reference import assert_close, conv2d, rounded
 
 import qcom_ext
 from qcom_ext import ConfigError, DeviceCaps, ops
+from qcom_ext.device.quirks import applying
 
 
 @pytest.fixture
@@ -211,6 +212,7 @@ def test_every_build_takes_the_quirks_of_its_device(queue, device_caps, monkeypa
     assert ("-DUSE_MAD24" in layer.launcher.identity.options) == bool(expected)
 
     as_adreno = dataclasses.replace(device_caps, is_adreno=True)
+    as_adreno = dataclasses.replace(as_adreno, quirks=applying(as_adreno))  # as from_info does
     monkeypatch.setattr("qcom_ext.device.probe.probe", lambda device=None, **kwargs: as_adreno)
     context = cl.Context([device_caps.device()])  # kernels are kept per context
     assert flag(context) == 1

@@ -257,7 +257,7 @@ QUIRKS: tuple[Quirk, ...] = (
         "e17-fa-moe-build-crash",
         "llama.cpp turns its flash-attention and MoE weight-repack kernels off on the E17 "
         "compilers (Adreno 850): the compiler segfaults building the flash-attention "
-        "kernels ('until its compiler is more mature')",
+        "kernels (to be revisited 'when its compiler is more mature')",
         f"{_LLAMA}/pull/25745",
         compilers=(CompilerRange("E17"),),
     ),
@@ -290,11 +290,14 @@ def _driver_of(caps: Any) -> str | None:
     return ADRENO if caps.is_adreno else None
 
 
-def applying(caps: Any, table: Iterable[Quirk] = QUIRKS) -> tuple[Quirk, ...]:
-    """The quirks of ``table`` that apply to the device ``caps`` describes."""
+def applying(caps: Any, table: Iterable[Quirk] | None = None) -> tuple[Quirk, ...]:
+    """The quirks of ``table`` (:data:`QUIRKS` by default) that apply to the device
+    ``caps`` describes."""
     driver, compiler = _driver_of(caps), _compiler_of(caps)
     model = caps.adreno_model
-    return tuple(q for q in table if q.applies(driver, model, compiler))
+    return tuple(
+        q for q in (QUIRKS if table is None else table) if q.applies(driver, model, compiler)
+    )
 
 
 def downgraded(

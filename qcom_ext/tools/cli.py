@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from qcom_ext._version import __version__
@@ -68,9 +69,21 @@ def _render(caps: DeviceCaps, console: Console) -> None:
                 name, f"[{style}]{verdict.outcome}[/]", verdict.verified, verdict.detail
             )
         console.print(trials)
+    _render_quirks(caps, console)
     for problem in caps.problems:
         console.print(f"[red]problem:[/] {problem}")
     console.print(f"[bold]{caps.summary()}[/]")
+
+
+def _render_quirks(caps: DeviceCaps, console: Console) -> None:
+    """The ``quirks:`` block: id and effect of each known quirk that applies, then its
+    source (qcom_ext.device.quirks; docs/QUIRKS.md lists them all)."""
+    if not caps.quirks:
+        return
+    console.print("[dim]quirks:[/]")
+    for quirk in caps.quirks:
+        console.print(f"  [yellow]{escape(quirk.id)}[/]: {escape(quirk.effect)}", soft_wrap=True)
+        console.print(f"    [dim]{escape(quirk.source)}[/]", soft_wrap=True)
 
 
 def chosen_device(spec: str | None) -> int | None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -438,6 +440,29 @@ def test_the_documented_recipe_follows_the_flag(device_caps, kernel_context):
 BITREVERSE = """__kernel void k(__global uint *v) {
     v[get_global_id(0)] = qcom_bitreverse(v[get_global_id(0)]);
 }"""
+
+
+CLANG = next(
+    (c for c in ("clang", *(f"clang-{v}" for v in range(20, 13, -1))) if shutil.which(c)), None
+)
+
+
+def _clang_check(source: str, options: list[str], tmp_path) -> subprocess.CompletedProcess:
+    path = tmp_path / "recipe.cl"
+    path.write_text(source)
+    front = ["-x", "cl", "-target", "spir64", "-Xclang", "-finclude-default-header"]
+    command = [CLANG, *front, "-fsyntax-only", "-Werror", "-cl-std=CL2.0", *options, str(path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(CLANG is None, reason="no clang with an OpenCL front end installed")
+def test_the_recipe_sub_group_branch_compiles_and_the_flag_leaves_it(tmp_path):
+    """No local device has sub-groups: clang's SPIR front end (cl_khr_subgroups defined)
+    checks the branch the flag turns off, and that the flag does turn it off."""
+    assert _clang_check(recipe(), [], tmp_path).returncode == 0
+    wrong = recipe().replace("sub_group_reduce_add(x)", "sub_group_reduce_add(x, 1)")
+    assert "sub_group_reduce_add" in _clang_check(wrong, [], tmp_path).stderr
+    assert _clang_check(wrong, list(REDUCE.flags), tmp_path).returncode == 0
 
 
 def _scan(context, options) -> np.ndarray:

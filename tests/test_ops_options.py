@@ -13,6 +13,7 @@ from conv_reference import assert_close, conv2d, rounded
 
 import qcom_ext
 from qcom_ext import ConfigError, DeviceCaps, ops
+from qcom_ext.device.quirks import applying
 
 
 @pytest.fixture
@@ -191,7 +192,7 @@ QUIRK_PROBE = """__kernel void quirk(__global int *out) {
 
 def test_every_build_takes_the_quirks_of_its_device(queue, device_caps, monkeypatch):
     """A user program and an ops kernel both see -DUSE_MAD24 exactly when the device's caps
-    are those of Qualcomm's Adreno driver, and the mad24/mul24 index arithmetic computes the
+    are those of an Adreno, and the mad24/mul24 index arithmetic computes the
     same convolution."""
 
     def flag(context):
@@ -206,12 +207,13 @@ def test_every_build_takes_the_quirks_of_its_device(queue, device_caps, monkeypa
     x = np.random.default_rng(2).standard_normal((2, 3, 5, 6)).astype(np.float32)
     w = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
     want = conv2d(x, w[:, :, None, None], stride=2)
-    expected = int(device_caps.qualcomm_driver)
+    expected = int(device_caps.is_adreno)
     assert flag(queue.context) == expected
     layer = ops.Conv2d1x1(queue, w, stride=2, tile=(2, 4))
     assert ("-DUSE_MAD24" in layer.launcher.identity.options) == bool(expected)
 
     as_adreno = dataclasses.replace(device_caps, is_adreno=True, driver="qualcomm")
+    as_adreno = dataclasses.replace(as_adreno, quirks=applying(as_adreno))  # as from_info does
     monkeypatch.setattr("qcom_ext.device.probe.probe", lambda device=None, **kwargs: as_adreno)
     context = cl.Context([device_caps.device()])  # kernels are kept per context
     assert flag(context) == 1

@@ -13,6 +13,6 @@ _LOG = None
 def pytest_runtest_logstart(nodeid, location):
     global _LOG
     if _LOG is None:
-        _LOG = open(os.path.join(os.environ.get("OUT", "."), "timeline.log"), "a")
+        _LOG = open(os.path.join(os.environ.get("OUT", "."), "timeline.log"), "a")  # noqa: SIM115 (open for the whole run)
     _LOG.write(f"{time.time():.1f} {nodeid}\n")
     _LOG.flush()

@@ -47,6 +47,7 @@ from qcom_ext.device.extensions import (
     resolve,
 )
 from qcom_ext.device.limits import Limits
+from qcom_ext.device.quirks import Quirk, applying, downgraded
 from qcom_ext.device.report_text import as_text
 from qcom_ext.errors import ConfigError, UnknownExtension
 
@@ -173,6 +174,10 @@ class DeviceCaps:
     #: extension whose trial failed or crashed (qcom_ext.device.verdicts). Each takes the
     #: path it would take if the device did not advertise it.
     broken: tuple[tuple[str, str], ...] = ()
+    #: The known driver and compiler quirks that apply to this device
+    #: (:mod:`qcom_ext.device.quirks`): their flags reach every kernel build, their
+    #: downgrades are in ``broken``.
+    quirks: tuple[Quirk, ...] = ()
     #: Extension -> the :class:`~qcom_ext.device.verdicts.Verdict` of its trial in a child
     #: process (empty until ``probe(verify=True)`` ran or cached verdicts exist).
     verdicts: Mapping[str, Any] = field(
@@ -244,7 +249,8 @@ class DeviceCaps:
             platform_id=platform_id,
             device_id=device_id,
         )
-        return draft._resolved()
+        found = applying(draft)
+        return draft._resolved(quirks=found, broken=downgraded(draft.broken, found))
 
     def _rule(self, name: str, extensions: frozenset[str] | None = None) -> ExtensionStatus:
         """The one call of the path rule every answer of this report goes through."""
@@ -378,16 +384,10 @@ class DeviceCaps:
         return tuple(options)
 
     def _quirks(self) -> list[str]:
-        """The device's quirks, as ``-D`` flags (the one place they are injected):
-        ``USE_MAD24`` under Qualcomm's Adreno driver (index arithmetic through mad24/mul24,
-        fast there; emulated and slower elsewhere) and ``QCOM_EXT_QUIRK_OCLGRIND`` on
-        Oclgrind."""
-        quirks = ["-DUSE_MAD24"] if self.qualcomm_driver else []
-        if "oclgrind" in f"{self.platform_name} {self.device_name}".lower():
-            # Oclgrind cannot execute some LLVM intrinsics (llvm.bitreverse) that clang
-            # makes of portable idioms; the compat header then uses plainer code.
-            quirks.append("-DQCOM_EXT_QUIRK_OCLGRIND")
-        return quirks
+        """The ``-D`` flags of the device's quirks (:attr:`quirks`, from the table of
+        :mod:`qcom_ext.device.quirks`): the one place quirk flags are injected. Among
+        them ``USE_MAD24`` on Adreno and ``QCOM_EXT_QUIRK_OCLGRIND`` on Oclgrind."""
+        return [flag for quirk in self.quirks for flag in quirk.flags]
 
     def _sub_group_sizes(self) -> list[str]:
         half, full = half_and_full(self.limits.sub_group_sizes or ())
@@ -441,6 +441,7 @@ class DeviceCaps:
             "disabled": sorted(self.disabled),
             "problems": list(self.problems),
             "verdicts": {name: v.to_dict() for name, v in sorted(self.verdicts.items())},
+            "quirks": [quirk.to_dict() for quirk in self.quirks],
         }
 
     def to_json(self, **kwargs: Any) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -101,9 +102,21 @@ def _render(caps: DeviceCaps, console: Console) -> None:
         console.print("[dim]limits:[/] " + ", ".join(f"{k}={v}" for k, v in limits))
     if caps.verdicts:
         _render_verdicts(caps, console)
+    _render_quirks(caps, console)
     for problem in caps.problems:
         console.print(Text.assemble(("problem: ", "red"), problem))
     console.print(Text(caps.summary(), style="bold"))
+
+
+def _render_quirks(caps: DeviceCaps, console: Console) -> None:
+    """The ``quirks:`` block: id and effect of each known quirk that applies, then its
+    source (qcom_ext.device.quirks; docs/QUIRKS.md lists them all)."""
+    if not caps.quirks:
+        return
+    console.print("[dim]quirks:[/]")
+    for quirk in caps.quirks:
+        console.print(f"  [yellow]{escape(quirk.id)}[/]: {escape(quirk.effect)}", soft_wrap=True)
+        console.print(f"    [dim]{escape(quirk.source)}[/]", soft_wrap=True)
 
 
 def chosen_device(spec: str | None) -> int | None:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from qcom_ext.device.quirks import Quirk
 from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestReport
 
 __all__ = ["render"]
@@ -111,6 +112,14 @@ def _failures(report: SelftestReport) -> list[str]:
     return lines
 
 
+def _quirk_line(quirk: Quirk) -> str:
+    """One line per known quirk of the device: id, effect, source."""
+    return (
+        f"[yellow]quirk:[/] {escape(quirk.id)}: {escape(quirk.effect)} "
+        f"[dim]({escape(quirk.source)})[/]"
+    )
+
+
 def render(report: SelftestReport, console: Any = None) -> None:
     """Print the report: device strings, one row per extension and path, the failures."""
     console = console or Console()
@@ -131,6 +140,8 @@ def render(report: SelftestReport, console: Any = None) -> None:
         console.print(f"[dim]{key:>16}[/]  {escape(str(value))}")
     for problem in report.problems:
         console.print(f"[red]probe problem:[/] {escape(problem)}")
+    for quirk in report.quirks:
+        console.print(_quirk_line(quirk), soft_wrap=True)
     for name, verdict in report.verdicts.items():
         if verdict["outcome"] != "ok":
             console.print(

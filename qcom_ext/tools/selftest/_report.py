@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.quirks import Quirk
 
 __all__ = [
     "CaseResult",
@@ -285,6 +286,8 @@ class SelftestReport:
     problems: tuple[str, ...] = ()
     #: The child-process trial verdicts (qcom_ext.tools.verify.runner) that applied, as dicts.
     verdicts: dict[str, Any] = field(default_factory=dict)
+    #: The known driver/compiler quirks that apply to the device (DeviceCaps.quirks).
+    quirks: tuple[Quirk, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -319,6 +322,7 @@ class SelftestReport:
             "only": None if self.only is None else list(self.only),
             "problems": list(self.problems),
             "verdicts": self.verdicts,
+            "quirks": [quirk.to_dict() for quirk in self.quirks],
             "counts": self.counts(),
             "extensions": [e.to_dict() for e in self.extensions],
         }

@@ -85,6 +85,7 @@ def run_selftest(
         only=None if only is None else tuple(names),
         problems=tuple(caps.problems),
         verdicts=verdicts,
+        quirks=caps.quirks,
     )
     for name in names:
         report.extensions.append(_check_extension(caps, name, seed))

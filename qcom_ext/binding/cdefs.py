@@ -14,14 +14,14 @@ _HOST_PTR_BASE = "cl_qcom_ext_host_ptr.h"
 
 
 def cdef_files() -> list[Path]:
-    """The cdef files in load order: core, Khronos/Intel tiers, host-pointer base, the rest.
+    """The cdef files in load order: core, Khronos/EXT/Intel tiers, host-pointer base, the rest.
 
     >>> [p.name for p in cdef_files()][:2]
-    ['cl_core.h', 'cl_intel_required_subgroup_size.h']
+    ['cl_core.h', 'cl_ext_image_requirements_info.h']
     """
     directory = cdefs_dir()
     names = sorted(p.name for p in directory.glob("*.h"))
-    tiers = [n for n in names if n.startswith(("cl_khr_", "cl_intel_"))]
+    tiers = [n for n in names if n.startswith(("cl_khr_", "cl_ext_", "cl_intel_"))]
     rest = [n for n in names if n not in tiers and n not in (_CORE, _HOST_PTR_BASE)]
     return [directory / n for n in (_CORE, *tiers, _HOST_PTR_BASE, *rest)]
 

@@ -27,7 +27,7 @@ import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from qcom_ext.device.registry import REGISTRY, Extension, LimitQuery, khronos_names
+from qcom_ext.device.registry import REGISTRY, TIER_BASES, Extension, LimitQuery, khronos_names
 from qcom_ext.errors import ConfigError, UnknownExtension
 
 __all__ = [
@@ -113,11 +113,17 @@ def khronos_problem(
     >>> khronos_problem("cl_khr_image2d_from_buffer", {"cl_khr_image2d_from_buffer"},
     ...                 limits={"image_pitch_alignment": 0})
     'cl_khr_image2d_from_buffer advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0'
+    >>> dma_buf = "cl_khr_external_memory_dma_buf"  # a tier that needs its base too
+    >>> khronos_problem(dma_buf, {dma_buf}).split(", but ")[1]
+    'its base cl_khr_external_memory is not advertised'
     """
     if tier not in available:
         return f"{tier} not advertised"
     if tier in disabled:
         return f"{tier} disabled by QCOM_EXT_DISABLE"
+    base = TIER_BASES.get(tier)
+    if base and base not in available:
+        return f"{tier} advertised, but its base {base} is not advertised"
     limits = _limits(limits)
     if tier == "cl_khr_image2d_from_buffer" and not limits.get("image_pitch_alignment"):
         return f"{tier} advertised, but CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0"
@@ -218,7 +224,7 @@ def _portable(
 ) -> ExtensionStatus:
     """The fallback of ``ext``, or ``unavailable`` when it has none here."""
     if ext.fallback is None:
-        return ExtensionStatus("unavailable", f"{why}; {ext.no_fallback_reason}")
+        return ExtensionStatus("unavailable", "; ".join([why, *notes, ext.no_fallback_reason]))
     if ext.needs_images and not image_support:
         return ExtensionStatus(
             "unavailable", f"{why}; the fallback needs images (CL_DEVICE_IMAGE_SUPPORT is 0)"

@@ -10,6 +10,8 @@ The rule that picks a path from these facts is :func:`qcom_ext.device.extensions
 'onchip_global_mem_size'
 >>> REGISTRY["cl_qcom_reqd_sub_group_size"].limits[0].needs  # a Khronos tier's limit
 'cl_intel_required_subgroup_size'
+>>> TIER_BASES[REGISTRY["cl_qcom_dmabuf_host_ptr"].khronos[0]]  # a tier needing its base
+'cl_khr_external_memory'
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["READERS", "REGISTRY", "Extension", "LimitQuery", "khronos_names"]
+__all__ = ["READERS", "REGISTRY", "TIER_BASES", "Extension", "LimitQuery", "khronos_names"]
 
 #: How the probe reads a limit: one ``cl_uint``/``size_t`` per token (a tuple when there
 #: are several), a ``size_t`` list, or the CLML interface query (no token).
@@ -148,6 +150,7 @@ REGISTRY: dict[str, Extension] = {
             "7",
             "host",
             "image pitch/size/alignment without creating the image",
+            khronos=("cl_ext_image_requirements_info",),
             fallback="computed from the standard image rules and pitch alignment",
             needs_images=True,
         ),
@@ -286,7 +289,11 @@ REGISTRY: dict[str, Extension] = {
             "14.5",
             "host",
             "import AHardwareBuffer objects",
-            no_fallback_reason=_VENDOR_ONLY.format(what="an AHardwareBuffer"),
+            khronos=("cl_khr_external_memory_android_hardware_buffer",),
+            no_fallback_reason=_VENDOR_ONLY.format(
+                what="an AHardwareBuffer natively, and only Android drivers through its "
+                "Khronos tier"
+            ),
         ),
         Extension(
             "cl_qcom_ahardwarebuffer_direct_import",
@@ -300,6 +307,7 @@ REGISTRY: dict[str, Extension] = {
             "14.6",
             "host",
             "import dma-buf file descriptors",
+            khronos=("cl_khr_external_memory_dma_buf",),
             fallback="mmap the dma-buf and wrap it with CL_MEM_USE_HOST_PTR",
             needs_posix=True,
         ),
@@ -381,6 +389,14 @@ REGISTRY: dict[str, Extension] = {
             fallback="buffers limited to CL_DEVICE_MAX_MEM_ALLOC_SIZE",
         ),
     )
+}
+
+
+#: Khronos tiers usable only on top of a base extension the device must advertise too
+#: (the handle type extends the base's cl_mem_properties and acquire/release commands).
+TIER_BASES: dict[str, str] = {
+    "cl_khr_external_memory_dma_buf": "cl_khr_external_memory",
+    "cl_khr_external_memory_android_hardware_buffer": "cl_khr_external_memory",
 }
 
 

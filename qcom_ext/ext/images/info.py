@@ -1,17 +1,21 @@
 """An image's layout (pitches, size, alignments) before it exists: :func:`query_image_info`.
 
 Natively this is ``clQueryImageInfoQCOM`` (cl_qcom_extended_query_image_info,
-qcom-extensions.md §7); elsewhere the layout is computed from the core rules: a row
-is ``width x element size`` rounded up to ``CL_DEVICE_IMAGE_PITCH_ALIGNMENT`` pixels,
-a slice is ``row pitch x height``. That is the layout qcom_ext itself gives an image
-created over a buffer (:func:`qcom_ext.image_with_buffer`).
+qcom-extensions.md §7). Where only the Khronos tier ``cl_ext_image_requirements_info``
+is there (Adreno 740/750 drivers advertise both), ``clGetImageRequirementsInfoEXT``
+answers the row pitch alignment, size, base address alignment and maximum dimensions in
+a short-lived context of the device, and the pitches follow from the alignments. Elsewhere
+the layout is computed from the core rules: a row is ``width x element size`` rounded up
+to ``CL_DEVICE_IMAGE_PITCH_ALIGNMENT`` pixels, a slice is ``row pitch x height``. That
+is the layout qcom_ext itself gives an image created over a buffer
+(:func:`qcom_ext.image_with_buffer`).
 
 >>> import qcom_ext
 >>> info = qcom_ext.query_image_info(qcom_ext.probe().device(), ("RGBA", "UNORM_INT8"),
 ...                                  (640, 480))
 >>> info.element_size, info.row_pitch >= 640 * 4, info.size >= info.row_pitch * 480
 (4, True, True)
->>> info.path in ("native", "fallback")
+>>> info.path in ("native", "khr:cl_ext_image_requirements_info", "fallback")
 True
 """
 
@@ -22,7 +26,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from qcom_ext.binding import info as _info
-from qcom_ext.binding.lib import C, ffi
+from qcom_ext.binding.lib import C, check_handle, driver, ffi
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.probe import probe
@@ -47,6 +51,8 @@ from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags
 __all__ = ["ImageInfo", "query_image_info"]
 
 EXTENSION = "cl_qcom_extended_query_image_info"
+TIER = "cl_ext_image_requirements_info"  # its Khronos tier
+FROM_BUFFER = "cl_ext_image_from_buffer"  # adds the slice pitch alignment query
 _SLICED = ("1d_array", "2d_array", "3d")
 _QUERY_FLAGS = ACCESS | HOST_ACCESS | C.CL_MEM_KERNEL_READ_AND_WRITE
 
@@ -56,7 +62,8 @@ class ImageInfo(NamedTuple):
 
     ``slice_pitch`` and ``slice_alignment`` are 0 for images without slices (1D, 2D), as
     ``clGetImageInfo`` reports them; ``size`` counts whole rows and slices at their
-    pitch. ``path`` is ``native`` (the driver's answer) or ``fallback`` (computed).
+    pitch. ``path`` is ``native`` (the driver's answer), ``khr:cl_ext_image_requirements_info``
+    (the driver's alignments and size, the pitches they imply) or ``fallback`` (computed).
     """
 
     row_pitch: int
@@ -102,16 +109,31 @@ def query_image_info(
     status = caps.status(EXTENSION)
     if status.path == "unavailable":
         raise ExtensionUnavailable(EXTENSION, caps.label, status.reason)
-    if status.path == "native":
-        try:
-            query = shared.require(caps, EXTENSION, "clQueryImageInfoQCOM")
-        except EntryPointMissing as exc:
-            warnings.warn(
-                f"{exc}; the layout is computed from the core rules", QcomExtWarning, stacklevel=2
-            )
-        else:
-            return _native(query, handle, flags, fmt, kind, extent)
-    return computed_image_info(caps, fmt, kind, extent)
+    answered = _driver_answer(caps, status.path, flags, fmt, kind, extent)
+    return answered or computed_image_info(caps, fmt, kind, extent)
+
+
+def _driver_answer(
+    caps: DeviceCaps, path: str, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+) -> ImageInfo | None:
+    """The driver's layout on the native path or the Khronos tier; None where the path is
+    the fallback, or its entry point turns out missing (one warning says so)."""
+    extension, entry_point = {
+        "native": (EXTENSION, "clQueryImageInfoQCOM"),
+        f"khr:{TIER}": (TIER, "clGetImageRequirementsInfoEXT"),
+    }.get(path, ("", ""))
+    if not extension:
+        return None
+    try:
+        query = shared.require(caps, extension, entry_point)
+    except EntryPointMissing as exc:
+        warnings.warn(
+            f"{exc}; the layout is computed from the core rules", QcomExtWarning, stacklevel=3
+        )
+        return None
+    if path == "native":
+        return _native(query, caps.device_id, flags, fmt, kind, extent)
+    return _requirements(query, caps, flags, fmt, kind, extent)
 
 
 def read_scalar(routine: str, call: Any) -> int:
@@ -162,6 +184,99 @@ def _native(
         base_address_alignment=ask("CL_IMAGE_BASE_ADDRESS_ALIGNMENT_QCOM"),
         path="native",
     )
+
+
+#: The maximum-dimension query of each axis (the spec allows each only for the image
+#: types that have that axis, which are exactly the axes of IMAGE_TYPES).
+_MAX_QUERIES = {
+    "width": "CL_IMAGE_REQUIREMENTS_MAX_WIDTH_EXT",
+    "height": "CL_IMAGE_REQUIREMENTS_MAX_HEIGHT_EXT",
+    "depth": "CL_IMAGE_REQUIREMENTS_MAX_DEPTH_EXT",
+    "array_size": "CL_IMAGE_REQUIREMENTS_MAX_ARRAY_SIZE_EXT",
+}
+
+
+def _requirements(
+    query: Any, caps: DeviceCaps, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+) -> ImageInfo:
+    """The layout from ``clGetImageRequirementsInfoEXT`` (cl_ext_image_requirements_info),
+    asked in a context of the device made for the queries and released afterwards: the
+    query takes a context, and ``query_image_info`` is given a device."""
+    element = fmt.element_size  # a Qualcomm format has none here: refused before any call
+    context = _query_context(caps.device_id)
+    try:
+        ask = _asker(query, context, flags, fmt, kind, extent)
+        for axis in IMAGE_TYPES[kind][1]:
+            limit, value = ask(_MAX_QUERIES[axis]), getattr(extent, axis)
+            if limit and value > limit:  # 0: the driver names no limit
+                raise ConfigError(
+                    f"a {kind} {fmt.name} image {axis} of {value} exceeds "
+                    f"{_MAX_QUERIES[axis]} = {limit} of {caps.label}"
+                )
+        row_alignment = element if kind == "1d_buffer" else ask(_ROW_ALIGNMENT)
+        row_pitch = _round_up(extent.width * element, row_alignment)
+        slice_pitch = slice_alignment = 0
+        if kind in _SLICED:
+            slice_alignment = row_pitch  # the core rule, unless the driver says more
+            if FROM_BUFFER in caps.extensions:
+                slice_alignment = ask("CL_IMAGE_REQUIREMENTS_SLICE_PITCH_ALIGNMENT_EXT")
+            slice_pitch = _round_up(row_pitch * extent.height, slice_alignment)
+        return ImageInfo(
+            row_pitch=row_pitch,
+            slice_pitch=slice_pitch,
+            size=ask("CL_IMAGE_REQUIREMENTS_SIZE_EXT"),
+            element_size=element,
+            row_alignment=row_alignment,
+            slice_alignment=slice_alignment,
+            base_address_alignment=ask("CL_IMAGE_REQUIREMENTS_BASE_ADDRESS_ALIGNMENT_EXT"),
+            path=f"khr:{TIER}",
+        )
+    finally:
+        driver.clReleaseContext(ffi.cast("cl_context", context))
+
+
+_ROW_ALIGNMENT = "CL_IMAGE_REQUIREMENTS_ROW_PITCH_ALIGNMENT_EXT"
+
+
+def _round_up(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment if alignment > 1 else value
+
+
+def _query_context(device: int) -> int:
+    """A fresh context holding ``device`` alone, as a raw handle (the caller releases it)."""
+    err = ffi.new("cl_int *")
+    devices = ffi.new("cl_device_id[1]", [ffi.cast("cl_device_id", device)])
+    handle = driver.clCreateContext(ffi.NULL, 1, devices, ffi.NULL, ffi.NULL, err)
+    detail = "the context clGetImageRequirementsInfoEXT asks in"
+    return check_handle(handle, err, "clCreateContext", detail, driver.clReleaseContext)
+
+
+def _asker(
+    query: Any, context: int, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+) -> Any:
+    """``ask(token name)``: one ``clGetImageRequirementsInfoEXT`` scalar (no properties),
+    a CLError naming the query and the image where the driver refuses."""
+    cfmt, desc = fmt.cdata(), image_desc(kind, extent)
+    ctx = ffi.cast("cl_context", context)
+
+    def ask(name: str) -> int:
+        param = getattr(C, name)
+        try:
+            return read_scalar(
+                "clGetImageRequirementsInfoEXT",
+                lambda size, value, ret: query(
+                    ctx, ffi.NULL, flags, cfmt, desc, param, size, value, ret
+                ),
+            )
+        except CLError as exc:
+            raise CLError(
+                exc.routine,
+                exc.code,
+                f"{name} of a {kind} {fmt.name} image {_shape_text(kind, extent)}"
+                + (f" ({exc.detail})" if exc.detail else ""),
+            ) from None
+
+    return ask
 
 
 def _shape_text(kind: str, extent: ImageExtent) -> str:

@@ -68,6 +68,7 @@ class _Kind:
     allocation_type: str  # CL_MEM_*_HOST_PTR_QCOM
     struct: str  # the cdef struct type
     what: str  # for messages
+    khronos: str = ""  # the Khronos tier that imports it (khr_external.TIERS)
 
 
 _KINDS = {
@@ -76,6 +77,7 @@ _KINDS = {
         "CL_MEM_DMABUF_HOST_PTR_QCOM",
         "cl_mem_dmabuf_host_ptr",
         "dma-buf",
+        "cl_khr_external_memory_dma_buf",
     ),
     "ion": _Kind(
         "cl_qcom_ion_host_ptr", "CL_MEM_ION_HOST_PTR_QCOM", "cl_mem_ion_host_ptr", "ION buffer"
@@ -85,6 +87,7 @@ _KINDS = {
         "CL_MEM_ANDROID_AHARDWAREBUFFER_HOST_PTR_QCOM",
         "cl_mem_ahardwarebuffer_host_ptr",
         "AHardwareBuffer",
+        "cl_khr_external_memory_android_hardware_buffer",
     ),
     "android_native_buffer": _Kind(
         "cl_qcom_android_native_buffer_host_ptr",
@@ -326,17 +329,40 @@ def default_size(memory: ExternalMemory, size: int | None, padding: int) -> int:
     return have - padding
 
 
-def import_route(caps: Sequence[DeviceCaps], memory: ExternalMemory) -> tuple[str, str, str]:
-    """``("native", "", "")`` or ``("mapped", extension, reason)`` for a dma-buf that can be
-    mapped instead; ExtensionUnavailable for everything else."""
+def import_route(
+    caps: Sequence[DeviceCaps], memory: ExternalMemory, *, protected_context: bool = False
+) -> tuple[str, str, str]:
+    """``("native", "", "")``; ``("khr", extension, reason)`` where every device takes the
+    kind's Khronos tier (``cl_khr_external_memory_dma_buf`` /
+    ``..._android_hardware_buffer``); ``("mapped", extension, reason)`` for a dma-buf
+    that can be mapped instead; ExtensionUnavailable for everything else. Protected
+    memory, or any memory of a protected context, is imported natively or not at all.
+
+    >>> dma_buf_tier = DeviceCaps.from_info(extensions="cl_khr_external_memory "
+    ...     "cl_khr_external_memory_dma_buf", disabled=())
+    >>> import_route([dma_buf_tier], ExternalMemory.dmabuf(7))[0]
+    'khr'
+    >>> import_route([dma_buf_tier], ExternalMemory.dmabuf(7), protected_context=True)
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ExtensionUnavailable: cl_qcom_dmabuf_host_ptr is not available on ...
+    """
     kind = _KINDS[memory.kind]
     if shared.all_native(caps, kind.extension, BASE):
         return "native", "", ""
     ext, reason = shared.why_not_native(caps, kind.extension, BASE)
-    mappable = memory.kind == "dmabuf" and not memory.protected
+    if memory.protected or protected_context:
+        what = "protected dma-buf" if memory.protected else f"{kind.what} of a protected context"
+        raise ExtensionUnavailable(
+            ext,
+            shared.labels(caps),
+            f"{reason}; a {what} is never mapped into host memory nor imported through "
+            "a Khronos tier (natively or not at all)",
+        )
+    if kind.khronos and all(c.path(kind.extension) == f"khr:{kind.khronos}" for c in caps):
+        return "khr", ext, reason
+    mappable = memory.kind == "dmabuf"
     if not mappable or any(c.path(kind.extension) == "unavailable" for c in caps):
-        if memory.protected:
-            reason += "; a protected dma-buf is never mapped into host memory"
         raise ExtensionUnavailable(ext, shared.labels(caps), reason)
     return "mapped", ext, reason
 

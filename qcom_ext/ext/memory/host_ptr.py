@@ -4,10 +4,15 @@ and page-aligned numpy arrays as OpenCL buffers and images.
 Natively (``cl_qcom_ext_host_ptr`` family, qcom-extensions.md section 14) the allocation
 is described by its ``cl_mem_*_host_ptr`` struct, passed as ``host_ptr`` with
 ``CL_MEM_USE_HOST_PTR | CL_MEM_EXT_HOST_PTR_QCOM``; the struct and any host mapping
-live as long as the returned pyopencl object. Elsewhere a dma-buf is mapped (``mmap``)
+live as long as the returned pyopencl object. Where the Qualcomm extension is absent
+and its Khronos tier is there (``cl_khr_external_memory_dma_buf``,
+``cl_khr_external_memory_android_hardware_buffer``), the handle goes to
+``clCreate{Buffer,Image}WithProperties`` instead, still zero-copy
+(:mod:`qcom_ext.ext.memory.khr_external`). Elsewhere a dma-buf is mapped (``mmap``)
 and wrapped with ``CL_MEM_USE_HOST_PTR`` (one :class:`~qcom_ext.QcomExtWarning` says
-so); ION, AHardwareBuffer and ANativeWindowBuffer objects exist only for the Qualcomm
-driver, so importing them elsewhere raises :class:`~qcom_ext.ExtensionUnavailable`.
+so); ION, AHardwareBuffer and ANativeWindowBuffer objects exist only for Android
+drivers, so importing them elsewhere raises :class:`~qcom_ext.ExtensionUnavailable`.
+Protected memory, and any import into a protected context, is native or refused.
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -34,7 +39,9 @@ from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
+from qcom_ext.ext.context import context_info
 from qcom_ext.ext.memory import external
+from qcom_ext.ext.memory import khr_external as _khr
 from qcom_ext.ext.memory import memobj as _memobj
 from qcom_ext.ext.memory.external import (  # ExternalMemory, CACHE_POLICIES: public here
     CACHE_POLICIES,
@@ -198,8 +205,13 @@ def import_memory(
     ``size`` defaults to the allocation minus the device's external-memory padding
     (AHardwareBuffer: 0, the driver infers it). Natively the ``cl_mem_*_host_ptr``
     struct goes to ``clCreateBuffer``/``clCreateImage`` with ``CL_MEM_USE_HOST_PTR |
-    CL_MEM_EXT_HOST_PTR_QCOM``; a dma-buf elsewhere is mapped and wrapped with
-    ``CL_MEM_USE_HOST_PTR`` (one QcomExtWarning); other kinds raise ExtensionUnavailable.
+    CL_MEM_EXT_HOST_PTR_QCOM``; on a Khronos tier the handle goes to
+    ``clCreate{Buffer,Image}WithProperties`` (a dma-buf as a dup of its fd) and the
+    object is acquired for OpenCL (hand it back with
+    :func:`~qcom_ext.ext.memory.khr_external.release_external`); a dma-buf elsewhere is
+    mapped and wrapped with ``CL_MEM_USE_HOST_PTR`` (one QcomExtWarning); other kinds
+    raise ExtensionUnavailable. A protected context never takes a Khronos tier or a
+    mapping.
 
     >>> import pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -221,17 +233,13 @@ def import_memory(
         raise ConfigError("shape is given without image_format: pass both for an image")
     caps = shared.context_caps(context)
     if image is not None and image.vendor:
-        format_ext = vendor_format_extension(image.fmt)
-        if not shared.all_native(caps, format_ext):
-            raise ExtensionUnavailable(
-                format_ext,
-                shared.labels(caps),
-                f"{shared.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
-                "only there (qcom_ext.nv12_image makes a portable NV12 frame)",
-            )
-    route, ext, reason = import_route(caps, memory)
+        _check_vendor_format(caps, image)
+    protected = context_info(context).protected  # never a Khronos tier or a mapping
+    route, ext, reason = import_route(caps, memory, protected_context=protected)
     if route == "native":
         return _import_native(context, caps, memory, size, flags, image)
+    if route == "khr":
+        return _import_khr(context, caps, memory, size, flags, image)
     result = _import_mapped(context, memory, size, flags, image)
     warnings.warn(
         f"import of a {memory.what} on {shared.labels(caps)}: {ext} {reason}; "
@@ -240,6 +248,42 @@ def import_memory(
         stacklevel=3,
     )
     return result
+
+
+def _check_vendor_format(caps: Sequence[DeviceCaps], image: ImageSpec) -> None:
+    """ExtensionUnavailable unless every device has the Qualcomm format of ``image``."""
+    format_ext = vendor_format_extension(image.fmt)
+    if not shared.all_native(caps, format_ext):
+        raise ExtensionUnavailable(
+            format_ext,
+            shared.labels(caps),
+            f"{shared.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
+            "only there (qcom_ext.nv12_image makes a portable NV12 frame)",
+        )
+
+
+def _import_khr(
+    context: Any,
+    caps: Sequence[DeviceCaps],
+    memory: ExternalMemory,
+    size: int | None,
+    flags: int,
+    image: ImageSpec | None,
+) -> Any:
+    """``memory`` through its Khronos tier (:mod:`qcom_ext.ext.memory.khr_external`):
+    zero-copy, no host mapping, no padding; the driver picks the caching."""
+    if memory.cache_policy != "writeback":  # the default says nothing: no warning for it
+        warnings.warn(
+            f"cache_policy={memory.cache_policy!r} has no effect on an import through "
+            f"{_khr.TIERS[memory.kind][0]} (the driver picks the caching)",
+            QcomExtWarning,
+            stacklevel=4,
+        )
+    size = default_size(memory, size, 0) if image is None else 0
+    check_fits(memory, size or (image.nbytes() if image else None), 0)
+    value = memory.fd if memory.kind == "dmabuf" else memory.pointer
+    assert value is not None  # ExternalMemory's constructors make sure of it
+    return _khr.import_handle(context, caps, memory.kind, value, size, flags, image)
 
 
 def _import_native(
@@ -286,10 +330,12 @@ def import_dmabuf(
     shape: tuple[int, int] | None = None,
     row_pitch: int = 0,
 ) -> Any:
-    """Import a dma-buf (``cl_qcom_dmabuf_host_ptr``); elsewhere on Linux, mmap + USE_HOST_PTR.
+    """Import a dma-buf (``cl_qcom_dmabuf_host_ptr``, or its Khronos tier
+    ``cl_khr_external_memory_dma_buf``); elsewhere on Linux, mmap + USE_HOST_PTR.
 
-    The fd stays the caller's (a mapping keeps its own reference). ``protected=True``
-    (for protected contexts) is native only: it never falls back to a host mapping.
+    The fd stays the caller's (a mapping keeps its own reference; the Khronos import owns
+    a dup of it). ``protected=True`` (for protected contexts) is native only: it never
+    falls back to a host mapping nor takes the Khronos tier.
     See :func:`import_memory` for ``size``, ``flags`` and the image arguments.
 
     >>> import pyopencl as cl, qcom_ext
@@ -362,9 +408,12 @@ def import_ahardwarebuffer(
     shape: tuple[int, int] | None = None,
     row_pitch: int = 0,
 ) -> Any:
-    """Import an ``AHardwareBuffer*`` (``cl_qcom_android_ahardwarebuffer_host_ptr``; native
-    only). ``size`` 0 lets the driver infer it; for images ``row_pitch`` is the AHB stride
-    times the bytes per pixel (0 for planar YUV).
+    """Import an ``AHardwareBuffer*`` (``cl_qcom_android_ahardwarebuffer_host_ptr``, or its
+    Khronos tier ``cl_khr_external_memory_android_hardware_buffer``; Android drivers only).
+    ``size`` 0 lets the driver infer it; for images ``row_pitch`` is the AHB stride times
+    the bytes per pixel (0 for planar YUV). The Khronos tier imports the whole buffer
+    with its own format and size: a ``size``, ``image_format`` or ``shape`` it does not
+    match is a ConfigError (the object made is released).
 
     >>> import pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])

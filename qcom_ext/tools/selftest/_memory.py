@@ -52,9 +52,10 @@ def heap_allocation(size: int) -> tuple[int | None, str]:
 @contextlib.contextmanager
 def dma_buf(env: Env, size: int) -> Iterator[int]:
     """An fd of ``size`` bytes to import as a dma-buf on ``env``'s path: a real dma-buf
-    where cl_qcom_dmabuf_host_ptr is native (Skip when no heap gives one), else a memfd
-    (the fallback maps it; Skip where memfd_create does not exist). Closed afterwards."""
-    if env.caps.path(DMABUF) == "native":
+    where cl_qcom_dmabuf_host_ptr is native or takes its Khronos tier (Skip when no heap
+    gives one), else a memfd (the fallback maps it; Skip where memfd_create does not
+    exist). Closed afterwards."""
+    if env.caps.path(DMABUF) != "fallback":
         fd, why = heap_allocation(size)
         if fd is None:
             raise Skip(f"needs a dma-buf to import natively and no heap gave one ({why})")

@@ -334,11 +334,56 @@ def _image_info(env: Env) -> Outcome:
         image = cl.create_image(env.context, cl.mem_flags.READ_ONLY, fmt, (width, height))
         want["row_pitch"] = int(image.row_pitch)
         note = "reference: CL_IMAGE_ROW_PITCH of an image the driver made"
+    elif info.path.startswith("khr:"):  # rows at CL_IMAGE_REQUIREMENTS_ROW_PITCH_ALIGNMENT_EXT
+        align = info.row_alignment
+        got["row alignment is a power of two"] = align > 0 and align & (align - 1) == 0
+        want["row alignment is a power of two"] = True
+        want["row_pitch"] = -(-width * 4 // max(align, 1)) * max(align, 1)
+        note = f"reference: rows of {width * 4} bytes rounded up to the driver's {align}"
     else:  # the core rule: width rounded up to CL_DEVICE_IMAGE_PITCH_ALIGNMENT pixels
         align = max(env.caps.limits.image_pitch_alignment or 0, 1)
         want["row_pitch"] = -(-width // align) * align * 4
         note = f"reference: rows of {width} pixels rounded up to {align}"
     return Outcome(got, want, ran_as=info.path, note=note)
+
+
+@case(
+    IMAGE_INFO,
+    "an RGBA8 image over a buffer laid out by clGetImageRequirementsInfoEXT",
+    tiers=("khr",),
+    compare=False,
+)
+def _image_over_buffer(env: Env) -> Outcome:
+    """The Khronos tier's layout is the one the driver uses: an image made over a buffer
+    of CL_IMAGE_REQUIREMENTS_SIZE_EXT bytes at the row pitch it implies holds the
+    pixels written through the image, row by row at that pitch."""
+    import pyopencl as cl
+
+    from qcom_ext.ext.images.info import query_image_info
+
+    if not env.caps.limits.image_pitch_alignment:
+        raise Skip(
+            f"{env.caps.label} makes no 2D image over a buffer "
+            "(CL_DEVICE_IMAGE_PITCH_ALIGNMENT is 0)"
+        )
+    width, height = 37, 9
+    flags = cl.mem_flags.READ_WRITE
+    info = query_image_info(env.caps.device(), "RGBA/UNORM_INT8", (width, height), flags)
+    buffer = cl.Buffer(env.context, flags, info.size)
+    desc = cl.ImageDescriptor()
+    desc.image_type = cl.mem_object_type.IMAGE2D
+    desc.shape = (width, height)
+    desc.pitches = (info.row_pitch, 0)
+    desc.buffer = buffer
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNORM_INT8)
+    image = cl.Image(env.context, flags, fmt, desc=desc)
+    pixels = env.rng.integers(0, 256, (height, width, 4), dtype=np.uint8)
+    cl.enqueue_copy(env.queue, image, pixels, origin=(0, 0), region=(width, height))
+    raw = env.read(buffer, np.empty(info.size, np.uint8))
+    rows = [raw[y * info.row_pitch : y * info.row_pitch + width * 4] for y in range(height)]
+    got = np.stack(rows).reshape(height, width, 4)
+    note = f"row pitch {info.row_pitch}, size {info.size}: the pixels read back through the buffer"
+    return Outcome(got, pixels, ran_as=info.path, note=note)
 
 
 unchecked(

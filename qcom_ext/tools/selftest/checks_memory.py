@@ -67,8 +67,15 @@ def _import(env: Env, fd: int, cache_policy: str) -> Any:
     return import_memory(env.context, memory, N * 4)
 
 
-def _route(env: Env) -> str:
-    return "native" if env.caps.path(DMABUF) == "native" else "fallback"
+def _route(buffer: Any) -> str:
+    """The path the import took, as the object it made says: a Khronos import is marked,
+    a native one keeps its host_ptr struct, a mapped one is a plain USE_HOST_PTR buffer."""
+    from qcom_ext.ext.memory import khr_external, memobj
+
+    tier = getattr(buffer, khr_external.MARK, None)
+    if tier:
+        return f"khr:{tier}"
+    return "native" if hasattr(buffer, memobj.KEEPALIVE) else "fallback"
 
 
 @case(DMABUF, "dma-buf written by the host, changed in place by a kernel")
@@ -81,7 +88,35 @@ def _dmabuf(env: Env) -> Outcome:
         _scale_inc(env, buffer)
         got = np.empty(N, np.uint32)
         env.read(buffer, got)
-    return Outcome(got, _expected(values), ran_as=_route(env))
+    return Outcome(got, _expected(values), ran_as=_route(buffer))
+
+
+@case(
+    DMABUF, "dma-buf handed back and forth (release_external / acquire_external)", tiers=("khr",)
+)
+def _dmabuf_handoff(env: Env) -> Outcome:
+    """The Khronos import's acquire/release protocol: a kernel changes the dma-buf,
+    :func:`release_external` hands it to the host, which changes it through its own
+    mapping, :func:`acquire_external` takes it back and a kernel changes it again; the
+    caller's fd stays open throughout (the import owns a dup of it)."""
+    from qcom_ext.ext.memory.khr_external import acquire_external, release_external
+
+    values = env.rng.integers(0, 2**32, N, dtype=np.uint32)
+    with dma_buf(env, N * 4) as fd, mmap.mmap(fd, N * 4) as view:
+        view[:] = values.tobytes()
+        buffer = _import(env, fd, "writeback")
+        _scale_inc(env, buffer)
+        release_external(env.queue, buffer)
+        host = np.frombuffer(view, np.uint32)
+        host ^= np.uint32(0x5A5A5A5A)  # the other user's turn: through its own mapping
+        del host
+        acquire_external(env.queue, buffer)
+        _scale_inc(env, buffer)
+        got = np.empty(N, np.uint32)
+        env.read(buffer, got)
+        os.fstat(fd)  # still the caller's: OSError if the import had closed it
+    want = _expected(_expected(values) ^ np.uint32(0x5A5A5A5A))
+    return Outcome(got, want, ran_as=_route(buffer), note="kernel, host, kernel")
 
 
 @case(IOCOHERENT, "dma-buf with the io-coherent policy (write-back + map elsewhere)")
@@ -150,7 +185,7 @@ def _ahbrefused(env: Env) -> Outcome:
     return _android_refusal(env, AHB, "import_ahardwarebuffer")
 
 
-@case(AHB, "import of an AHardwareBuffer", tiers=("native",))
+@case(AHB, "import of an AHardwareBuffer", tiers=("native", "khr"))
 def _ahb(env: Env) -> Outcome:
     raise Skip(
         "an AHardwareBuffer comes from an app's AHardwareBuffer_allocate (Android "

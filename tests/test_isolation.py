@@ -109,6 +109,22 @@ def test_isolated_build_with_the_cache_off_hands_over_privately(
     assert list(tmp_path.iterdir()) == []  # the hand-over directory is gone
 
 
+def test_an_untrusted_cache_is_not_written_by_the_child(
+    kernel_context, tmp_path, monkeypatch, no_parent_compile
+):
+    """A cache directory others can write is used by neither process: the hand-over
+    goes through a private directory, and nothing lands in the shared one."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv(program_cache.DIR_ENV, str(shared))
+    monkeypatch.delenv(program_cache.DISABLE_ENV, raising=False)
+    with pytest.warns(qcom_ext.QcomExtWarning, match="writable by group or others"):
+        built = qcom_ext.build_program(kernel_context, SOURCE, defines={"SALT": 8}, isolate=True)
+    assert run_kernel(kernel_context, built) == expected(8)
+    assert list(shared.rglob("*")) == []
+
+
 def test_a_cached_binary_needs_no_child(kernel_context, cache_dir, monkeypatch):
     qcom_ext.build_program(kernel_context, SOURCE, defines={"SALT": 5})
     monkeypatch.setattr(isolated, "run_child", lambda *a, **k: pytest.fail("a child started"))

@@ -24,9 +24,9 @@ What the child's end becomes here:
 
 >>> import pyopencl as cl, qcom_ext
 >>> ctx = cl.Context([qcom_ext.probe().device()])
->>> src = "__kernel void k(__global uint *v) { v[0] = qcom_bitreverse(v[0]); }"
->>> qcom_ext.build_program(ctx, src, isolate=True).k.function_name
-'k'
+>>> src = "__kernel void twice(__global uint *v) { v[0] = qcom_bitreverse(v[0]) * 2; }"
+>>> qcom_ext.build_program(ctx, src, isolate=True).twice.function_name
+'twice'
 """
 
 from __future__ import annotations

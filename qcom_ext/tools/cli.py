@@ -37,8 +37,7 @@ from qcom_ext.tools import tune_cli as _tune_cli
 _ISOLATED_HINT = (
     "qcom-ext: the driver ran in a child process (--isolated) and qcom-ext never called "
     "it itself; without --isolated the same call would have ended qcom-ext. Report it to "
-    "the driver's "
-    "vendor, or point QCOM_EXT_OPENCL_LIBRARY at another OpenCL library."
+    "the driver's vendor, or point QCOM_EXT_OPENCL_LIBRARY at another OpenCL library."
 )
 _STYLE = {"native": "green", "khr": "cyan", "fallback": "yellow", "unavailable": "red"}
 

@@ -16,13 +16,17 @@ loads. Until then a code is named ``UNKNOWN_ERROR``.
 
 from __future__ import annotations
 
+import signal as _signal
 from collections.abc import Mapping, Sequence
 
 __all__ = [
     "BuildError",
     "CLError",
+    "CompilerCrashError",
     "ConfigError",
     "DriverAnswerError",
+    "DriverCrashError",
+    "DriverTimeoutError",
     "EntryPointMissing",
     "ExtensionUnavailable",
     "LibraryMismatch",
@@ -36,6 +40,7 @@ __all__ = [
     "UnknownExtension",
     "error_name",
     "register_error_names",
+    "signal_name",
 ]
 
 
@@ -216,3 +221,97 @@ class LibraryMismatch(OpenCLUnavailable):
             f"{detail}. Unset QCOM_EXT_OPENCL_LIBRARY, or point it at {pyopencl_library}, "
             "or make pyopencl use the same library (its ICD loader's vendors, OCL_ICD_VENDORS)"
         )
+
+
+def signal_name(status: int) -> str:
+    """How a child process's exit status reads in a message: the signal that killed it
+    (``subprocess``'s negative status), else the exit status (a Windows exception code
+    in hex).
+
+    >>> signal_name(-11), signal_name(3), signal_name(0xC0000005)
+    ('SIGSEGV', 'exit status 3', 'exit status 0xc0000005')
+    """
+    if status < 0:
+        try:
+            return _signal.Signals(-status).name
+        except ValueError:
+            return f"signal {-status}"
+    if status > 0xFFFF:  # a Windows exception code (0xC0000005: access violation)
+        return f"exit status {status:#x}"
+    return f"exit status {status}"
+
+
+def _death(status: int) -> str:
+    """The signal, and what a SIGKILL usually is."""
+    name = signal_name(status)
+    if name == "SIGKILL":
+        return f"{name}, perhaps the out-of-memory killer"
+    return name
+
+
+class DriverCrashError(QcomExtError):
+    """The OpenCL driver ended the child process qcom_ext had run it in (an isolated
+    probe or compile): the calling process is unharmed. ``stage`` names what the child
+    was doing, ``status`` is its exit status and ``signal`` reads it (``"SIGSEGV"``);
+    ``log`` is the end of the child's stderr.
+
+    >>> print(DriverCrashError("clGetPlatformIDs", -11))
+    the OpenCL driver crashed in clGetPlatformIDs (SIGSEGV) in a child process
+    """
+
+    def __init__(self, stage: str, status: int, log: str = "") -> None:
+        self.stage = stage
+        self.status = int(status)
+        self.signal = signal_name(self.status)
+        self.log = log
+        super().__init__(self._message() + (f"; its stderr ended with:\n{log}" if log else ""))
+
+    def _message(self) -> str:
+        return (
+            f"the OpenCL driver crashed in {self.stage} ({_death(self.status)}) in a child process"
+        )
+
+
+class CompilerCrashError(DriverCrashError):
+    """The OpenCL compiler ended the child process of an isolated build
+    (``build_program(..., isolate=True)``): ``device`` is the label of the device it
+    compiled for, ``options`` the full option list.
+
+    >>> error = CompilerCrashError("adreno-663-gpu", ["-DTILE=8"], -6)
+    >>> error.signal, error.device
+    ('SIGABRT', 'adreno-663-gpu')
+    >>> print(error)  # doctest: +NORMALIZE_WHITESPACE
+    the OpenCL compiler crashed (SIGABRT) compiling for adreno-663-gpu with options -DTILE=8,
+    in a child process
+    """
+
+    def __init__(self, device: str, options: Sequence[str], status: int, log: str = "") -> None:
+        self.device = device
+        self.options = tuple(options)
+        super().__init__(f"the compile for {device}", status, log)
+
+    def _message(self) -> str:
+        return (
+            f"the OpenCL compiler crashed ({_death(self.status)}) compiling for {self.device} "
+            f"with options {' '.join(self.options) or '(none)'}, in a child process"
+        )
+
+
+class DriverTimeoutError(QcomExtError):
+    """A child process running the OpenCL driver for qcom_ext (an isolated probe or
+    compile) did not finish in time and was killed: ``stage`` names what it was doing,
+    ``timeout`` the limit in seconds.
+
+    >>> print(DriverTimeoutError("clGetPlatformIDs", 30))
+    the OpenCL driver did not finish clGetPlatformIDs within 30 s in a child process (killed)
+    """
+
+    def __init__(self, stage: str, timeout: float, log: str = "") -> None:
+        self.stage = stage
+        self.timeout = timeout
+        self.log = log
+        message = (
+            f"the OpenCL driver did not finish {stage} within {timeout:g} s in a child process "
+            "(killed)"
+        )
+        super().__init__(message + (f"; its stderr ended with:\n{log}" if log else ""))

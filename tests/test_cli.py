@@ -103,4 +103,116 @@ def test_device_option_is_passed_down_not_written_to_the_environment(devices, mo
         assert json.loads(capsys.readouterr().out)["label"] == caps.label
         assert os.environ["PYOPENCL_CTX"] == specs[0]
     assert cli.main(["probe", "--device", "no-such-platform"]) == 1
-    assert "device: 'no-such-platform' matches no platform" in capsys.readouterr().err
+    assert "--device 'no-such-platform' names no device" in capsys.readouterr().err
+
+
+# ---- --device by label (issue 16, item 10) -------------------------------------------
+
+
+def parts(label: str) -> list[str]:
+    """The parts of ``label`` (3 characters or more), longest first."""
+    found = {label[i:j] for i in range(len(label)) for j in range(i + 3, len(label) + 1)}
+    return sorted(found, key=lambda p: (-len(p), p))
+
+
+def unique_parts(label: str, devices) -> list[str]:
+    """Parts of ``label`` that no other device's label contains."""
+    others = [c.label for c in devices if c.label != label]
+    return [p for p in parts(label) if p != label and not any(p in o for o in others)]
+
+
+def test_probe_device_takes_a_label_or_a_part_of_one(devices, capsys):
+    from qcom_ext.tools import cli
+
+    for caps in devices:
+        unique = unique_parts(caps.label, devices)  # the longest and the shortest
+        for spec in [caps.label, *unique[:1], *unique[-1:]]:
+            assert cli.main(["probe", "--json", f"--device={spec}"]) == 0, spec
+            assert json.loads(capsys.readouterr().out)["device"] == caps.to_dict()["device"]
+
+
+def test_selftest_device_takes_a_label(devices, capsys):
+    from qcom_ext.tools import cli
+
+    for caps in devices:
+        cli.main(["selftest", "--only", "bitreverse", "--json", "--device", caps.label])
+        assert json.loads(capsys.readouterr().out)["device"]["label"] == caps.label
+
+
+def test_tune_device_takes_a_label(devices, tmp_path, capsys):
+    from qcom_ext.tools import cli
+
+    caps = devices[-1]
+    out = tmp_path / "tune.json"
+    argv = ["tune", "--device", caps.label, "--kinds", "1x1", "--scale", "0.05"]
+    argv += ["--budget-s", "0.05", "--repeats", "1", "--json", str(out)]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["device"] == caps.label
+
+
+def test_bench_device_takes_a_label(devices, tmp_path):
+    caps = devices[-1]
+    out = tmp_path / "bench.json"
+    argv = ["bench", "cl_context", "--rounds", "1", "--batch-ms", "1", "--json", str(out)]
+    result = run(*argv, "--device", caps.label)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["header"]["device_label"] == caps.label
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["probe"], ["probe", "--isolated"], ["selftest"], ["tune", "--kinds", "1x1"], ["bench"]],
+)
+def test_a_bad_device_names_the_option_and_lists_the_labels(devices, command):
+    result = run(*command, "--device", "no-such-device", env={"PYOPENCL_CTX": ""})
+    assert result.returncode == 1
+    assert "--device 'no-such-device' names no device" in result.stderr
+    assert "PYOPENCL_CTX" not in result.stderr and "Traceback" not in result.stderr
+    for caps in devices:
+        assert caps.label in result.stderr
+    assert "0:0 = " in result.stderr
+
+
+def test_a_part_shared_by_two_labels_lists_them(devices, capsys):
+    from qcom_ext.tools import cli
+
+    labels = [c.label for c in devices]
+    shared = next((p for p in parts(labels[0]) if sum(p in c for c in labels) >= 2), None)
+    if shared is None:
+        pytest.skip(f"needs two OpenCL devices whose labels share a part (have {labels})")
+    matching = [label for label in labels if shared in label]
+    assert cli.main(["probe", f"--device={shared}"]) == 1
+    err = capsys.readouterr().err
+    assert f"--device {shared!r} matches {len(matching)} devices" in err
+    assert all(label in err for label in matching)
+
+
+# ---- --isolated (issue 16, item 9) ---------------------------------------------------
+
+
+def test_probe_isolated_prints_the_probe(devices, capsys):
+    from qcom_ext.tools import cli
+
+    for caps in devices:
+        assert cli.main(["probe", "--json", "--device", caps.label]) == 0
+        here = json.loads(capsys.readouterr().out)
+        assert cli.main(["probe", "--isolated", "--json", "--device", caps.label]) == 0
+        assert json.loads(capsys.readouterr().out) == here
+    assert cli.main(["probe", "--isolated", "--all", "--json"]) == 0
+    assert [r["label"] for r in json.loads(capsys.readouterr().out)] == [c.label for c in devices]
+
+
+@pytest.fixture(scope="module")
+def crashing(tmp_path_factory) -> dict[str, str]:
+    from _crashing_opencl import build_libraries
+
+    return build_libraries(tmp_path_factory.mktemp("crashing-opencl"))
+
+
+@pytest.mark.parametrize("command", [["probe"], ["probe", "--all"], ["selftest"]])
+def test_isolated_commands_report_a_driver_crash(crashing, command):
+    env = {"QCOM_EXT_OPENCL_LIBRARY": crashing["segfault"]}
+    result = run(*command, "--isolated", env=env)
+    assert result.returncode == 1
+    assert "the OpenCL driver crashed in clGetPlatformIDs (SIGSEGV)" in result.stderr
+    assert "--isolated" in result.stderr and "Traceback" not in result.stderr

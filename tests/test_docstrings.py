@@ -79,6 +79,11 @@ MODULES = [
     "qcom_ext.ops.kxk",
     "qcom_ext.ops.conv_int8",
     "qcom_ext.ops.suite",
+    "qcom_ext._isolation",
+    "qcom_ext.device.location",
+    "qcom_ext.device.choice",
+    "qcom_ext.device.isolated",
+    "qcom_ext.ext.program.isolated",
 ]
 
 NEEDS_DEVICE = {
@@ -111,6 +116,10 @@ NEEDS_DEVICE = {
     "qcom_ext.ops.conv_1x1",
     "qcom_ext.ops.kxk",
     "qcom_ext.ops.conv_int8",
+    "qcom_ext.device.location",
+    "qcom_ext.device.choice",
+    "qcom_ext.device.isolated",
+    "qcom_ext.ext.program.isolated",
 }
 
 

@@ -197,6 +197,8 @@ COMMANDS = {
     "qcom-ext probe --json": ([], check_probe_json),
     "qcom-ext probe --all": ([], check_probe_all),
     "qcom-ext probe --verify": ([], check_probe_table),
+    "qcom-ext probe --isolated": ([], check_probe_table),
+    "qcom-ext selftest --isolated": (["--only", "recordable_queues"], check_selftest_table),
     # --only: the README's way to repeat one extension's checks (the full run takes minutes)
     "qcom-ext selftest": (["--only", "recordable_queues"], check_selftest_table),
     "qcom-ext selftest --json > selftest.json": (
@@ -233,8 +235,8 @@ def test_the_readme_shows_the_commands_this_test_runs():
 
 
 def device_example() -> tuple[str, str]:
-    """The README's two ``--device`` examples: by index, by name."""
-    found = re.search(r"`--device (\d+:\d+)` \(or a name such as `--device (\w+)`\)", readme())
+    """The README's two ``PYOPENCL_CTX``-style ``--device`` examples: by index, by name."""
+    found = re.search(r"\(`--device (\d+:\d+)`, `--device (\w+)`\)", readme())
     assert found, "the README's --device examples moved: update this test"
     return found.group(1), found.group(2)
 
@@ -255,7 +257,8 @@ def test_device_option_by_index_and_by_name(devices, tmp_path, monkeypatch):
         names.add(name)
     else:
         result = run([*qcom_ext_command(), "probe", "--device", name], tmp_path)
-        assert result.returncode != 0 and f"'{name}' matches no platform" in result.stderr
+        assert result.returncode != 0 and f"--device '{name}' names no device" in result.stderr
+        assert all(caps.label in result.stderr for caps in devices), result.stderr
         assert "Traceback" not in result.stderr, result.stderr
     assert by_index in specs or len(cl.get_platforms()) < 2
     for spec in specs + sorted(names):
@@ -294,3 +297,16 @@ def test_python_snippet_runs(devices, tmp_path):
     status = default.status("cl_qcom_perf_hint")
     assert lines[0] == f"{default.path('cl_qcom_recordable_queues')} {status.reason}"
     assert lines[1:] == [caps.summary() for caps in devices]
+
+
+@child
+def test_device_option_by_label(devices, tmp_path):
+    """The README's label example (``--device pocl-3.1-cpu``) picks that device where it
+    exists; every device's label picks it."""
+    found = re.search(r"`--device ([a-z][\w.-]*-(?:cpu|gpu))`", readme())
+    assert found, "the README's --device label example moved: update this test"
+    labels = {caps.label for caps in devices}
+    assert found.group(1) in labels or found.group(1).startswith("pocl-")
+    for caps in devices:
+        report = json.loads(cli(["probe", "--json", "--device", caps.label], tmp_path).stdout)
+        assert report["label"] == caps.label and report["device"] == caps.to_dict()["device"]

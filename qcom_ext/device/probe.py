@@ -303,15 +303,26 @@ def probe(
     return derived
 
 
-def probe_all(*, verify: bool = False, disabled: str | Iterable[str] = ()) -> list[DeviceCaps]:
+def probe_all(
+    *, verify: bool = False, disabled: str | Iterable[str] = (), isolated: bool = False
+) -> list[DeviceCaps]:
     """Reports for every device of every platform, in platform order (``verify`` and
     ``disabled``: as for :func:`probe`).
+
+    ``isolated=True`` makes every driver call in a child process
+    (:mod:`qcom_ext.device.isolated`): a driver that crashes there raises
+    :class:`~qcom_ext.errors.DriverCrashError` naming the call and the signal instead of
+    ending this process. Those reports carry no device handles.
 
     >>> import qcom_ext
     >>> every = qcom_ext.probe_all()
     >>> len(every) >= 1 and all(isinstance(c, qcom_ext.DeviceCaps) for c in every)
     True
     """
+    if isolated:  # lazily: the child process machinery, and a module that imports this one
+        from qcom_ext.device.isolated import probe_isolated
+
+        return probe_isolated(all_devices=True, verify=verify, disabled=disabled)
     return [
         probe(d, verify=verify, disabled=disabled)
         for p in _require_platforms()

@@ -2,8 +2,12 @@
 
 ``qcom-ext probe`` prints, per device, the path each ``cl_qcom_*`` extension takes;
 ``--json`` prints the full report, ``--all`` covers every device and ``--device``
-picks one the way ``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``); ``--verify`` first
-tries the risky native calls in a child process (:mod:`qcom_ext.tools.verify.runner`).
+picks one by the label ``probe`` prints (``pocl-3.1-cpu``, or a part of it) or the way
+``PYOPENCL_CTX`` does (``"1:0"``, ``"nvidia"``: :mod:`qcom_ext.device.choice`);
+``--verify`` first tries the risky native calls in a child process
+(:mod:`qcom_ext.tools.verify.runner`); ``--isolated`` makes every driver call of the
+probe in a child process (:mod:`qcom_ext.device.isolated`), so a driver that crashes
+there is an error message and exit status 1.
 ``qcom-ext selftest`` runs every extension's computation on a device, on each path the
 device can take, against numpy and path against path (:mod:`qcom_ext.tools.selftest`);
 ``--json`` prints the report to attach to a bug report; exit status 1 on failure.
@@ -28,10 +32,17 @@ from rich.text import Text
 from qcom_ext._version import __version__
 from qcom_ext.device import report_text
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.device.probe import default_device, probe, probe_all
-from qcom_ext.errors import QcomExtError
+from qcom_ext.device.choice import device_from_spec
+from qcom_ext.device.isolated import probe_isolated
+from qcom_ext.device.probe import probe, probe_all
+from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
 from qcom_ext.tools import tune_cli as _tune_cli
 
+_ISOLATED_HINT = (
+    "qcom-ext: the driver ran in a child process (--isolated) and qcom-ext never called "
+    "it itself; without --isolated the same call would have ended qcom-ext. Report it to "
+    "the driver's vendor, or point QCOM_EXT_OPENCL_LIBRARY at another OpenCL library."
+)
 _STYLE = {"native": "green", "khr": "cyan", "fallback": "yellow", "unavailable": "red"}
 
 
@@ -120,14 +131,17 @@ def _render_quirks(caps: DeviceCaps, console: Console) -> None:
 
 
 def chosen_device(spec: str | None) -> int | None:
-    """The device a ``--device`` spec names (``PYOPENCL_CTX``'s syntax), passed down as
-    a handle; None without one (``qcom_ext.probe()``'s choice). The environment is left
-    as it is."""
-    return default_device(spec) if spec else None
+    """The device a ``--device`` value names (a label as ``probe`` prints it, or
+    ``PYOPENCL_CTX``'s syntax: :func:`~qcom_ext.device.choice.device_from_spec`), passed
+    down as a handle; None without one (``qcom_ext.probe()``'s choice). The environment
+    is left as it is."""
+    return device_from_spec(spec, option="--device") if spec else None
 
 
 def _probe_command(args: argparse.Namespace) -> int:
-    if args.all:
+    if args.isolated:
+        reports = probe_isolated(args.device, all_devices=args.all, verify=args.verify)
+    elif args.all:
         reports = probe_all(verify=args.verify)
     else:
         reports = [probe(chosen_device(args.device), verify=args.verify)]
@@ -157,13 +171,31 @@ def _selftest_command(args: argparse.Namespace) -> int:
     from qcom_ext.tools.selftest._render import render
 
     report = run_selftest(
-        chosen_device(args.device), seed=args.seed, only=args.only, verify=args.verify
+        args.device, seed=args.seed, only=args.only, verify=args.verify, isolated=args.isolated
     )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         render(report, Console())
     return 0 if report.ok else 1
+
+
+#: ``--device``'s help, shared by every command that takes it.
+DEVICE_HELP = (
+    "the device: its label as 'qcom-ext probe' prints it (e.g. pocl-3.1-cpu, or a part "
+    "of it), or as in PYOPENCL_CTX ('0:0', 'nvidia')"
+)
+
+
+def _add_device_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", metavar="SPEC", help=DEVICE_HELP)
+    parser.add_argument(
+        "--isolated",
+        action="store_true",
+        help="make the probe's driver calls (clGetPlatformIDs, the device queries) in a "
+        "child process first: a driver that crashes there is an error, not the end of "
+        "qcom-ext",
+    )
 
 
 def _add_probe(commands: Any) -> None:
@@ -178,9 +210,7 @@ def _add_probe(commands: Any) -> None:
         help="first try each native call the device would make in a child process (cached "
         "per device and driver); an extension whose trial crashes or fails is downgraded",
     )
-    parser.add_argument(
-        "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
-    )
+    _add_device_options(parser)
     parser.set_defaults(run=_probe_command)
 
 
@@ -203,9 +233,7 @@ def _add_selftest(commands: Any) -> None:
         help="check only this extension (cl_qcom_bitreverse or bitreverse; repeat or "
         "separate with commas)",
     )
-    parser.add_argument(
-        "--device", metavar="SPEC", help="device as in PYOPENCL_CTX, e.g. '0:0' or 'nvidia'"
-    )
+    _add_device_options(parser)
     parser.set_defaults(run=_selftest_command)
 
 
@@ -238,4 +266,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except QcomExtError as exc:
         print(f"qcom-ext: error: {exc}", file=sys.stderr)
+        if isinstance(exc, (DriverCrashError, DriverTimeoutError)):
+            print(_ISOLATED_HINT, file=sys.stderr)
         return 1

@@ -75,13 +75,14 @@ def filter_devices(found: list[Any], spec: str) -> list[Any]:
     """
     import warnings
 
+    from qcom_ext.device.choice import label_matches
     from qcom_ext.errors import ConfigError, QcomExtWarning
 
     wanted = [w.strip() for w in spec.split(",") if w.strip()]
     if not wanted:
         return list(found)
-    kept = [c for c in found if any(w in c.label for w in wanted)]
-    unmatched = [w for w in wanted if not any(w in c.label for c in found)]
+    kept = [c for c in found if any(label_matches(c.label, w) for w in wanted)]
+    unmatched = [w for w in wanted if not any(label_matches(c.label, w) for c in found)]
     labels = ", ".join(c.label for c in found) or "none"
     if found and not kept:
         raise ConfigError(

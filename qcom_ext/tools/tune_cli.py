@@ -24,7 +24,11 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "tune", help="tune the local sizes of the convolution suite (MobileNetV2 shapes)"
     )
-    parser.add_argument("--device", metavar="SPEC", help="device as in PYOPENCL_CTX")
+    parser.add_argument(
+        "--device",
+        metavar="SPEC",
+        help="the device: its label as 'qcom-ext probe' prints it, or as in PYOPENCL_CTX",
+    )
     parser.add_argument("--batch", type=int, default=1, help="batch size N (default 1)")
     parser.add_argument(
         "--scale",
@@ -87,13 +91,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(spec: str | None) -> tuple[Any, Any]:
-    """The report of the ``--device`` (PYOPENCL_CTX syntax; none: probe()'s choice) and a
-    profiling queue on it; the device is passed down, the environment left alone."""
+    """The report of the ``--device`` (a label, or PYOPENCL_CTX syntax; none: probe()'s
+    choice) and a profiling queue on it; the device is passed down, the environment left
+    alone."""
     import pyopencl as cl
 
-    from qcom_ext.device.probe import default_device, probe
+    from qcom_ext.device.choice import device_from_spec
+    from qcom_ext.device.probe import probe
 
-    caps = probe(default_device(spec) if spec else None)
+    caps = probe(device_from_spec(spec, option="--device") if spec else None)
     device = caps.device()
     context = cl.Context([device])
     return caps, cl.CommandQueue(context, device, cl.command_queue_properties.PROFILING_ENABLE)

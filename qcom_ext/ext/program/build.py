@@ -123,6 +123,8 @@ def build_program(
     *,
     devices: Sequence[Any] | None = None,
     defines: Mapping[str, Any] | None = None,
+    isolate: bool = False,
+    isolate_timeout: float | None = None,
 ) -> Any:
     """A built ``pyopencl.Program`` of ``source`` with the compat header available.
 
@@ -130,6 +132,11 @@ def build_program(
     ``-D`` flags. Failures raise :class:`~qcom_ext.BuildError` with the build log and the
     options used. The binaries are cached (see :mod:`qcom_ext.ext.program.cache`); an entry
     the driver will not load is rebuilt from source.
+
+    ``isolate=True`` compiles in a child process first (:mod:`qcom_ext.ext.program.isolated`;
+    ``isolate_timeout`` seconds at most, 300 by default) and loads the binaries it leaves
+    in the cache: a compiler crash raises :class:`~qcom_ext.errors.CompilerCrashError`
+    instead of ending this process. A binary already cached is loaded as usual.
 
     >>> import pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -150,6 +157,10 @@ def build_program(
             if program is not None:
                 _remember_source(binaries, text)
                 return program
+    if isolate:  # lazily: the child machinery, in a module that imports this one
+        from qcom_ext.ext.program.isolated import build_isolated
+
+        return build_isolated(context, devices, text, full, identity, timeout=isolate_timeout)
     program = _build_from_source(context, devices, text, full)
     if cache is not None and identity is not None:
         binaries = _binaries(program, devices)

@@ -12,7 +12,8 @@ Suites (``conv-suite``, ``accelerated-suite``, ``bicubic-suite``) time themselve
 their own tables; they run only when named (or by a former name, a suite's ``aliases``),
 with their own options (``--help`` lists them).
 
-``--device 1:0`` (or a name such as ``nvidia``) picks the device like ``PYOPENCL_CTX``;
+``--device 1:0`` (or a name such as ``nvidia``, or a device label such as ``pocl-3.1-cpu``)
+picks the device like ``PYOPENCL_CTX``;
 ``--json`` and ``--markdown`` write the results with a header of stamps (device,
 driver, Python, qcom_ext, host CPU, date, and the command line); ``--compare old.json``
 adds each case's speed-up over an earlier run; ``--update-doc docs/BENCHMARKS.md``
@@ -39,6 +40,7 @@ from rich.console import Console
 
 import qcom_ext
 from qcom_ext import QcomExtError
+from qcom_ext.device.choice import device_from_spec, pyopencl_ctx
 from qcom_ext.tools.bench._case import Case, Suite
 from qcom_ext.tools.bench.report import (
     BLOCK_END,
@@ -174,7 +176,9 @@ def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
     parser.add_argument(
         "cases", nargs="*", metavar="NAME", help="case, group or suite names (all cases)"
     )
-    parser.add_argument("--device", help="device like PYOPENCL_CTX: '1:0', 'nvidia'")
+    parser.add_argument(
+        "--device", help="device label ('pocl-3.1-cpu') or like PYOPENCL_CTX: '1:0', 'nvidia'"
+    )
     parser.add_argument(
         "--rounds",
         type=int,
@@ -246,9 +250,9 @@ def main(
     if args.list:
         return _list(console, chosen, wanted_suites or (found if not args.cases else []))
     command = command_line(prog, argv)
-    if args.device:
-        os.environ["PYOPENCL_CTX"] = args.device
     try:
+        if args.device:  # a label too: the cases read PYOPENCL_CTX, as indices
+            os.environ["PYOPENCL_CTX"] = pyopencl_ctx(device_from_spec(args.device))
         caps = qcom_ext.probe()
     except QcomExtError as exc:
         parser.exit(1, f"benchmarks: no device to run on: {exc}\n")

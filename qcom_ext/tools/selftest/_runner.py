@@ -8,7 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.choice import device_from_spec
 from qcom_ext.device.extensions import REGISTRY
+from qcom_ext.device.isolated import probe_isolated
 from qcom_ext.device.probe import disabling, probe
 from qcom_ext.errors import ConfigError, QcomExtWarning
 from qcom_ext.tools.selftest import _registry
@@ -56,11 +58,17 @@ def selected(only: Iterable[str] | None) -> list[str]:
 
 
 def run_selftest(
-    device: Any = None, *, seed: int = 0, only: Sequence[str] | None = None, verify: bool = False
+    device: Any = None,
+    *,
+    seed: int = 0,
+    only: Sequence[str] | None = None,
+    verify: bool = False,
+    isolated: bool = False,
 ) -> SelftestReport:
     """Check every extension (or those in ``only``) on ``device`` (a pyopencl.Device, a
-    handle, a :class:`~qcom_ext.DeviceCaps` or None: the device ``qcom_ext.probe()``
-    picks) on each of its paths.
+    handle, a :class:`~qcom_ext.DeviceCaps`, a ``--device`` value such as
+    ``"pocl-3.1-cpu"`` or ``"0:0"``, or None: the device ``qcom_ext.probe()`` picks) on
+    each of its paths.
 
     ``QCOM_EXT_DISABLE`` as set by the caller applies (its names stay off; the report
     lists them); each further path is reached with ``probe(device, disabled=...)`` and
@@ -69,10 +77,20 @@ def run_selftest(
     the risky native calls in a child process (:mod:`qcom_ext.tools.verify.runner`), so
     an extension whose trial crashed is checked on the path it was downgraded to;
     cached verdicts apply either way and go into the report.
+
+    ``isolated=True`` first makes the probe's driver calls in a child process
+    (:func:`~qcom_ext.device.isolated.probe_isolated`: of the device a ``--device`` value
+    or None names, of every device otherwise), before this process calls the driver: a
+    driver that crashes there raises :class:`~qcom_ext.errors.DriverCrashError`.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an int, got {seed!r}")
     names = selected(only)
+    if isolated:
+        spec = device if isinstance(device, str) or device is None else None
+        probe_isolated(spec, all_devices=spec is None and device is not None)
+    if isinstance(device, str):
+        device = device_from_spec(device, option="--device")
     if isinstance(device, DeviceCaps):
         caps = probe(device.device_id, verify=True) if verify else device
     else:

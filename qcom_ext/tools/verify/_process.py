@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from qcom_ext.device.verdicts import Verdict
-from qcom_ext.errors import QcomExtError
+from qcom_ext.errors import QcomExtError, signal_name
 
 __all__ = [
     "CHILD_COMMAND",
@@ -65,18 +65,6 @@ class TrialProtocolError(QcomExtError):
     JSON, JSON of the wrong shape, missing keys, an end without its begin): the message
     quotes what came, truncated. The child is killed; it is no verdict on any
     extension."""
-
-
-def signal_name(status: int) -> str:
-    """How a child's exit status reads in a verdict."""
-    if status < 0:
-        try:
-            return signal.Signals(-status).name
-        except ValueError:
-            return f"signal {-status}"
-    if status > 0xFFFF:  # a Windows exception code (0xC0000005: access violation)
-        return f"exit status {status:#x}"
-    return f"exit status {status}"
 
 
 def _today() -> str:

@@ -20,11 +20,11 @@ import traceback
 import warnings
 from typing import Any, TextIO
 
-from qcom_ext.binding import info as _info
-from qcom_ext.binding.lib import C
+from qcom_ext._isolation import no_core_dumps
 from qcom_ext.device import verdicts as _verdicts
+from qcom_ext.device.location import find_device
 from qcom_ext.device.probe import probe
-from qcom_ext.errors import BuildError, CLError, QcomExtError, QcomExtWarning
+from qcom_ext.errors import BuildError, CLError, QcomExtWarning
 from qcom_ext.tools.selftest._env import Env, case_rng
 from qcom_ext.tools.selftest._registry import Outcome, Skip
 from qcom_ext.tools.selftest._report import difference
@@ -38,30 +38,6 @@ _DETAIL = 400
 def _one_line(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= _DETAIL else line[: _DETAIL - 3] + "..."
-
-
-def _find(where: dict[str, Any] | None) -> Any:
-    if where is None:
-        return None
-    import pyopencl
-
-    platforms = _info.platform_ids()
-    devices = []
-    if where["platform"] < len(platforms):
-        devices = _info.device_ids(platforms[where["platform"]])
-    if where["device"] >= len(devices):
-        raise QcomExtError(f"no device {where['platform']}:{where['device']} in this process")
-    handle = devices[where["device"]]
-    found = (
-        _info.device_str(handle, C.CL_DEVICE_NAME),
-        _info.device_str(handle, C.CL_DRIVER_VERSION),
-    )
-    if found != (where["name"], where["driver"]):
-        raise QcomExtError(
-            f"device {where['platform']}:{where['device']} is {found} here, "
-            f"not {(where['name'], where['driver'])}"
-        )
-    return pyopencl.Device.from_int_ptr(handle)
 
 
 def _load(function: str) -> Any:
@@ -119,7 +95,7 @@ def run(spec: dict[str, Any], report: TextIO) -> int:
 
     try:
         _verdicts.use_verdicts_of_parent(_verdicts.Verdict.from_dict(v) for v in spec["verdicts"])
-        device = _find(spec["device"])
+        device = find_device(spec["device"])
     except Exception as exc:
         emit("setup-error", json.dumps(f"{type(exc).__name__}: {exc}"))
         return 2
@@ -129,18 +105,8 @@ def run(spec: dict[str, Any], report: TextIO) -> int:
     return 0
 
 
-def _no_core_dumps() -> None:
-    """A crash is an expected outcome here: leave no core file behind."""
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ImportError, ValueError, OSError):
-        pass
-
-
 def main() -> int:
-    _no_core_dumps()
+    no_core_dumps()
     report = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # driver and kernel output goes to stderr, never into the report
     sys.stdout = sys.stderr

@@ -22,12 +22,12 @@ another path taken is ``failed``.
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
+from qcom_ext._isolation import child_environment
 from qcom_ext.device.caps import DeviceCaps
+from qcom_ext.device.location import location as _locate
 from qcom_ext.device.verdicts import (
     CACHE_NAME,
     FORMAT,
@@ -120,40 +120,10 @@ def verify(
         current = caps.with_verdicts(verdicts)
 
 
-def _locate(caps: DeviceCaps) -> dict[str, Any] | None:
-    """Where a fresh process finds the device: platform and device index, and the
-    strings that must match there."""
-    if not caps.device_id:
-        return None
-    from qcom_ext.binding import info as _info
-
-    try:
-        for p_index, platform in enumerate(_info.platform_ids()):
-            for d_index, device in enumerate(_info.device_ids(platform)):
-                if device == caps.device_id:
-                    return {
-                        "platform": p_index,
-                        "device": d_index,
-                        "name": caps.device_name,
-                        "driver": caps.driver_version,
-                    }
-    except QcomExtError:
-        return None
-    return None
-
-
 def _child_environment() -> dict[str, str]:
-    """The parent's environment, with its import path (the child imports the same
-    qcom_ext and the trial modules, as multiprocessing's spawn does), and the program
-    cache off there: the compile itself is on trial."""
-    env = dict(os.environ)
-    paths = [p or os.getcwd() for p in sys.path]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["QCOM_EXT_NO_CACHE"] = "1"
-    return env
+    """The environment of every child (:func:`qcom_ext._isolation.child_environment`),
+    with the program cache off there: the compile itself is on trial."""
+    return child_environment({"QCOM_EXT_NO_CACHE": "1"})
 
 
 def _run(

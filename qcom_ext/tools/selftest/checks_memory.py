@@ -247,15 +247,17 @@ def _large_refused(env: Env) -> Outcome:
 
 @case(LARGE, "the same data in chunks from allocate_chunked", tiers=("fallback",))
 def _large_chunked(env: Env) -> Outcome:
+    import pyopencl as cl
+
     from qcom_ext.ext.memory.large_buffer import allocate_chunked
 
     # 3 * 16 KiB: a multiple of every base-address alignment up to 16 KiB; 5 chunks and a rest
     chunks = allocate_chunked(env.context, LARGE_N * 4, chunk=3 << 14)
-    program = _large_program(env)
+    fill = cl.Kernel(_large_program(env), "fill_pattern")
     parts = []
     for part in chunks:
         n = part.size // 4
-        program.fill_pattern(env.queue, (n,), None, part, np.uint64(part.chunk_offset // 4))
+        fill(env.queue, (n,), None, part, np.uint64(part.chunk_offset // 4))
         parts.append(env.read(part, np.empty(n, np.uint32)))
     note = f"{len(chunks)} chunks"
     return Outcome(np.concatenate(parts), large_buffer_pattern(0, LARGE_N), note=note)

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     # errors
     **dict.fromkeys(
         (
+            "BufferTooLargeError",
             "BuildError",
             "CLError",
             "ConfigError",
@@ -43,6 +44,7 @@ _EXPORTS: dict[str, str] = {
             "OpenCLUnavailable",
             "QcomExtError",
             "QcomExtWarning",
+            "RegisterSpillWarning",
         ),
         "qcom_ext.errors",
     ),
@@ -69,6 +71,10 @@ _EXPORTS: dict[str, str] = {
     ),
     "onchip_buffer": "qcom_ext.ext.memory.onchip",
     "scrub_onchip": "qcom_ext.ext.memory.onchip",
+    **dict.fromkeys(
+        ("allocate_chunked", "create_large_buffer", "large_buffer_limit"),
+        "qcom_ext.ext.memory.large_buffer",
+    ),
     "ImageBuffer": "qcom_ext.ext.memory.image_buffer",
     "buffer_from_image": "qcom_ext.ext.memory.image_buffer",
     "image_with_buffer": "qcom_ext.ext.memory.image_buffer",
@@ -97,6 +103,8 @@ _EXPORTS: dict[str, str] = {
     # programs
     "build_program": "qcom_ext.ext.program.build",
     "kernel_sub_group_size": "qcom_ext.ext.program.subgroups",
+    "KernelInfo": "qcom_ext.ext.program.kernel_info",
+    "kernel_info": "qcom_ext.ext.program.kernel_info",
     # ops
     "tune": "qcom_ext.ops.tuning",
 }
@@ -128,6 +136,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from qcom_ext.device.extensions import REGISTRY, ExtensionStatus
     from qcom_ext.device.probe import probe, probe_all
     from qcom_ext.errors import (
+        BufferTooLargeError,
         BuildError,
         CLError,
         ConfigError,
@@ -138,6 +147,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         OpenCLUnavailable,
         QcomExtError,
         QcomExtWarning,
+        RegisterSpillWarning,
     )
     from qcom_ext.ext.accelerated.support import (
         AcceleratedLimits,
@@ -180,8 +190,14 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         import_memory,
     )
     from qcom_ext.ext.memory.image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
+    from qcom_ext.ext.memory.large_buffer import (
+        allocate_chunked,
+        create_large_buffer,
+        large_buffer_limit,
+    )
     from qcom_ext.ext.memory.onchip import onchip_buffer, scrub_onchip
     from qcom_ext.ext.program.build import build_program
+    from qcom_ext.ext.program.kernel_info import KernelInfo, kernel_info
     from qcom_ext.ext.program.subgroups import kernel_sub_group_size
     from qcom_ext.ext.recording import Recording
     from qcom_ext.ops.tuning import tune

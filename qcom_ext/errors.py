@@ -20,6 +20,7 @@ import signal as _signal
 from collections.abc import Mapping, Sequence
 
 __all__ = [
+    "BufferTooLargeError",
     "BuildError",
     "CLError",
     "CompilerCrashError",
@@ -37,6 +38,7 @@ __all__ = [
     "QcomExtError",
     "QcomExtWarning",
     "RecordingStateError",
+    "RegisterSpillWarning",
     "UnknownExtension",
     "error_name",
     "register_error_names",
@@ -49,7 +51,18 @@ class QcomExtError(Exception):
 
 
 class QcomExtWarning(UserWarning):
-    """A requested feature took a weaker path than asked for (for example a no-op hint)."""
+    """A requested feature took a weaker path than asked for (for example a no-op hint);
+    the base of qcom_ext's other warnings."""
+
+
+class RegisterSpillWarning(QcomExtWarning):
+    """A kernel that ``qcom-ext tune`` or ``verify`` runs spills: on a GPU it needs
+    private memory (``CL_KERNEL_PRIVATE_MEM_SIZE`` > 0), which lives in slow memory
+    rather than registers (:func:`qcom_ext.kernel_info` says why ``spills`` is True).
+
+    >>> issubclass(RegisterSpillWarning, QcomExtWarning)
+    True
+    """
 
 
 #: Status code -> ``CL_*`` name; filled by the binding (:func:`register_error_names`).
@@ -147,6 +160,24 @@ class BuildError(QcomExtError):
 
 class ConfigError(QcomExtError, ValueError):
     """A setting (argument or environment variable) has a value qcom_ext does not accept."""
+
+
+class BufferTooLargeError(ConfigError):
+    """A buffer larger than a device can make in one allocation. Attributes: ``size``
+    (the bytes asked for), ``limit`` (the device's bound), ``limit_name`` (the query it
+    comes from, e.g. ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``) and ``device`` (its label).
+
+    >>> limit = "CL_DEVICE_MAX_MEM_ALLOC_SIZE"
+    >>> print(BufferTooLargeError(3 << 30, 1 << 30, limit, "pocl-3.1-cpu"))
+    size 3221225472 bytes exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE = 1073741824 of pocl-3.1-cpu
+    """
+
+    def __init__(
+        self, size: int, limit: int, limit_name: str, device: str, hint: str = ""
+    ) -> None:
+        self.size, self.limit, self.limit_name, self.device = size, limit, limit_name, device
+        message = f"size {size} bytes exceeds {limit_name} = {limit} of {device}"
+        super().__init__(f"{message}; {hint}" if hint else message)
 
 
 class UnknownExtension(QcomExtError, KeyError):

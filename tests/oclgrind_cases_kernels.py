@@ -1,6 +1,7 @@
 """Oclgrind cases (tests/oclgrind_cases.py runs them, tests/oclgrind_trial.py is
 the harness): every kernel of kernels/*.cl: the accelerated image ops, the conv layers,
-buffer from image, downscale, the image pipeline, on-chip memory, prefix sum.
+buffer from image, downscale, the image pipeline, on-chip memory, large buffers, prefix
+sum.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from oclgrind_trial import MF, Mismatch, Trial, accelerated_close, case
 
 import qcom_ext
 from qcom_ext import ops
+from qcom_ext._resources import kernels_dir
 from qcom_ext.ext.accelerated.points import download, empty, upload
 from qcom_ext.reference import accelerated as accelerated_reference
 
@@ -455,6 +457,30 @@ def case_onchip(t: Trial) -> None:
             reference(src_host, scale, bias),
         )
     rec.release()
+
+
+@case()
+def case_large_buffer(t: Trial) -> None:
+    """kernels/large_buffer.cl on a buffer from qcom_ext.create_large_buffer and on the
+    chunks of qcom_ext.allocate_chunked (the sample's steps, on tiny sizes)."""
+    from qcom_ext.tools.selftest.checks_memory import large_buffer_pattern
+
+    n = 40
+    source = (kernels_dir() / "large_buffer.cl").read_text()
+    program = qcom_ext.build_program(t.ctx, source, large_buffer=True)
+    fill, affine = cl.Kernel(program, "fill_pattern"), cl.Kernel(program, "affine")
+    buffer = qcom_ext.create_large_buffer(t.ctx, MF.READ_WRITE, n * 4)
+    fill(t.queue, (n,), None, buffer, np.uint64(0))
+    affine(t.queue, (n,), None, buffer, np.uint32(0x9E3779B9), np.uint32(7))
+    with np.errstate(over="ignore"):
+        want = large_buffer_pattern(0, n) * np.uint32(0x9E3779B9) + np.uint32(7)
+    t.equal("large buffer fill + affine", t.get(buffer, n, np.uint32), want)
+    align = t.device.mem_base_addr_align // 8
+    parts = qcom_ext.allocate_chunked(t.ctx, 3 * align + 12, chunk=align)
+    for part in parts:
+        fill(t.queue, (part.size // 4,), None, part, np.uint64(part.chunk_offset // 4))
+    got = np.concatenate([t.get(p, p.size // 4, np.uint32) for p in parts])
+    t.equal("chunks", got, large_buffer_pattern(0, (3 * align + 12) // 4))
 
 
 @case()

@@ -230,6 +230,23 @@ def test_onchip_memory_sample(device_caps, kernel_context, disabled):
     assert result.stdout.rstrip().endswith("OK")
 
 
+def test_large_buffer_sample(device_caps, kernel_context):
+    result = run_sample(
+        "large_buffer.py", "--device", device_spec(device_caps), "--mib", "3", "--chunk-mib", "1"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    native = device_caps.path("cl_qcom_large_buffer") == "native"
+    path = "native" if native else "fallback"
+    assert f"path {path}, CL_LARGE_BUFFER_QCOM passed: {native}" in result.stdout
+    assert f"built with -qcom-enable-large-buffer: {native}" in result.stdout
+    assert "fill_pattern + affine on 786432 uints: ok" in result.stdout
+    assert "refused: size " in result.stdout and device_caps.label in result.stdout
+    assert "allocate_chunked: 3 buffers (1048576@0, 1048576@1048576, 1048576@2097152): ok" in (
+        result.stdout
+    )
+    assert result.stdout.rstrip().endswith("OK")
+
+
 @pytest.mark.parametrize("memfd", [False, True], ids=["device-planes", "memfd"])
 def test_nv12_to_rgba_sample(device_caps, kernel_context, tmp_path, memfd):
     if not device_caps.image_support:

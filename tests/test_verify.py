@@ -188,6 +188,7 @@ TRIALLED = {
     "cl_qcom_accelerated_image_ops": (),
     "cl_qcom_create_buffer_from_image": ("cl_khr_image2d_from_buffer",),
     "cl_qcom_onchip_global_memory": (),
+    "cl_qcom_large_buffer": (),
     "cl_qcom_perf_hint": ("cl_khr_throttle_hints",),
     "cl_qcom_priority_hint": ("cl_khr_priority_hints",),
     "cl_qcom_protected_context": (),
@@ -226,7 +227,7 @@ def test_every_builtin_trial_exists():
                 case.trial,
             )
             keys.add(advertised)
-    assert keys <= set(qcom_ext.REGISTRY) | khronos and len(keys) == 23
+    assert keys <= set(qcom_ext.REGISTRY) | khronos and len(keys) == 24
 
 
 def test_a_report_without_a_device_cannot_run_device_trials(cache, no_child):

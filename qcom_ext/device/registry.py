@@ -386,7 +386,14 @@ REGISTRY: dict[str, Extension] = {
             "19",
             "host",
             "buffers larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE",
-            fallback="buffers limited to CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+            fallback="one buffer up to CL_DEVICE_MAX_MEM_ALLOC_SIZE, larger ones refused "
+            "(BufferTooLargeError) or split by allocate_chunked",
+            limits=(
+                # natively no buffer exceeds the global memory; no public bound is tighter
+                LimitQuery("max_large_buffer_size", ("CL_DEVICE_GLOBAL_MEM_SIZE",)),
+                # the fallback's chunks start on this alignment (bits, as the query says)
+                LimitQuery("mem_base_addr_align", ("CL_DEVICE_MEM_BASE_ADDR_ALIGN",), needs=None),
+            ),
         ),
     )
 }

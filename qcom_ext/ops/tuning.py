@@ -6,6 +6,10 @@ and returns the fastest. Candidates the kernel or device cannot take (too large 
 ``CL_KERNEL_WORK_GROUP_SIZE`` or ``CL_DEVICE_MAX_WORK_ITEM_SIZES``, not dividing the global
 size when it may not be padded, refused by the enqueue) are rejected, never timed.
 
+A kernel that spills registers (:func:`qcom_ext.kernel_info`: private memory on a GPU)
+is tuned all the same, with a :class:`~qcom_ext.errors.RegisterSpillWarning`: no local
+size makes up for the memory traffic, and a smaller ``__private`` footprint may.
+
 Results persist in the tuning cache (:mod:`qcom_ext.ops.tuning_cache`: one JSON file per
 kernel, device, driver, build options and global size), so later launches and later
 processes use them.
@@ -27,10 +31,12 @@ import logging
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from qcom_ext.errors import ConfigError
+from qcom_ext.errors import CLError, ConfigError, DriverAnswerError, RegisterSpillWarning
+from qcom_ext.ext.program.kernel_info import kernel_info
 from qcom_ext.ops.tuning_cache import (
     KernelIdentity,
     LocalSize,
@@ -57,6 +63,7 @@ __all__ = [
     "tune",
     "tune_report",
     "tuning_dir",
+    "warn_if_spills",
 ]
 
 
@@ -165,6 +172,21 @@ def _limits(kernel: Any, device: Any) -> dict[str, Any]:
     }
 
 
+def warn_if_spills(kernel: Any, device: Any) -> None:
+    """A :class:`~qcom_ext.errors.RegisterSpillWarning` when ``kernel`` spills on
+    ``device`` (:func:`qcom_ext.kernel_info`); a driver that will not say is silent."""
+    try:
+        info = kernel_info(kernel, device)
+    except (CLError, DriverAnswerError):
+        return
+    if info.spills:
+        warnings.warn(
+            f"{info.describe()}; tuning its local size cannot recover the memory traffic",
+            RegisterSpillWarning,
+            stacklevel=4,
+        )
+
+
 def _runnable(
     local: LocalSize, global_size: Sequence[int], pad_global: bool, limits: dict[str, Any]
 ) -> bool:
@@ -270,6 +292,7 @@ def tune_report(
             return found
     if args is not None:
         kernel.set_args(*args)
+    warn_if_spills(kernel, device)
     ordered = _ordered_candidates(candidates, global_size, limits)
     measured, rejected = _time_candidates(
         queue,

@@ -9,8 +9,11 @@ follows the candidates; a table of driver vs tuned times ends the run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
@@ -127,18 +130,34 @@ def _tune(queue: Any, layers: list[Any], args: argparse.Namespace, console: Cons
             def step(done: int, total: int, task: Any = task) -> None:
                 progress.update(task, completed=done, total=total)
 
-            report = op.tune(
-                queue,
-                x,
-                budget_s=args.budget_s,
-                repeats=args.repeats,
-                force=args.force,
-                progress=step,
-            )
+            with _spill_lines(console, layer.name):
+                report = op.tune(
+                    queue,
+                    x,
+                    budget_s=args.budget_s,
+                    repeats=args.repeats,
+                    force=args.force,
+                    progress=step,
+                )
             progress.update(task, completed=progress.tasks[task].total)
             progress.advance(overall)
             rows.append(_row(queue, layer, op, x, report))
     return rows
+
+
+@contextlib.contextmanager
+def _spill_lines(console: Console, layer: str) -> Iterator[None]:
+    """A console line for each :class:`RegisterSpillWarning` the block raises; every
+    warning then goes on to the caller's filters."""
+    from qcom_ext.errors import RegisterSpillWarning
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        yield
+    for caught in seen:
+        if issubclass(caught.category, RegisterSpillWarning):
+            console.print(f"[yellow]{layer}: register spill:[/] {caught.message}")
+        warnings.warn_explicit(caught.message, caught.category, caught.filename, caught.lineno)
 
 
 def _row(queue: Any, layer: Any, op: Any, x: Any, report: Any) -> dict[str, Any]:

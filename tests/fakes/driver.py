@@ -116,7 +116,9 @@ def adreno740_device_info() -> dict[int, bytes]:
         0x1060: name_versions(
             {"cl_qcom_recordable_queues": (1, 0, 1), "cl_qcom_perf_hint": (1, 0, 4)}
         ),
-        0x1010: u64(1 << 30),
+        0x1010: u64(1 << 30),  # CL_DEVICE_MAX_MEM_ALLOC_SIZE
+        0x101F: u64(8 << 30),  # CL_DEVICE_GLOBAL_MEM_SIZE (cl_qcom_large_buffer's bound)
+        0x1019: u32(1024),  # CL_DEVICE_MEM_BASE_ADDR_ALIGN, bits
         0x1011: u64(16384),
         0x1012: u64(16384),
         0x104A: u32(64),  # CL_DEVICE_IMAGE_PITCH_ALIGNMENT

@@ -42,6 +42,12 @@ HEADER_SUFFIXES = (".h", ".hpp", ".clh", ".cl", ".inc")
 #: Prepended to every source; ``#line 1`` keeps the build log's line numbers the user's.
 PRELUDE = "#include <qcom_ext.h>\n#line 1\n"
 
+#: Qualcomm's compiler option for programs that touch cl_qcom_large_buffer buffers
+#: (llama.cpp adds it to every kernel build once large buffers are on: ggml-opencl.cpp,
+#: ``load_cl_kernels``). Other compilers do not know it: ``large_buffer=True`` adds it
+#: on the native path only.
+LARGE_BUFFER_OPTION = "-qcom-enable-large-buffer"
+
 # A program loaded from cached binaries has no CL_PROGRAM_SOURCE. The SHA-256 of the text
 # each was built from is kept here (binaries digest -> source digest, the latest few
 # thousand), so that the tuner keys it as it keys the same program compiled from source.
@@ -96,16 +102,22 @@ def define_options(defines: Mapping[str, Any] | None) -> list[str]:
 
 
 def program_options(
-    devices: Sequence[Any], options: Iterable[str] = (), defines: Mapping[str, Any] | None = None
+    devices: Sequence[Any],
+    options: Iterable[str] = (),
+    defines: Mapping[str, Any] | None = None,
+    *,
+    large_buffer: bool = False,
 ) -> list[str]:
     """The full option list :func:`build_program` passes for ``devices``.
 
     All devices of one build must take the same kernel-side paths (one option string per
-    build); build per device otherwise.
+    build); build per device otherwise. ``large_buffer``: add :data:`LARGE_BUFFER_OPTION`
+    where every device takes cl_qcom_large_buffer's native path.
     """
     from qcom_ext.device.probe import probe
 
-    per_device = {tuple(probe(d).compiler_options()) for d in devices}
+    found = [probe(d) for d in devices]
+    per_device = {tuple(caps.compiler_options()) for caps in found}
     if len(per_device) != 1:
         raise ConfigError(
             "the devices of one build take different kernel-side paths "
@@ -113,7 +125,28 @@ def program_options(
         )
     if isinstance(options, str):
         options = options.split()
-    return ["-I", str(kernels_dir()), *per_device.pop(), *define_options(defines), *options]
+    extra = _large_buffer_options(found) if large_buffer else []
+    return [
+        "-I",
+        str(kernels_dir()),
+        *per_device.pop(),
+        *extra,
+        *define_options(defines),
+        *options,
+    ]
+
+
+def _large_buffer_options(found: Sequence[Any]) -> list[str]:
+    """``[LARGE_BUFFER_OPTION]`` where every device of ``found`` (their reports) takes
+    cl_qcom_large_buffer's native path, ``[]`` where none does."""
+    native = {caps.path("cl_qcom_large_buffer") == "native" for caps in found}
+    if len(native) > 1:
+        raise ConfigError(
+            "large_buffer=True: some devices of this build take cl_qcom_large_buffer's "
+            f"native path and some do not ({', '.join(c.label for c in found)}); "
+            "build one program per device (devices=[...])"
+        )
+    return [LARGE_BUFFER_OPTION] if native == {True} else []
 
 
 def build_program(
@@ -125,13 +158,17 @@ def build_program(
     defines: Mapping[str, Any] | None = None,
     isolate: bool = False,
     isolate_timeout: float | None = None,
+    large_buffer: bool = False,
 ) -> Any:
     """A built ``pyopencl.Program`` of ``source`` with the compat header available.
 
     ``options`` are extra compiler options (a list, or one string), ``defines`` become
-    ``-D`` flags. Failures raise :class:`~qcom_ext.BuildError` with the build log and the
-    options used. The binaries are cached (see :mod:`qcom_ext.ext.program.cache`); an entry
-    the driver will not load is rebuilt from source.
+    ``-D`` flags; ``large_buffer=True`` for a program that touches buffers from
+    :func:`~qcom_ext.create_large_buffer` (adds ``-qcom-enable-large-buffer`` on
+    cl_qcom_large_buffer's native path, nothing elsewhere). Failures raise
+    :class:`~qcom_ext.BuildError` with the build log and the options used. The binaries
+    are cached (see :mod:`qcom_ext.ext.program.cache`); an entry the driver will not load
+    is rebuilt from source.
 
     ``isolate=True`` compiles in a child process first (:mod:`qcom_ext.ext.program.isolated`;
     ``isolate_timeout`` seconds at most, 300 by default) and loads the binaries it leaves
@@ -145,7 +182,7 @@ def build_program(
     'k'
     """
     devices = list(devices) if devices is not None else list(context.devices)
-    full = program_options(devices, options, defines)
+    full = program_options(devices, options, defines, large_buffer=large_buffer)
     text = PRELUDE + source
     cache = program_cache.default_cache()
     identity = cache_identity(devices, text, full) if cache is not None else None

@@ -212,8 +212,87 @@ unchecked(
     "cl_qcom_ahardwarebuffer_direct_import",
     "no public specification or tokens exist: qcom_ext has no call for it",
 )
-unchecked(
-    "cl_qcom_large_buffer",
-    "qcom_ext creates no buffer beyond CL_DEVICE_MAX_MEM_ALLOC_SIZE (CL_LARGE_BUFFER_QCOM "
-    "has no public specification; a check would allocate gigabytes)",
+LARGE = "cl_qcom_large_buffer"
+LARGE_N = 1 << 16  # uints: 256 KiB (a check must not allocate gigabytes)
+
+
+def large_buffer_pattern(base: int, n: int) -> np.ndarray:
+    """What ``fill_pattern`` of kernels/large_buffer.cl writes for elements ``base`` ..
+    ``base + n - 1`` of the whole array."""
+    index = np.arange(base, base + n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return (index ^ (index >> np.uint64(32))).astype(np.uint32) * np.uint32(2654435761)
+
+
+def _large_program(env: Env) -> Any:
+    """kernels/large_buffer.cl built with ``large_buffer=True`` (``-qcom-enable-large-buffer``
+    natively), once per run; kept in ``env.store`` as the run's other programs are."""
+    from qcom_ext._resources import kernels_dir
+    from qcom_ext.ext.program.build import build_program
+
+    key = ("program", "large_buffer.cl", "large_buffer")
+    if key not in env.store:
+        source = (kernels_dir() / "large_buffer.cl").read_text()
+        env.store[key] = build_program(env.context, source, large_buffer=True)
+    return env.store[key]
+
+
+@case(
+    LARGE,
+    "buffer from create_large_buffer filled and changed by kernels built for large buffers",
+    trial="the trial buffer with CL_LARGE_BUFFER_QCOM and a kernel built with "
+    "-qcom-enable-large-buffer, run on it",
 )
+def _large_buffer(env: Env) -> Outcome:
+    import pyopencl as cl
+
+    from qcom_ext.ext.memory.large_buffer import create_large_buffer
+
+    buffer = create_large_buffer(env.context, cl.mem_flags.READ_WRITE, LARGE_N * 4)
+    program = _large_program(env)
+    scale, bias = (int(v) for v in env.rng.integers(1, 2**32, 2, dtype=np.uint64))
+    cl.Kernel(program, "fill_pattern")(env.queue, (LARGE_N,), None, buffer, np.uint64(0))
+    cl.Kernel(program, "affine")(
+        env.queue, (LARGE_N,), None, buffer, np.uint32(scale), np.uint32(bias)
+    )
+    got = env.read(buffer, np.empty(LARGE_N, np.uint32))
+    with np.errstate(over="ignore"):
+        want = large_buffer_pattern(0, LARGE_N) * np.uint32(scale) + np.uint32(bias)
+    return Outcome(got, want, ran_as=buffer.path)
+
+
+@case(LARGE, "a request over the device's limit is refused before any allocation")
+def _large_refused(env: Env) -> Outcome:
+    import pyopencl as cl
+
+    from qcom_ext.errors import BufferTooLargeError
+    from qcom_ext.ext.memory.large_buffer import create_large_buffer, large_buffer_limit
+
+    limit = large_buffer_limit(env.context)
+    if limit is None:
+        raise Skip("the driver reported no limit to exceed")
+    key = "BufferTooLargeError naming the size and the limit"
+    try:
+        create_large_buffer(env.context, cl.mem_flags.READ_WRITE, limit + 1)
+    except BufferTooLargeError as exc:
+        named = exc.size == limit + 1 and exc.limit == limit and str(limit) in str(exc)
+        return Outcome({key: named}, {key: True}, note=str(exc))
+    return Outcome({key: False}, {key: True}, note=f"{limit + 1} bytes were allocated")
+
+
+@case(LARGE, "the same data in chunks from allocate_chunked", tiers=("fallback",))
+def _large_chunked(env: Env) -> Outcome:
+    import pyopencl as cl
+
+    from qcom_ext.ext.memory.large_buffer import allocate_chunked
+
+    # 3 * 16 KiB: a multiple of every base-address alignment up to 16 KiB; 5 chunks and a rest
+    chunks = allocate_chunked(env.context, LARGE_N * 4, chunk=3 << 14)
+    fill = cl.Kernel(_large_program(env), "fill_pattern")
+    parts = []
+    for part in chunks:
+        n = part.size // 4
+        fill(env.queue, (n,), None, part, np.uint64(part.chunk_offset // 4))
+        parts.append(env.read(part, np.empty(n, np.uint32)))
+    note = f"{len(chunks)} chunks"
+    return Outcome(np.concatenate(parts), large_buffer_pattern(0, LARGE_N), note=note)

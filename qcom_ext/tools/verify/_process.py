@@ -45,6 +45,7 @@ __all__ = [
     "PROTOCOL",
     "TrialProtocolError",
     "end_fields",
+    "end_spills",
     "run_child",
     "signal_name",
 ]
@@ -85,6 +86,29 @@ def end_fields(payload: str) -> tuple[str, str, str] | None:
     if outcome not in _REPORTED or not (isinstance(detail, str) and isinstance(log, str)):
         return None
     return outcome, detail, log
+
+
+def end_spills(payload: str) -> tuple[tuple[str, int], ...]:
+    """The ``spills`` of an end report's JSON: ``(kernel, private bytes per work-item)``
+    pairs; entries of another shape are left out (they are advice, not the verdict).
+
+    >>> end_spills('{"outcome": "ok", "detail": "", "spills": [["k", 96], ["bad"]]}')
+    (('k', 96),)
+    """
+    try:
+        found = json.loads(payload).get("spills", [])
+    except (ValueError, RecursionError, AttributeError):
+        return ()
+    if not isinstance(found, list):
+        return ()
+    return tuple(
+        (item[0], item[1])
+        for item in found
+        if isinstance(item, list)
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and type(item[1]) is int
+    )
 
 
 def _json_string(text: str) -> str | None:
@@ -144,6 +168,7 @@ class _Child:
         for reader in self.readers:
             reader.start()
         self.verdicts: dict[str, Verdict] = {}
+        self.spills: dict[str, tuple[tuple[str, int], ...]] = {}
         self.current: str | None = None  # the trial begun and not ended
 
     def _stderr(self, line: str | None) -> None:
@@ -186,6 +211,8 @@ class _Child:
             fields = end_fields(payload) if name == self.current else None
             if fields is not None:
                 self.verdicts[name] = self.verdict(name, *fields)
+                if end_spills(payload):
+                    self.spills[name] = end_spills(payload)
                 self.current = None
                 return
         if kind == "setup-error" and _json_string(rest) is not None:
@@ -271,14 +298,18 @@ def run_child(
     env: dict[str, str],
     *,
     command: Sequence[str] = CHILD_COMMAND,
+    spills: dict[str, tuple[tuple[str, int], ...]] | None = None,
 ) -> dict[str, Verdict]:
     """Start a child (``command``: the trial child; tests pass stand-ins) on ``spec``
     (``what``: extension -> the trial's name in reasons) and return the verdicts it gave:
     every trial's, up to the one that crashed or hung. Raises :class:`QcomExtError` when
-    it gave none (:class:`TrialProtocolError` for garbage on its pipe)."""
+    it gave none (:class:`TrialProtocolError` for garbage on its pipe). ``spills``, when
+    given, receives each trial's kernels that spill (:func:`end_spills`)."""
     child = _Child(what, timeout, env, command)
     try:
         child.send(spec)
         return child.read()
     finally:
         child.close()
+        if spills is not None:
+            spills.update(child.spills)

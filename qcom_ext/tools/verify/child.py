@@ -6,8 +6,9 @@ that must match there, the verdicts the parent already holds (applied to this pr
 ``probe()``), and the trials to run in order, each a selftest case by its
 ``module:qualname``. Reports on its own copy of stdout, one line each,
 ``qcom_ext-trial: begin <ext>`` before a trial and ``qcom_ext-trial: end <ext> <json>``
-after it; whatever the driver or a kernel prints goes to stderr. A trial that kills the
-process leaves a ``begin`` without its ``end``: the parent names the signal.
+after it (with ``spills``, the kernels it built that spill registers); whatever the
+driver or a kernel prints goes to stderr. A trial that kills the process leaves a
+``begin`` without its ``end``: the parent names the signal.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ from qcom_ext._isolation import no_core_dumps
 from qcom_ext.device import verdicts as _verdicts
 from qcom_ext.device.location import find_device
 from qcom_ext.device.probe import probe
-from qcom_ext.errors import BuildError, CLError, QcomExtWarning
+from qcom_ext.errors import BuildError, CLError, QcomExtError, QcomExtWarning
+from qcom_ext.ext.program.build import kernels
+from qcom_ext.ext.program.kernel_info import kernel_info
 from qcom_ext.tools.selftest._env import Env, case_rng
 from qcom_ext.tools.selftest._registry import Outcome, Skip
 from qcom_ext.tools.selftest._report import difference
 from qcom_ext.tools.verify._process import PROTOCOL
 
-__all__ = ["main", "problem_of", "run", "trial_outcome"]
+__all__ = ["main", "problem_of", "run", "spilled_kernels", "trial_outcome"]
 
 _DETAIL = 400
 
@@ -63,16 +66,49 @@ def problem_of(outcome: Outcome | None, env: Env) -> str:
     return ""
 
 
-def trial_outcome(item: dict[str, str], device: Any) -> dict[str, str]:
+def spilled_kernels(env: Env) -> list[list[Any]]:
+    """``[name, private bytes per work-item]`` of every kernel of the programs ``env``
+    built that spills (:func:`qcom_ext.kernel_info`); a kernel the driver will not
+    describe is left out."""
+    import pyopencl
+
+    found: list[list[Any]] = []
+    for program in list(env.store.values()):
+        if not isinstance(program, pyopencl.Program):
+            continue
+        for name, kernel in sorted(kernels(program).items()):
+            try:
+                info = kernel_info(kernel, env.device)
+            except (QcomExtError, pyopencl.Error):
+                continue
+            if info.spills:
+                found.append([name, info.private_mem_size])
+    return found
+
+
+def _with_spills(result: dict[str, Any], spills: list[list[Any]]) -> dict[str, Any]:
+    """The end report with its ``spills``, named in the detail of a trial that passed."""
+    if spills:
+        result["spills"] = spills
+        if result["outcome"] == "ok" and not result["detail"]:
+            named = ", ".join(f"{name} ({size} B)" for name, size in spills)
+            result["detail"] = _one_line(f"register spill (private memory per work-item): {named}")
+    return result
+
+
+def trial_outcome(item: dict[str, str], device: Any) -> dict[str, Any]:
     """Run one trial (``item``: extension, function, subject, path) on ``device`` (None:
-    a trial that needs none) in this process: ``{"outcome", "detail", "log"}``."""
+    a trial that needs none) in this process: ``{"outcome", "detail", "log"}``, plus
+    ``spills`` (:func:`spilled_kernels`) when a kernel it built spills."""
     caps = probe(device) if device is not None else None
     rng = case_rng(item["subject"], item["function"], 0)
     env = Env(caps, item["subject"], item["path"], device=device, rng=rng, isolated=True)
+    spills: list[list[Any]] = []
     try:
         with warnings.catch_warnings():  # a weaker path warns, by design: not a failure
             warnings.simplefilter("ignore", QcomExtWarning)
             problem = problem_of(_load(item["function"])(env), env)
+        spills = spilled_kernels(env) if device is not None else []
     except Skip as exc:  # nothing risky could run here: no verdict against the extension
         return {"outcome": "ok", "detail": _one_line(f"skipped: {exc}"), "log": ""}
     except (CLError, BuildError) as exc:
@@ -84,8 +120,9 @@ def trial_outcome(item: dict[str, str], device: Any) -> dict[str, str]:
     finally:
         env.release()
     if problem:
-        return {"outcome": "failed", "detail": _one_line(problem), "log": problem[-4000:]}
-    return {"outcome": "ok", "detail": "", "log": ""}
+        failed = {"outcome": "failed", "detail": _one_line(problem), "log": problem[-4000:]}
+        return _with_spills(failed, spills)
+    return _with_spills({"outcome": "ok", "detail": "", "log": ""}, spills)
 
 
 def run(spec: dict[str, Any], report: TextIO) -> int:

@@ -22,6 +22,7 @@ another path taken is ``failed``.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ from qcom_ext.device.verdicts import (
     identity,
     store_verdicts,
 )
-from qcom_ext.errors import ConfigError, QcomExtError
+from qcom_ext.errors import ConfigError, QcomExtError, RegisterSpillWarning
 from qcom_ext.tools.selftest import _registry
 from qcom_ext.tools.verify._process import DEFAULT_TIMEOUT, TrialProtocolError, run_child
 
@@ -58,6 +59,7 @@ __all__ = [
     "store_verdicts",
     "trials_needed",
     "verify",
+    "warn_spills",
 ]
 
 
@@ -166,5 +168,32 @@ def _run(
 
 
 def _child(spec: dict[str, Any], what: dict[str, str], timeout: float) -> dict[str, Verdict]:
-    """The verdicts of one child process running ``spec``'s trials (until one ends it)."""
-    return run_child(spec, what, timeout, _child_environment())
+    """The verdicts of one child process running ``spec``'s trials (until one ends it);
+    a kernel a trial ran that spills registers is a :class:`RegisterSpillWarning`."""
+    spills: dict[str, tuple[tuple[str, int], ...]] = {}
+    try:
+        return run_child(spec, what, timeout, _child_environment(), spills=spills)
+    finally:
+        warn_spills(spills)
+
+
+def warn_spills(spills: dict[str, tuple[tuple[str, int], ...]]) -> None:
+    """One :class:`RegisterSpillWarning` per kernel of ``spills`` (trial -> ``(kernel,
+    private bytes per work-item)``), as :func:`_child` collects them.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warn_spills({"cl_qcom_bitreverse": (("reverse", 64),)})
+    >>> print(seen[0].message)
+    the trial of cl_qcom_bitreverse: kernel reverse spills: 64 bytes of private memory per \
+work-item
+    """
+    for extension, kernels in sorted(spills.items()):
+        for name, size in kernels:
+            warnings.warn(
+                f"the trial of {extension}: kernel {name} spills: {size} bytes of private "
+                "memory per work-item",
+                RegisterSpillWarning,
+                stacklevel=3,
+            )

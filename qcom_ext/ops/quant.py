@@ -171,19 +171,20 @@ def _blocks_of(w: np.ndarray) -> tuple[np.ndarray, tuple[int, int]]:
     if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise ConfigError(f"weights of dtype {array.dtype}: expected a real number type")
     shape = _checked_shape(array.shape)
-    _refuse_non_finite(array, "")
     with np.errstate(over="ignore"):
         as_float32 = array.astype(np.float32)
-    _refuse_non_finite(as_float32, " after rounding to float32 (beyond +-3.4e38)")
+    _refuse_non_finite(as_float32, array)
     return as_float32.reshape(shape[0], shape[1] // BLOCK, BLOCK), shape
 
 
-def _refuse_non_finite(array: np.ndarray, when: str) -> None:
-    bad = np.argwhere(~np.isfinite(array))
+def _refuse_non_finite(as_float32: np.ndarray, given: np.ndarray) -> None:
+    bad = np.argwhere(~np.isfinite(as_float32))
     if bad.size:
         at = tuple(int(i) for i in bad[0])
+        value = float(given[at])
+        beyond = " (beyond float32's +-3.4e38)" if np.isfinite(value) else ""
         raise ConfigError(
-            f"weights{list(at)} = {float(array[at])!r}{when}: inf and NaN have no quantized form "
+            f"weights{list(at)} = {value!r}{beyond}: inf and NaN have no quantized form "
             f"({len(bad)} such weight(s))"
         )
 

@@ -438,6 +438,7 @@ QCOM_EXT_ACCELERATED_INLINE
 void qe_bm_sums(__local const float4 *t, int ts, __local const float4 *r, int ws,
                 float4 acc[QE_BM_CX])
 {
+#pragma OPENCL FP_CONTRACT OFF /* (t - r)^2 rounded, then added: no fused multiply-add */
 #pragma unroll
     for (int k = 0; k < QE_BM_CX; k++)
         acc[k] = (float4)(0.0f);

@@ -36,6 +36,7 @@ __all__ = [
     "copy_image",
     "event_ns",
     "fraction",
+    "image_of_bytes",
     "measure_copy",
     "median_ns",
 ]
@@ -153,11 +154,16 @@ def measure_copy(
     return copy.with_image(moved, image_ns * 1e-9)
 
 
+def image_of_bytes(device: Any, nbytes: int) -> tuple[int, int] | None:
+    """An RGBA float image of about ``nbytes`` (at most 8192 wide), or None without images."""
+    if not device.image_support:
+        return None
+    width = min(device.image2d_max_width, 8192)
+    return width, max(1, min(device.image2d_max_height, nbytes // (16 * width)))
+
+
 def copy_bandwidth(queue: Any, nbytes: int, rounds: int) -> dict[str, float]:
-    """:func:`measure_copy` of ``nbytes`` (and an RGBA float image of about as many bytes,
-    at most 8192 wide) as a dict: ``buffer_copy_Bps``, ``copy_bytes``, ``image_copy_Bps``."""
-    device = queue.device
-    width = min(device.image2d_max_width, 8192) if device.image_support else 1
-    height = max(1, min(device.image2d_max_height, nbytes // (16 * width)))
-    image = (width, height) if device.image_support else None
-    return measure_copy(queue, nbytes, rounds, image).as_dict()
+    """:func:`measure_copy` of ``nbytes`` (and an image of about as many bytes,
+    :func:`image_of_bytes`) as a dict: ``buffer_copy_Bps``, ``copy_bytes``,
+    ``image_copy_Bps``."""
+    return measure_copy(queue, nbytes, rounds, image_of_bytes(queue.device, nbytes)).as_dict()

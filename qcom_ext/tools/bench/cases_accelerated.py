@@ -450,7 +450,7 @@ def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
         "rounds": rounds,
         "rows": rows,
         **copy.as_dict(),
-        "summary": summary_rows(rows, size),
+        "summary_rows": summary_rows(rows, size),
     }
     return SuiteResult(text, data)
 

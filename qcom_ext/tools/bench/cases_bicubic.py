@@ -336,7 +336,7 @@ def measure_suite(caps: qcom_ext.DeviceCaps, runs: int) -> dict[str, Any]:
         "copy": copy.describe(),
         "rows": rows,
         "max_error": {kind: check_result(state) for kind, state in states.items()},
-        "summary": summary_rows(rows, (width, height)),
+        "summary_rows": summary_rows(rows, (width, height)),
     }
 
 

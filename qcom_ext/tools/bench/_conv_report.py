@@ -42,7 +42,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "depthwise_best_variants": {k: v["variant"] for k, v in best_depthwise.items()},
         "depthwise_layers": len(best_depthwise),
-        "pointwise_layers": len(best_1x1),
+        "pointwise_layers": len({r["layer"] for r in rows if r["kind"] == "1x1"}),
         "tuning_gain": _median(gains),
     }
     values["targets"] = {
@@ -158,20 +158,22 @@ def summary_rows(summary: dict[str, Any], batch: int) -> list[dict[str, Any]]:
             )
         )
     if summary["pointwise_layers"]:
-        for goal, what, value in (
-            ("pointwise", f"median of {summary['pointwise_layers']} shapes", "pointwise_vs_torch"),
-            (
-                "pointwise_slowest",
-                summary["pointwise_slowest_layer"],
-                "pointwise_slowest_vs_torch",
-            ),
-        ):
-            rows.append(
-                summary_row(
-                    f"1x1 conv, {what}, batch {batch}",
-                    vs_torch=summary[value],
-                    goal=goal,
-                    value=summary[value],
-                )
+        median = f"median of {summary['pointwise_layers']} shapes"
+        rows.append(
+            summary_row(
+                f"1x1 conv, {median}, batch {batch}",
+                vs_torch=summary["pointwise_vs_torch"],
+                goal="pointwise",
+                value=summary["pointwise_vs_torch"],
             )
+        )
+    if summary["pointwise_slowest_layer"] is not None:
+        rows.append(
+            summary_row(
+                f"1x1 conv, slowest shape ({summary['pointwise_slowest_layer']}), batch {batch}",
+                vs_torch=summary["pointwise_slowest_vs_torch"],
+                goal="pointwise_slowest",
+                value=summary["pointwise_slowest_vs_torch"],
+            )
+        )
     return rows

@@ -110,8 +110,7 @@ def summary_row(
     target = ""
     if goal is not None:
         g = GOALS[goal]
-        verdict = g.verdict(value)
-        target = g.target().removeprefix("target ") + (f": {verdict}" if verdict else "")
+        target = f"{g.target().removeprefix('target ')}: {g.verdict(value) or 'not judged'}"
     return {
         "op": op,
         "seconds": seconds,

@@ -157,7 +157,7 @@ def summary_rows(summary: dict[str, Any], batch: int) -> list[dict[str, Any]]:
                 value=summary["depthwise_peak_bandwidth"],
             )
         )
-    if summary["pointwise_layers"]:
+    if summary["pointwise_vs_torch"] is not None:  # without torch there is nothing to show
         median = f"median of {summary['pointwise_layers']} shapes"
         rows.append(
             summary_row(

@@ -296,7 +296,9 @@ def search_defines(region: tuple[int, int], radius: int, squared: bool) -> dict[
     }
 
 
-def search_tiles(plan: SearchPlan, device: Any, budget: int | None = None) -> list[tuple[int, int]]:
+def search_tiles(
+    plan: SearchPlan, device: Any, budget: int | None = None
+) -> list[tuple[int, int]]:
     """The tiles of :data:`SEARCH_TILES` whose work-group the device can run and whose
     local memory fits ``budget`` bytes (default: the whole of the device's)."""
     budget = device.local_mem_size if budget is None else budget

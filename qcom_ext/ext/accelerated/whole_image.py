@@ -37,9 +37,9 @@ from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.plan import (
     METHODS,
     MotionField,
+    SearchPlan,
     box_extent,
     box_window,
-    SearchPlan,
     filter_plan,
     same_shape,
     search_plan,

@@ -118,15 +118,16 @@ def test_the_summary_table_holds_every_suites_rows_with_device_driver_and_date()
 
 def test_a_new_summary_block_goes_under_the_summary_heading(tmp_path):
     doc = tmp_path / "B.md"
-    doc.write_text("# B\n\n## Summary\n\nintro\n\n## Other\n\n<!-- bench k a-suite -->\nx\n"
-                   "<!-- /bench -->\n")  # fmt: skip
+    doc.write_text("# B\n\n## Summary\n\nintro\n\n### CPU\n\n<!-- bench k summary -->\n"
+                   "y\n<!-- /bench -->\n\n## Other\n")  # fmt: skip
     report = report_module.with_summary(_report([goals.summary_row("op", seconds=1.0)], []))
     report_module.update_doc(report, doc, key="gpu")
     text = doc.read_text()
     summary = text.index("<!-- bench gpu summary -->")
-    assert text.index("intro") < summary < text.index("## Other")
+    assert text.index("intro") < summary < text.index("### CPU")  # before the subsections
     assert text.count("<!-- bench gpu a-suite -->") == 1  # new suite blocks go to the end
     assert text.index("<!-- bench gpu a-suite -->") > text.index("## Other")
+    assert "<!-- bench k summary -->\ny\n" in text  # the other device's, untouched
     block = text[summary:].split("<!-- /bench -->")[0]
     assert "driver 9.9-test" in block and "| op | 1 s |" in block
     report_module.update_doc(report, doc, key="gpu")  # in place the second time

@@ -458,7 +458,7 @@ def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
 SUITES = [
     Suite(
         "accelerated-suite",
-        "convolve/box filter/block match (device time) vs image and buffer copy, torch, "
+        "convolve/box filter/block match (device time) vs buffer and image copy, torch, "
         f"OpenCV; size from {SIZE_ENV}",
         _run_suite,
         _suite_arguments,

@@ -47,7 +47,7 @@ __all__ = [
 BLOCK_END = "<!-- /bench -->"
 #: the summary table's name (its block: ``<!-- bench KEY summary -->``)
 SUMMARY = "summary"
-#: the heading a new summary block goes under (at its end) in ``--update-doc``'s page
+#: the heading a new summary block goes under (before its first subsection) in a page
 SUMMARY_SECTION = "## Summary"
 #: QCOM_EXT_* variables that do not change what is measured (kept out of the command stamp)
 # Variables that say where things are or how the test suite runs, not what is measured.
@@ -209,21 +209,22 @@ def compare(report: Report, earlier: dict[str, Any]) -> Report:
 
 def replace_block(text: str, begin: str, body: str, section: str | None = None) -> str:
     """``text`` with the block opened by the line ``begin`` (closed by ``<!-- /bench -->``)
-    holding ``body``; a new block goes at the end of the ``section`` (a heading line) if
-    the text has it, else at the end.
+    holding ``body``; a new block goes at the end of the ``section``'s (a ``##`` heading
+    line) own text, before its first ``###`` subsection, if the text has that heading;
+    else at the end.
 
     >>> doc = "intro\\n<!-- bench d g -->\\nold\\n<!-- /bench -->\\nafter\\n"
     >>> replace_block(doc, "<!-- bench d g -->", "new\\n")
     'intro\\n<!-- bench d g -->\\nnew\\n<!-- /bench -->\\nafter\\n'
-    >>> replace_block("## A\\n\\na\\n\\n## B\\n", "<!-- bench e g -->", "x", "## A")
-    '## A\\n\\na\\n\\n<!-- bench e g -->\\nx\\n<!-- /bench -->\\n\\n## B\\n'
+    >>> replace_block("## A\\n\\na\\n\\n### A1\\n", "<!-- bench e g -->", "x", "## A")
+    '## A\\n\\na\\n\\n<!-- bench e g -->\\nx\\n<!-- /bench -->\\n\\n### A1\\n'
     """
     block = f"{begin}\n{body.rstrip()}\n{BLOCK_END}\n"
     if begin not in text:
         heading = None if section is None else re.search(f"^{re.escape(section)}$", text, re.M)
         if heading is None:
             return text.rstrip("\n") + ("\n\n" if text else "") + block
-        following = re.compile(r"^## ", re.M).search(text, heading.end())
+        following = re.compile(r"^##+ ", re.M).search(text, heading.end())
         end = len(text) if following is None else following.start()
         head = text[:end].rstrip("\n")
         return head + "\n\n" + block + ("\n" + text[end:] if following else "")

@@ -451,15 +451,15 @@ void qe_bm_sums(__local const float4 *t, int ts, __local const float4 *r, int ws
                 tv[i] = i0 + i < QE_BM_W ? t[j * ts + i0 + i] : (float4)(0.0f);
 #pragma unroll
             for (int c = 0; c < QE_BM_IC + QE_BM_CX - 1; c++) {
-                if (i0 + c >= QE_BM_W + QE_BM_CX - 1)
-                    break;
-                float4 rv = r[j * ws + i0 + c];
+                if (i0 + c < QE_BM_W + QE_BM_CX - 1) { /* (known once unrolled) */
+                    float4 rv = r[j * ws + i0 + c];
 #pragma unroll
-                for (int k = 0; k < QE_BM_CX; k++) {
-                    int i = c - k; /* the target column this reference pixel meets */
-                    if (i >= 0 && i < QE_BM_IC && i0 + i < QE_BM_W) {
-                        float4 d = tv[i] - rv;
-                        acc[k] += QE_BM_COST(d);
+                    for (int k = 0; k < QE_BM_CX; k++) {
+                        int i = c - k; /* the target column this reference pixel meets */
+                        if (i >= 0 && i < QE_BM_IC && i0 + i < QE_BM_W) {
+                            float4 d = tv[i] - rv;
+                            acc[k] += QE_BM_COST(d);
+                        }
                     }
                 }
             }

@@ -121,6 +121,7 @@ def test_throughput_table(cases, device_caps, kernel_context):
         "7x7 box filter (default method)",
         "5x5 convolution (default method)",
         "8x8 block match, r = 4, 4K",
+        "8x8 block match, r = 4, 4K",
     ]
     box = next(r for r in rows if r["operation"] == "7x7 box filter")
     verdict = "met" if box["of_buffer_copy"] >= 0.85 else "NOT met"
@@ -128,7 +129,10 @@ def test_throughput_table(cases, device_caps, kernel_context):
         f"7x7 box filter (default method): {box['of_buffer_copy']:.2f} of buffer copy "
         f"(target >= 0.85 of buffer copy): {verdict};"
     )
-    assert "not measured" in lines[2] and "3840x2160 only" in lines[2]  # not a 4K run
+    assert [("not measured" in line, "3840x2160 only" in line) for line in lines[2:]] == [
+        (True, True),
+        (True, True),
+    ]  # the default tile and the tuned one; not a 4K run
     summary = cases.summary(rows).splitlines()
     assert summary[0].startswith("| operation | qcom_ext (default method) | of buffer copy |")
     assert [line.split(" | ")[0] for line in summary[2:]] == [
@@ -146,10 +150,11 @@ def test_throughput_table(cases, device_caps, kernel_context):
         "7x7 box filter",
         "5x5 convolution",
         "8x8 block match, r = 4",
+        "8x8 block match, r = 4",
     ]
     assert table[0]["of_buffer_copy"] == box["of_buffer_copy"]
     assert table[0]["target"] == f">= 0.85 of buffer copy: {verdict}"
-    assert table[2]["target"].endswith(": not judged")
+    assert table[2]["target"].endswith(": not judged") and "tuned" in table[3]["op"]
 
 
 def test_block_match_is_judged_at_4k_against_twice_the_speed_of_before(cases):
@@ -161,9 +166,10 @@ def test_block_match_is_judged_at_4k_against_twice_the_speed_of_before(cases):
     }
     fast, slow = dict(row, seconds=400e-6), dict(row, seconds=500e-6)
     assert cases.verdicts([fast], (3840, 2160)) == [
-        "8x8 block match, r = 4, 4K: 400 µs (target <= 428 µs, 2x faster than 856 µs): met"
+        "8x8 block match, r = 4, 4K: 400 µs (target <= 428 µs, 2x faster than 856 µs): met; "
+        "qcom_ext (portable, tile 4x2 blocks)"
     ]
-    assert cases.verdicts([slow], (3840, 2160))[0].endswith(": NOT met")
+    assert ": NOT met; " in cases.verdicts([slow], (3840, 2160))[0]
 
 
 def test_sweep_times_every_block_and_local_size(cases, device_caps, kernel_context, monkeypatch):

@@ -37,11 +37,11 @@ import os
 from typing import Any
 
 import qcom_ext
+from qcom_ext.tools.bench._accelerated_report import markdown, summary, summary_rows, verdicts
 from qcom_ext.tools.bench._accelerated_work import (
     BLOCK,
     BYTES_PER_PIXEL,
     CV_OPS,
-    DEFAULT_SIZE,
     OPENCL_OPS,
     RADIUS,
     SIZE_ENV,
@@ -60,9 +60,8 @@ from qcom_ext.tools.bench._accelerated_work import (
     torch_state,
     wall_seconds,
 )
-from qcom_ext.tools.bench._case import Case, Suite, SuiteResult, format_seconds
+from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
 from qcom_ext.tools.bench._profiling import CopyBandwidth, measure_copy
-from qcom_ext.tools.bench.goals import GOALS, summary_row
 
 __all__ = [
     "BLOCK",
@@ -284,140 +283,6 @@ def _implementation(name: str, state: dict[str, Any]) -> str:
             else (f"qcom_ext (portable, {how}tile {tile[0]}x{tile[1]} blocks)")
         )
     return f"qcom_ext (portable, {'blocked' if name.endswith('blocked') else 'tiled'})"
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
-
-
-def markdown(
-    rows: list[dict[str, Any]], caps: qcom_ext.DeviceCaps, size: tuple[int, int], rounds: int
-) -> str:
-    lines = [
-        f"**{caps.label}** ({caps.device_name.strip()}), driver {caps.driver_version}; "
-        f"{size[0]}x{size[1]} RGBA float; median of {rounds} (device time for OpenCL "
-        "and torch, wall time for OpenCV)",
-        "",
-        "| operation | implementation | time | Mpix/s | GB/s | of buffer copy "
-        "| of image copy | where |",
-        "|---|---|--:|--:|--:|--:|--:|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['operation']} | {r['implementation']} | {r['seconds'] * 1e6:.0f} µs "
-            f"| {r['mpix_s']:.0f} | {r['gb_s']:.0f} | {_share(r['of_buffer_copy'])} "
-            f"| {_share(r['of_image_copy'])} | {r['where']} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _ours(rows: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
-    """qcom_ext's rows of ``operation``, the default method first (per-pixel ones out)."""
-    return [
-        r
-        for r in rows
-        if r["operation"] == operation
-        and r["implementation"].startswith(("qcom_ext", "sweep"))
-        and "per pixel" not in r["implementation"]
-    ]
-
-
-def verdicts(rows: list[dict[str, Any]], size: tuple[int, int] | None = None) -> list[str]:
-    """The issue's targets (:data:`.goals.GOALS`): box filter and 5x5 convolution at >= 85 %
-    of the buffer copy (the default method; the best configuration timed beside it), and,
-    at 4K (``size``), block matching 2x faster than before."""
-    out = []
-    for operation, goal in (("7x7 box filter", "box_7x7"), ("5x5 convolution", "convolve_5x5")):
-        mine = _ours(rows, operation)
-        if mine:
-            best = max(mine, key=lambda r: r["of_buffer_copy"])
-            note = f"best timed: {best['implementation']} at {best['of_buffer_copy']:.2f}"
-            out.append(GOALS[goal].line(mine[0]["of_buffer_copy"], note))
-    search = _ours(rows, "8x8 block match, r=4")
-    if search:
-        at_4k = size == DEFAULT_SIZE
-        note = "" if at_4k else "judged at 3840x2160 only (the baseline's size)"
-        out.append(GOALS["block_match"].line(search[0]["seconds"] if at_4k else None, note))
-    return out
-
-
-def _torch_row(rows: list[dict[str, Any]], operation: str) -> dict[str, Any] | None:
-    return next(
-        (r for r in rows if r["operation"] == operation and r["where"].startswith("torch")),
-        None,
-    )
-
-
-def summary(rows: list[dict[str, Any]]) -> str:
-    """Per operation: qcom_ext's default method against the buffer copy and the image
-    copy, the best configuration timed, torch and OpenCV (markdown)."""
-    lines = [
-        "| operation | qcom_ext (default method) | of buffer copy | of image copy "
-        "| best timed | torch (CUDA) | OpenCV (CPU) |",
-        "|---|--:|--:|--:|---|--:|--:|",
-    ]
-    for operation in dict.fromkeys(r["operation"] for r in rows[1:]):
-        ours = _ours(rows, operation)
-        if not ours:
-            continue
-        default, best = ours[0], max(ours, key=lambda r: r["gb_s"])
-        best_text = "—" if best is default else f"{best['implementation']}: {_time_rate(best)}"
-        torch = _torch_row(rows, operation)
-        torch_text = "—"
-        if torch is not None:
-            ratio = torch["seconds"] / default["seconds"]
-            torch_text = f"{format_seconds(torch['seconds'])} ({ratio:.1f}x qcom_ext's time)"
-        cv = next(
-            (r for r in rows if r["operation"] == operation and r["where"].startswith("OpenCV")),
-            None,
-        )
-        cells = [
-            operation,
-            f"{default['implementation']}: {_time_rate(default)}",
-            _share(default["of_buffer_copy"]),
-            _share(default["of_image_copy"]),
-            best_text,
-            torch_text,
-            "—" if cv is None else format_seconds(cv["seconds"]),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-_SUMMARY = (  # operation -> (summary label, goal, judged on)
-    ("7x7 box filter", "7x7 box filter", "box_7x7", "of_buffer_copy"),
-    ("5x5 convolution", "5x5 convolution", "convolve_5x5", "of_buffer_copy"),
-    ("8x8 block match, r=4", "8x8 block match, r = 4", "block_match", "seconds"),
-)
-
-
-def summary_rows(rows: list[dict[str, Any]], size: tuple[int, int]) -> list[dict[str, Any]]:
-    """The summary table's rows (:func:`.goals.summary_row`): each operation's default
-    method, its shares of the copies, torch's time over its time, its target."""
-    out = []
-    for operation, label, goal, judged in _SUMMARY:
-        ours = _ours(rows, operation)
-        if not ours:
-            continue
-        mine, torch = ours[0], _torch_row(rows, operation)
-        value = mine[judged] if judged != "seconds" or size == DEFAULT_SIZE else None
-        out.append(
-            summary_row(
-                f"{label} ({mine['implementation'].removeprefix('qcom_ext ').strip('()')}), "
-                f"{size[0]}x{size[1]}",
-                seconds=mine["seconds"],
-                of_buffer_copy=mine["of_buffer_copy"],
-                of_image_copy=mine["of_image_copy"],
-                vs_torch=None if torch is None else torch["seconds"] / mine["seconds"],
-                goal=goal,
-                value=value,
-            )
-        )
-    return out
-
-
-def _time_rate(row: dict[str, Any]) -> str:
-    return f"{format_seconds(row['seconds'])}, {row['gb_s']:.3g} GB/s"
 
 
 DEFAULT_ROUNDS = 20

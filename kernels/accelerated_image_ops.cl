@@ -315,6 +315,21 @@ __kernel QE_GROUP_SIZE void qe_box_filter_image(__read_only image2d_t src, sampl
 #define QE_KEY(cost, dx, dy, c)                                                            \
     (((ulong)as_uint(cost) << 32) | ((ulong)(abs(dx) + abs(dy)) << 16) | (ulong)(c))
 
+/* The result of block b: vectors[b] = (dx, dy) of the key's candidate, costs[b] its cost
+ * (INFINITY and (0, 0) when no candidate fits). */
+void qe_write_match(ulong key, int b, int side, int radius, __global int2 *vectors,
+                    __global float *costs)
+{
+    if (key == QE_NO_CANDIDATE) {
+        vectors[b] = (int2)(0, 0);
+        costs[b] = INFINITY;
+    } else {
+        int c = (int)(key & 0xFFFFu);
+        vectors[b] = (int2)(c % side - radius, c / side - radius);
+        costs[b] = as_float((uint)(key >> 32));
+    }
+}
+
 /* keys[0] = the smallest of keys[0..lsize-1]; then work-item 0 writes the block's result. */
 void qe_finish_search(__local ulong *keys, int lid, int lsize, int side, int radius,
                       __global int2 *vectors, __global float *costs)
@@ -329,16 +344,8 @@ void qe_finish_search(__local ulong *keys, int lid, int lsize, int side, int rad
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
-        ulong key = keys[0];
         int b = (int)(get_group_id(1) * get_num_groups(0) + get_group_id(0));
-        if (key == QE_NO_CANDIDATE) {
-            vectors[b] = (int2)(0, 0);
-            costs[b] = INFINITY;
-        } else {
-            int c = (int)(key & 0xFFFFu);
-            vectors[b] = (int2)(c % side - radius, c / side - radius);
-            costs[b] = as_float((uint)(key >> 32));
-        }
+        qe_write_match(keys[0], b, side, radius, vectors, costs);
     }
 }
 
@@ -380,50 +387,199 @@ __kernel void qe_block_match_search(__read_only image2d_t target,
 }
 
 #ifndef QE_USE_BUILTIN
-/* The same search for the portable path, from local memory: the work-group first reads
- * the target block and the reference window (region + 2 * radius each way; pixels
- * outside the reference image are not read, no candidate uses them) once through the
- * sampler, then every candidate sums |t - r| (or (t - r)^2) in the builtin's order.
- * `tiles` holds region.x * region.y + (region.x + 2r) * (region.y + 2r) float4. */
-__kernel void qe_block_match_search_tiled(__read_only image2d_t target,
-                                          __read_only image2d_t reference, sampler_t sampler,
-                                          uint2 region, int radius, int squared,
-                                          __global int2 *vectors, __global float *costs,
-                                          __local ulong *keys, __local float4 *tiles)
+/* The same search for the portable path, a tile of blocks per work-group, from local
+ * memory (qcom_ext.ext.accelerated.plan chooses the -D values and the tile):
+ *   QE_BM_W, QE_BM_H  region; QE_BM_R  radius; QE_BM_SSD  1: squared differences;
+ *   QE_BM_CX          candidate columns (dx) one work-item sums at once.
+ * The work-group of local size (QE_BM_LANES * tx, ty) searches tx x ty target blocks. It
+ * first reads their target pixels and the reference window around them (tile + 2R each
+ * way; pixels outside the reference image are not read, no candidate uses them) once
+ * through the sampler into local memory. A block has QE_BM_LANES work-items, one per
+ * (candidate row dy, run of QE_BM_CX columns dx): each keeps its QE_BM_CX sums in
+ * registers and slides along the reference rows, so a pixel loaded from local memory
+ * serves up to QE_BM_CX candidates. Every candidate sums |t - r| (or (t - r)^2) in the
+ * builtin's order (row by row, left to right), so costs are those of
+ * qe_block_match_search; the block's lanes then keep the smallest QE_KEY (the same
+ * tie-breaking). Any local size is correct: one whose x is not a multiple of
+ * QE_BM_LANES, or whose tiles do not fit `scratch` (`capacity` float4), makes the first
+ * work-item of each block search alone through the sampler (what a tuner's "driver's
+ * choice" gets). */
+#ifndef QE_BM_W
+#define QE_BM_W 8
+#endif
+#ifndef QE_BM_H
+#define QE_BM_H 8
+#endif
+#ifndef QE_BM_R
+#define QE_BM_R 4
+#endif
+#define QE_BM_SIDE (2 * QE_BM_R + 1)
+#ifndef QE_BM_CX
+#define QE_BM_CX QE_BM_SIDE
+#endif
+#ifndef QE_BM_SSD
+#define QE_BM_SSD 0
+#endif
+#define QE_BM_CHUNKS ((QE_BM_SIDE + QE_BM_CX - 1) / QE_BM_CX)
+#define QE_BM_LANES (QE_BM_SIDE * QE_BM_CHUNKS)
+/* columns the last run reads past the window (its candidates past dx = R are dropped) */
+#define QE_BM_PAD (QE_BM_CHUNKS * QE_BM_CX - QE_BM_SIDE)
+#define QE_BM_IC (QE_BM_W < 8 ? QE_BM_W : 8) /* target columns held in registers at once */
+#if QE_BM_SSD
+#define QE_BM_COST(d) ((d) * (d))
+#else
+#define QE_BM_COST(d) fabs(d)
+#endif
+
+/* acc[k] = the cost of candidate column k of a run, summed row by row: t is the block's
+ * first pixel in the target tile (row stride ts), r the first pixel of the run's first
+ * candidate in the window (row stride ws). */
+QCOM_EXT_ACCELERATED_INLINE
+void qe_bm_sums(__local const float4 *t, int ts, __local const float4 *r, int ws,
+                float4 acc[QE_BM_CX])
 {
-    int lid = (int)get_local_id(0), lsize = (int)get_local_size(0);
-    int w = (int)region.x, h = (int)region.y;
-    int side = 2 * radius + 1, count = side * side;
-    int tx = (int)get_group_id(0) * w, ty = (int)get_group_id(1) * h;
-    int rw = get_image_width(reference), rh = get_image_height(reference);
-    int ww = w + 2 * radius, wh = h + 2 * radius; /* the reference window */
-    __local float4 *block = tiles, *window = tiles + w * h;
-    for (int i = lid; i < w * h; i += lsize)
-        block[i] = qcom_ext_accelerated_pixel(target, sampler, tx + i % w, ty + i / w);
-    for (int i = lid; i < ww * wh; i += lsize) {
-        int x = tx - radius + i % ww, y = ty - radius + i / ww;
-        bool inside = x >= 0 && y >= 0 && x < rw && y < rh;
-        window[i] = inside ? qcom_ext_accelerated_pixel(reference, sampler, x, y) : (float4)(0.0f);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    ulong best = QE_NO_CANDIDATE;
-    for (int c = lid; c < count; c += lsize) {
-        int dx = c % side - radius, dy = c / side - radius;
-        int rx = tx + dx, ry = ty + dy;
-        if (rx < 0 || ry < 0 || rx + w > rw || ry + h > rh)
-            continue;
-        __local const float4 *origin = window + (dy + radius) * ww + (dx + radius);
-        float4 sum = (float4)(0.0f);
-        for (int j = 0; j < h; j++) {
-            for (int i = 0; i < w; i++) {
-                float4 d = block[j * w + i] - origin[j * ww + i];
-                sum += squared ? d * d : fabs(d);
+#pragma OPENCL FP_CONTRACT OFF /* (t - r)^2 rounded, then added: no fused multiply-add */
+#pragma unroll
+    for (int k = 0; k < QE_BM_CX; k++)
+        acc[k] = (float4)(0.0f);
+    for (int j = 0; j < QE_BM_H; j++) {
+#pragma unroll
+        for (int i0 = 0; i0 < QE_BM_W; i0 += QE_BM_IC) {
+            float4 tv[QE_BM_IC];
+#pragma unroll
+            for (int i = 0; i < QE_BM_IC; i++)
+                tv[i] = i0 + i < QE_BM_W ? t[j * ts + i0 + i] : (float4)(0.0f);
+#pragma unroll
+            for (int c = 0; c < QE_BM_IC + QE_BM_CX - 1; c++) {
+                if (i0 + c < QE_BM_W + QE_BM_CX - 1) { /* (known once unrolled) */
+                    float4 rv = r[j * ws + i0 + c];
+#pragma unroll
+                    for (int k = 0; k < QE_BM_CX; k++) {
+                        int i = c - k; /* the target column this reference pixel meets */
+                        if (i >= 0 && i < QE_BM_IC && i0 + i < QE_BM_W) {
+                            float4 d = tv[i] - rv;
+                            acc[k] += QE_BM_COST(d);
+                        }
+                    }
+                }
             }
         }
-        float cost = (sum.x + sum.y) + (sum.z + sum.w);
-        best = min(best, QE_KEY(cost, dx, dy, c));
     }
-    keys[lid] = best;
-    qe_finish_search(keys, lid, lsize, side, radius, vectors, costs);
+}
+
+/* The best key of block (bx, by), searched by one work-item through the sampler. */
+QCOM_EXT_ACCELERATED_INLINE
+ulong qe_bm_alone(__read_only image2d_t target, __read_only image2d_t reference,
+                  sampler_t sampler, int bx, int by, int rw, int rh)
+{
+    uint2 region = (uint2)(QE_BM_W, QE_BM_H);
+    float2 target_coord = (float2)((float)(bx * QE_BM_W), (float)(by * QE_BM_H));
+    ulong best = QE_NO_CANDIDATE;
+    for (int c = 0; c < QE_BM_SIDE * QE_BM_SIDE; c++) {
+        int dx = c % QE_BM_SIDE - QE_BM_R, dy = c / QE_BM_SIDE - QE_BM_R;
+        int rx = bx * QE_BM_W + dx, ry = by * QE_BM_H + dy;
+        if (rx < 0 || ry < 0 || rx + QE_BM_W > rw || ry + QE_BM_H > rh)
+            continue;
+        float4 m = qcom_ext_block_match(target, sampler, target_coord, region, reference,
+                                        (uint2)((uint)rx, (uint)ry), QE_BM_SSD);
+        best = min(best, QE_KEY((m.x + m.y) + (m.z + m.w), dx, dy, c));
+    }
+    return best;
+}
+
+/* Copies the tile's target pixels (tw x th at target pixel (x0, y0); pixels of no full
+ * block are 0) and the reference window ((tw + 2R + QE_BM_PAD) x (th + 2R) from
+ * (x0 - R, y0 - R), row stride ws; 0 outside the reference) into local memory. */
+QCOM_EXT_ACCELERATED_INLINE
+void qe_bm_load(__read_only image2d_t target, __read_only image2d_t reference,
+                sampler_t sampler, int x0, int y0, int tw, int th, int ws,
+                __local float4 *block, __local float4 *window)
+{
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    int lsx = (int)get_local_size(0), lsy = (int)get_local_size(1);
+    int full_w = get_image_width(target) / QE_BM_W * QE_BM_W;
+    int full_h = get_image_height(target) / QE_BM_H * QE_BM_H;
+    int rw = get_image_width(reference), rh = get_image_height(reference);
+    for (int y = ly; y < th; y += lsy)
+        for (int x = lx; x < tw; x += lsx)
+            block[y * tw + x] = x0 + x < full_w && y0 + y < full_h
+                                    ? qcom_ext_accelerated_pixel(target, sampler, x0 + x, y0 + y)
+                                    : (float4)(0.0f);
+    int ww = tw + 2 * QE_BM_R + QE_BM_PAD, wh = th + 2 * QE_BM_R;
+    for (int y = ly; y < wh; y += lsy) {
+        for (int x = lx; x < ww; x += lsx) {
+            int gx = x0 - QE_BM_R + x, gy = y0 - QE_BM_R + y;
+            bool inside = x < tw + 2 * QE_BM_R && gx >= 0 && gy >= 0 && gx < rw && gy < rh;
+            window[y * ws + x] =
+                inside ? qcom_ext_accelerated_pixel(reference, sampler, gx, gy) : (float4)(0.0f);
+        }
+    }
+}
+
+/* The best key of a run: candidates (dyi - R, dx0 + k - R) of block (bx, by). */
+QCOM_EXT_ACCELERATED_INLINE
+ulong qe_bm_run_key(float4 acc[QE_BM_CX], int bx, int by, int dyi, int dx0, int rw, int rh)
+{
+    ulong best = QE_NO_CANDIDATE;
+    int ry = by * QE_BM_H + dyi - QE_BM_R;
+    if (ry < 0 || ry + QE_BM_H > rh)
+        return best;
+#pragma unroll
+    for (int k = 0; k < QE_BM_CX; k++) {
+        int dxi = dx0 + k, rx = bx * QE_BM_W + dxi - QE_BM_R;
+        if (dxi < QE_BM_SIDE && rx >= 0 && rx + QE_BM_W <= rw) {
+            float cost = (acc[k].x + acc[k].y) + (acc[k].z + acc[k].w);
+            best = min(best, QE_KEY(cost, dxi - QE_BM_R, dyi - QE_BM_R,
+                                    dyi * QE_BM_SIDE + dxi));
+        }
+    }
+    return best;
+}
+
+__kernel void qe_block_match_tiles(__read_only image2d_t target,
+                                   __read_only image2d_t reference, sampler_t sampler,
+                                   __global int2 *vectors, __global float *costs,
+                                   __local float4 *scratch, int capacity)
+{
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    int lsx = (int)get_local_size(0), lsy = (int)get_local_size(1);
+    int nbx = get_image_width(target) / QE_BM_W, nby = get_image_height(target) / QE_BM_H;
+    int rw = get_image_width(reference), rh = get_image_height(reference);
+    int tw = lsx / QE_BM_LANES * QE_BM_W, th = lsy * QE_BM_H;
+    int ws = (tw + 2 * QE_BM_R + QE_BM_PAD) | 1; /* odd: rows start in other banks */
+    int key_slots = (lsx * lsy + 1) / 2;
+    /* The same for the whole group; the barriers below are reached either way. */
+    bool tiled = lsx % QE_BM_LANES == 0 &&
+                 key_slots + tw * th + ws * (th + 2 * QE_BM_R) <= capacity;
+    __local ulong *keys = (__local ulong *)scratch;
+    __local float4 *block = scratch + key_slots, *window = block + tw * th;
+    int x0 = (int)get_group_id(0) * tw, y0 = (int)get_group_id(1) * th;
+    if (tiled)
+        qe_bm_load(target, reference, sampler, x0, y0, tw, th, ws, block, window);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    /* the work-item's block (bx, by), its lane: a candidate row and run of columns */
+    int b = lx / QE_BM_LANES, lane = lx % QE_BM_LANES;
+    int bx = x0 / QE_BM_W + b, by = y0 / QE_BM_H + ly;
+    if (tiled && bx < nbx && by < nby) {
+        int dyi = lane / QE_BM_CHUNKS, dx0 = lane % QE_BM_CHUNKS * QE_BM_CX;
+        float4 acc[QE_BM_CX];
+        qe_bm_sums(block + ly * QE_BM_H * tw + b * QE_BM_W, tw,
+                   window + (ly * QE_BM_H + dyi) * ws + b * QE_BM_W + dx0, ws, acc);
+        keys[ly * lsx + lx] = qe_bm_run_key(acc, bx, by, dyi, dx0, rw, rh);
+    } else if (!tiled) {
+        int gx = (int)get_global_id(0), gy = (int)get_global_id(1);
+        if (gx % QE_BM_LANES == 0 && gx / QE_BM_LANES < nbx && gy < nby) {
+            ulong key = qe_bm_alone(target, reference, sampler, gx / QE_BM_LANES, gy, rw, rh);
+            qe_write_match(key, gy * nbx + gx / QE_BM_LANES, QE_BM_SIDE, QE_BM_R, vectors,
+                           costs);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tiled && lane == 0 && bx < nbx && by < nby) {
+        ulong key = keys[ly * lsx + lx];
+        for (int l = 1; l < QE_BM_LANES; l++)
+            key = min(key, keys[ly * lsx + lx + l]);
+        qe_write_match(key, by * nbx + bx, QE_BM_SIDE, QE_BM_R, vectors, costs);
+    }
 }
 #endif

@@ -136,6 +136,61 @@ class AcceleratedImages:
         )
 
 
+class BlockMatchTiles:
+    """qe_block_match_tiles (the portable search, a tile of blocks a work-group) through
+    qcom_ext.block_match_image against numpy: tiles the image does not fill, a reference
+    of another size, radius 0 and 1, two runs a candidate row (radius 7), SSD; and local
+    sizes that are no tile (each block searched alone through the builtin)."""
+
+    def __init__(self, t: Trial) -> None:
+        self.t = t
+        self.target = (t.rng.integers(0, 256, (9, 13, 4)) / 256).astype(np.float32)
+        moved = np.roll(self.target, (1, -2), axis=(0, 1))
+        self.reference = np.full((8, 14, 4), 0.25, np.float32)
+        self.reference[:, :13] = moved[:8]
+
+    def check(self, what: str, field: Any, region: Any, radius: int, squared: bool) -> None:
+        vectors, costs = field.get(self.t.queue)
+        want_vectors, want_costs = accelerated_reference.block_match_search(
+            self.target, self.reference, region, radius, squared=squared
+        )
+        self.t.equal(f"{what} vectors", vectors, want_vectors)
+        self.t.equal(f"{what} costs", costs, want_costs.astype(np.float32))
+
+    def tiles(self) -> None:
+        t = self.t
+        images = (upload(t.ctx, self.target), upload(t.ctx, self.reference))
+        for region, radius, tile, metric in (
+            ((4, 4), 1, (2, 1), "sad"),  # 3 x 2 blocks: the second tile half empty
+            ((3, 2), 0, (1, 1), "ssd"),
+            ((2, 2), 7, None, "sad"),  # 15 candidate columns: two runs of 8
+        ):
+            field = qcom_ext.block_match_image(
+                t.queue, *images, region=region, radius=radius, metric=metric, tile=tile
+            )
+            self.check(f"tiles {region} r={radius} {tile}", field, region, radius, metric == "ssd")
+
+    def any_local_size(self) -> None:
+        from qcom_ext.ext.accelerated import whole_image as image_ops
+
+        t = self.t
+        images = (upload(t.ctx, self.target), upload(t.ctx, self.reference))
+        tuning = image_ops.block_match_tuning(t.queue, *images, region=(4, 4), radius=1)
+        field = tuning.plan.field(t.queue, None)
+        args = [*tuning.args[:3], field.vectors, field.costs, *tuning.args[5:]]
+        for local in ((1, 1), (3, 2)):  # no tile (alone); a tile of 1x2 blocks
+            size = tuple(-(-g // v) * v for g, v in zip(tuning.global_size, local, strict=True))
+            tuning.kernel(t.queue, size, local, *args)
+            self.check(f"local size {local}", field, (4, 4), 1, False)
+
+
+@case("image-reads", "freeze")
+def case_accelerated_block_match_tiles(t: Trial) -> None:
+    searches = BlockMatchTiles(t)
+    searches.tiles()
+    searches.any_local_size()
+
+
 @case("image-reads", "freeze")
 def case_accelerated_convolve_image(t: Trial) -> None:
     AcceleratedImages(t).convolve()

@@ -94,24 +94,47 @@ def test_opencl_cases_run_and_compute_the_operations(
 
 
 def test_throughput_table(cases, device_caps, kernel_context):
+    """Every row states its bytes against the buffer copy (the roofline, through the one
+    helper) and the image copy of the same image (the first row)."""
+    from qcom_ext.tools.bench._profiling import CopyBandwidth
+
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
-    rows = cases.measure(device_caps, SMALL, rounds=2)
+    buffer_copy = CopyBandwidth(buffer_Bps=4e9, buffer_bytes=1 << 26, rounds=1)
+    rows = cases.measure(device_caps, SMALL, rounds=2, copy=buffer_copy)
     operations = [(r["operation"], r["implementation"]) for r in rows]
     assert operations[0] == ("image copy", "clEnqueueCopyImage")
-    assert sum(op == "8x8 block match, r=4" for op, _ in operations) >= 1
+    assert sum(op == "8x8 block match, r=4" for op, _ in operations) == 2  # default, tuned
     copy = rows[0]
-    assert copy["of_copy"] == 1.0
-    assert copy["gb_s"] == pytest.approx(2 * 16 * SMALL[0] * SMALL[1] / copy["seconds"] / 1e9)
+    moved = 2 * 16 * SMALL[0] * SMALL[1]
+    assert copy["of_image_copy"] == 1.0 and copy["bytes"] == moved
+    assert copy["gb_s"] == pytest.approx(moved / copy["seconds"] / 1e9)
     for row in rows:
-        assert row["seconds"] > 0 and row["mpix_s"] > 0
-        assert row["of_copy"] == pytest.approx(copy["seconds"] / row["seconds"])
+        assert row["seconds"] > 0 and row["mpix_s"] > 0 and row["bytes"] == moved
+        assert row["of_image_copy"] == pytest.approx(copy["seconds"] / row["seconds"])
+        assert row["of_buffer_copy"] == pytest.approx(moved / row["seconds"] / 4e9)
     text = cases.markdown(rows, device_caps, SMALL, 2)
-    assert "| image copy | clEnqueueCopyImage |" in text and "x copy bandwidth" in text
-    assert len(cases.verdicts(rows)) == 2
-    buffer_Bps = 2 * copy["gb_s"] * 1e9  # a buffer copy twice as fast as the image copy
-    summary = cases.summary(rows, buffer_Bps).splitlines()
-    assert summary[0].startswith("| operation | qcom_ext (default method) | of image copy |")
+    assert "| image copy | clEnqueueCopyImage |" in text
+    assert "| of buffer copy | of image copy |" in text and "x copy bandwidth" not in text
+    lines = cases.verdicts(rows, SMALL)
+    assert [line.split(":")[0] for line in lines] == [
+        "7x7 box filter (default method)",
+        "5x5 convolution (default method)",
+        "8x8 block match, r = 4, 4K",
+        "8x8 block match, r = 4, 4K",
+    ]
+    box = next(r for r in rows if r["operation"] == "7x7 box filter")
+    verdict = "met" if box["of_buffer_copy"] >= 0.85 else "NOT met"
+    assert lines[0].startswith(
+        f"7x7 box filter (default method): {box['of_buffer_copy']:.2f} of buffer copy "
+        f"(target >= 0.85 of buffer copy): {verdict};"
+    )
+    assert [("not measured" in line, "3840x2160 only" in line) for line in lines[2:]] == [
+        (True, True),
+        (True, True),
+    ]  # the default tile and the tuned one; not a 4K run
+    summary = cases.summary(rows).splitlines()
+    assert summary[0].startswith("| operation | qcom_ext (default method) | of buffer copy |")
     assert [line.split(" | ")[0] for line in summary[2:]] == [
         "| 5x5 convolution",
         "| 7x7 box filter",
@@ -120,8 +143,33 @@ def test_throughput_table(cases, device_caps, kernel_context):
     conv = next(r for r in rows if r["operation"] == "5x5 convolution")
     cells = summary[2].split(" | ")
     assert cells[1].startswith(conv["implementation"])  # the default method comes first
-    assert float(cells[2]) == pytest.approx(conv["of_copy"], abs=0.006)
-    assert float(cells[3]) == pytest.approx(conv["of_copy"] / 2, abs=0.006)
+    assert float(cells[2]) == pytest.approx(conv["of_buffer_copy"], abs=0.006)
+    assert float(cells[3]) == pytest.approx(conv["of_image_copy"], abs=0.006)
+    table = cases.summary_rows(rows, SMALL)
+    assert [r["op"].split(" (")[0] for r in table] == [
+        "7x7 box filter",
+        "5x5 convolution",
+        "8x8 block match, r = 4",
+        "8x8 block match, r = 4",
+    ]
+    assert table[0]["of_buffer_copy"] == box["of_buffer_copy"]
+    assert table[0]["target"] == f">= 0.85 of buffer copy: {verdict}"
+    assert table[2]["target"].endswith(": not judged") and "tuned" in table[3]["op"]
+
+
+def test_block_match_is_judged_at_4k_against_twice_the_speed_of_before(cases):
+    """2x faster than the 856 µs of the H100 at 4K: at most 428 µs."""
+    row = {
+        "operation": "8x8 block match, r=4",
+        "implementation": "qcom_ext (portable, tile 4x2 blocks)",
+        "where": "OpenCL",
+    }
+    fast, slow = dict(row, seconds=400e-6), dict(row, seconds=500e-6)
+    assert cases.verdicts([fast], (3840, 2160)) == [
+        "8x8 block match, r = 4, 4K: 400 µs (target <= 428 µs, 2x faster than 856 µs): met; "
+        "qcom_ext (portable, tile 4x2 blocks)"
+    ]
+    assert ": NOT met; " in cases.verdicts([slow], (3840, 2160))[0]
 
 
 def test_sweep_times_every_block_and_local_size(cases, device_caps, kernel_context, monkeypatch):

@@ -59,3 +59,37 @@ def test_every_case_computes_its_result(cases_module, device_caps, kernel_contex
         np.testing.assert_allclose(read_back(state), expected, atol=2e-5)
         assert cases_module.check_result(state, samples=32) < 2e-5
         assert len(cases_module.device_seconds(state, 2)) == 2
+
+
+def test_suite_states_the_upscales_against_the_buffer_copy(
+    cases_module, device_caps, kernel_context, monkeypatch
+):
+    """Bytes: the source read once and the output written once (5 x the source), over
+    the buffer copy measured in the run; the image copy's share beside it."""
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    monkeypatch.setenv(cases_module.SIZE_ENV, "40x24")
+    data = cases_module.measure_suite(device_caps, 2)
+    rows, source = data["rows"], 40 * 24 * 16
+    assert data["copy_bytes"] >= 5 * source and data["buffer_copy_Bps"] > 0
+    assert rows["copy"]["of_image_copy"] == 1.0
+    for kind in ("bicubic", "blocks"):
+        r = rows[kind]
+        assert r["bytes"] == 5 * source
+        assert r["of_buffer_copy"] == pytest.approx(
+            5 * source / r["seconds"] / data["buffer_copy_Bps"]
+        )
+        assert r["of_image_copy"] == pytest.approx(2.5 * rows["copy"]["seconds"] / r["seconds"])
+    text = cases_module.suite_markdown(data)
+    assert "| case | time | GB/s | of buffer copy | of image copy |" in text
+    blocks = rows["blocks"]["of_buffer_copy"]
+    verdict = "met" if blocks >= 0.85 else "NOT met"
+    assert (
+        f"* bicubic 2x (2x2 outputs per work-item): {blocks:.2f} of buffer copy (target >= "
+        f"0.85 of buffer copy, source read once + output written once): {verdict}"
+    ) in text
+    ops = [r["op"] for r in data["summary_rows"]]
+    assert ops == [
+        "bicubic 2x upscale (2x2 outputs per work-item), 40x24 source",
+        "bicubic 2x upscale (one read per output), 40x24 source",
+    ]

@@ -84,41 +84,90 @@ def _result_and_reference(state):
     return (got.transpose(0, 3, 1, 2) if out.layout == "NHWC" else got), want
 
 
-def test_summary_medians_and_verdicts(conv_module):
-    rows = [
+def _summary_rows(a_best, b_best, c_peak):
+    """1x1 layers a (two tiles) and b, depthwise c (two variants), a tiled conv d."""
+    return [
         {"layer": "a", "kind": "1x1", "variant": "tile 2x4", "gain": 1.0, "vs_torch": 0.3},
-        {"layer": "a", "kind": "1x1", "variant": "tile 4x8", "gain": 1.2, "vs_torch": 0.7},
-        {"layer": "b", "kind": "1x1", "variant": "tile 2x4", "gain": 1.4, "vs_torch": 0.5},
+        {"layer": "a", "kind": "1x1", "variant": "tile 4x8", "gain": 1.2, "vs_torch": a_best},
+        {"layer": "b", "kind": "1x1", "variant": "tile 2x4", "gain": 1.4, "vs_torch": b_best},
         {
             "layer": "c",
             "kind": "depthwise",
             "variant": "4 px",
             "gain": 1.3,
-            "bandwidth_fraction": 0.45,
+            "bandwidth_fraction": c_peak,
             "roofline_fraction": 0.65,
+            "vs_torch": 2.0,
         },
         {
             "layer": "c",
             "kind": "depthwise",
             "variant": "8 px",
             "gain": 1.3,
-            "bandwidth_fraction": 0.4,
+            "bandwidth_fraction": c_peak - 0.05,
             "roofline_fraction": 0.55,
         },
         {"layer": "d", "kind": "conv", "variant": "tiled", "gain": 1.0},
     ]
-    summary = conv_module.summarise(rows)
+
+
+def test_summary_medians_and_verdicts(conv_module):
+    summary = conv_module.summarise(_summary_rows(0.7, 0.5, 0.45))
     assert summary["pointwise_vs_torch"] == pytest.approx(0.6)  # best tiles: 0.7 and 0.5
+    assert summary["pointwise_slowest_vs_torch"] == pytest.approx(0.5)
+    assert summary["pointwise_slowest_layer"] == "b"
     assert summary["pointwise_mace_vs_torch"] == pytest.approx(0.4)
     assert summary["pointwise_best_tiles"] == {"a": "tile 4x8", "b": "tile 2x4"}
     assert summary["depthwise_roofline"] == pytest.approx(0.65)  # the best variant's
     assert summary["depthwise_peak_bandwidth"] == pytest.approx(0.45)
+    assert summary["depthwise_vs_torch"] == pytest.approx(2.0)
     assert summary["depthwise_best_variants"] == {"c": "4 px"}
     assert summary["tuning_gain"] == pytest.approx(1.3)  # tiled rows are not tuned
     targets = summary["targets"]
-    assert targets["pointwise_vs_torch"]["met"] and targets["depthwise_roofline"]["met"]
+    assert {name: t["limit"] for name, t in targets.items()} == {  # issue 18's, issue 7's gain
+        "pointwise_vs_torch": 1.25,
+        "pointwise_slowest_vs_torch": 0.8,
+        "depthwise_peak_bandwidth": 0.85,
+        "tuning_gain": 1.15,
+    }
     assert targets["tuning_gain"]["met"]
+    assert not targets["pointwise_vs_torch"]["met"]
+    assert not targets["pointwise_slowest_vs_torch"]["met"]
+    assert not targets["depthwise_peak_bandwidth"]["met"]
+    assert conv_module.goal_lines(summary)[2] == (
+        "1x1 conv (slowest shape): 0.50x torch (target >= 0.80x torch): NOT met; b"
+    )
+    met = conv_module.summarise(_summary_rows(1.6, 0.9, 0.9))
+    assert all(t["met"] for t in met["targets"].values())
+    assert [line.rsplit(": ", 1)[1] for line in conv_module.goal_lines(met)] == ["met"] * 2 + [
+        "met; b"
+    ]
     assert conv_module.summarise([])["targets"]["tuning_gain"]["met"] is None
+
+
+def test_summary_rows_of_the_conv_suite(conv_module):
+    rows = conv_module.summary_rows(conv_module.summarise(_summary_rows(1.6, 0.9, 0.9)), 32)
+    assert [(r["op"], r["of_buffer_copy"], r["vs_torch"], r["target"]) for r in rows] == [
+        (
+            "depthwise 3x3, median of 1 MobileNetV2 shapes, batch 32",
+            0.9,
+            2.0,
+            ">= 0.85 of peak buffer copy: met",
+        ),
+        (
+            "1x1 conv, median of 2 shapes, batch 32",
+            None,
+            pytest.approx(1.25),
+            ">= 1.25x torch: met",
+        ),
+        ("1x1 conv, slowest shape (b), batch 32", None, 0.9, ">= 0.80x torch: met"),
+    ]
+    untimed = [  # no torch: the 1x1 rows have no vs_torch
+        {k: v for k, v in r.items() if r["kind"] != "1x1" or k != "vs_torch"}
+        for r in _summary_rows(1, 1, 1)
+    ]
+    rows = conv_module.summary_rows(conv_module.summarise(untimed), 1)
+    assert [r["op"].split(",")[0] for r in rows] == ["depthwise 3x3"]  # no 1x1 row
 
 
 @pytest.mark.slow
@@ -171,3 +220,9 @@ def test_small_run_writes_json_and_markdown(
     markdown = out_md.read_text()
     assert "| layer | shape (C x H x W) | kernel |" in markdown
     assert "| tuning_gain | 1.15 |" in markdown
+    assert "| depthwise_peak_bandwidth | 0.85 |" in markdown
+    assert "* depthwise (median over the MobileNetV2 shapes): " in markdown
+    assert data["bandwidth"]["copy_bytes"] >= 64 << 20  # a peak: at least 64 MiB
+    for row in (r for r in data["rows"] if r["kind"] == "depthwise"):
+        want = row["bytes"] / (row["tuned_ns"] * 1e-9) / data["bandwidth"]["buffer_copy_Bps"]
+        assert row["bandwidth_fraction"] == pytest.approx(want)

@@ -68,3 +68,4 @@ def test_script_reports_bandwidth_and_target(small, device_caps, capsys, monkeyp
     assert "66x34 RGBA float -> 33x17" in out
     assert "gather_downscale" in out and "GB/s" in out
     assert "target: gather_downscale >= 60% of the image-copy bandwidth" in out
+    assert "of buffer copy" in out and "buffer copy" in out.splitlines()[0]  # the roofline

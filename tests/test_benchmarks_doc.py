@@ -1,6 +1,7 @@
 """docs/BENCHMARKS.md: every measured table sits in a block ``qcom-ext bench --update-doc``
 writes (stamp: device label, driver, date, command), the page lists one command per block,
-and ``--update-doc`` replaces a block in place."""
+``--update-doc`` replaces a block in place, and the page opens with the summary (issue 18):
+one table per device of every bandwidth-bound operation against the buffer copy."""
 
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ def block_names(command: str) -> tuple[str | None, list[str]]:
     names = [n for n in args.cases if n in suites]
     if wanted or not names:
         names.append(",".join(sorted({c.group for c in _run.select(cases, wanted)})))
+    if args.summary:
+        names.append("summary")
     return args.doc_key, names
 
 
@@ -235,3 +238,43 @@ def test_the_former_suite_name_writes_the_renamed_block(
     assert "16x16 RGBA float" in body and "| 5x5 convolution |" in body
     assert "hof-suite -->" not in twice
     _check_replaced_in_place(before, once, begin, device_caps.label)
+
+
+SUMMARY_HEAD = (
+    "| op | time | of buffer copy | of image copy | vs torch | target | device | driver | date |"
+)
+
+
+def test_the_page_opens_with_a_summary_table_per_device():
+    """The first section is the summary; each of its blocks is a ``summary`` block whose
+    one table has the columns of bench/report.py's summary_table, a row per operation
+    with its share of the buffer copy (or its ratio to torch) and its verdict, stamped
+    with the block's own device and driver."""
+    text = DOC.read_text()
+    sections = re.findall(r"^## (.+)$", text, re.M)
+    assert sections[0] == "Summary", sections[:3]
+    section = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    found = blocks(section)
+    assert found and all(names == "summary" for _, names, _ in found)
+    assert ("pocl-3.1-cpu", "summary", found[0][2]) in found
+    assert len([b for b in blocks(text) if b[1] == "summary"]) == len(found)  # all here
+    for key, _, body in found:
+        (table,) = [t for t in tables(body) if measured(t)]
+        assert " | ".join(["", *table[0], ""]).strip() == SUMMARY_HEAD
+        label, driver = STAMP.match(body)["label"], re.search(r"driver (\S+)", body)[1]
+        ops = [row[0] for row in table[1:]]
+        for op in ("7x7 box filter", "5x5 convolution", "8x8 block match", "bicubic 2x"):
+            assert any(o.startswith(op) for o in ops), f"{key}: no {op} row"
+        assert any(o.startswith("depthwise") for o in ops), key
+        for row in table[1:]:
+            assert row[6:8] == [label, driver], row
+            assert MEASURED_CELL.match(row[2]) or MEASURED_CELL.match(row[4]), row
+            assert re.search(r"(>=|<=) .*: (met|NOT met|not judged)$", row[5]), row
+
+
+def test_no_prose_states_a_kernel_as_a_multiple_of_the_image_copy():
+    """Shares of the image copy above 1 read as if a kernel beat the memory system: the
+    prose states results against the buffer copy (issue 18)."""
+    prose = BLOCK.sub("", DOC.read_text())
+    claims = re.findall(r"[\d.]+x (the )?image copy|\d{3,}% of (the )?image.copy", prose)
+    assert not claims, claims

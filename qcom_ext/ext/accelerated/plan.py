@@ -15,7 +15,8 @@ qcom_ext.errors.ConfigError: block must be a pair of positive integers, got (4, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from dataclasses import field as _field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -207,17 +208,28 @@ class MotionField:
         return vectors, costs
 
 
+#: Blocks (across, down) a work-group of the portable search takes, by preference: the
+#: default is the first that fits the device (:func:`search_tiles`); a tuner picks among
+#: them all (:func:`qcom_ext.ext.accelerated.whole_image.block_match_tuning`).
+SEARCH_TILES = ((8, 4), (4, 4), (4, 2), (2, 2), (2, 1), (1, 1))
+_TILE_ITEMS = 256  # the default tile's work-items at most (any the device allows when asked)
+
+
 @dataclass(frozen=True)
 class SearchPlan:
-    """How one block search launches: the geometry, the work-group size and whether the
-    portable kernel reads the target block and the reference window from local memory."""
+    """How one block search launches: the geometry, and either the per-block search
+    through the sampler (``tile`` None: native, or the window does not fit) with ``local``
+    work-items a block, or the portable tiled search (``qe_block_match_tiles``): ``tile``
+    blocks a work-group, ``lanes`` work-items a block, built with ``defines``."""
 
     shape: tuple[int, int]  # blocks down, blocks across
     region: tuple[int, int]
     radius: int
     squared: bool  # SSD rather than SAD
     local: int
-    tile_bytes: int  # 0: the search reads through the sampler (native, or too little memory)
+    tile: tuple[int, int] | None = None
+    lanes: int = 1
+    defines: dict[str, int] = _field(default_factory=dict)
 
     def field(self, queue: Any, out: MotionField | None) -> MotionField:
         """``out`` if it has this geometry (else ConfigError), or a new MotionField."""
@@ -235,6 +247,69 @@ class SearchPlan:
         if (out.shape, out.region, out.radius) != (self.shape, self.region, self.radius):
             raise ConfigError("out was made for another geometry (shape, region or radius)")
         return out
+
+    def local_of(self, tile: tuple[int, int]) -> tuple[int, int]:
+        """The local size of the tiled search for ``tile`` blocks a work-group."""
+        return self.lanes * tile[0], tile[1]
+
+    def tile_of(self, local: tuple[int, int]) -> tuple[int, int]:
+        """The tile a local size of the tiled search stands for (see :meth:`local_of`)."""
+        return local[0] // self.lanes, local[1]
+
+    def scratch_bytes(self, tile: tuple[int, int]) -> int:
+        """Local memory the tiled search takes for ``tile``: a key (8 bytes) a work-item,
+        then the target pixels and the reference window, float4 each (as the kernel lays
+        them out: window rows padded to an odd stride)."""
+        (w, h), r, cx = self.region, self.radius, self.defines["QE_BM_CX"]
+        side = 2 * r + 1
+        pad = -(-side // cx) * cx - side
+        tw, th = tile[0] * w, tile[1] * h
+        stride = (tw + 2 * r + pad) | 1
+        items = self.lanes * tile[0] * tile[1]
+        return 16 * ((items + 1) // 2 + tw * th + stride * (th + 2 * r))
+
+    def sizes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(global, local) sizes of the launch."""
+        if self.tile is None:
+            return (self.shape[1] * self.local, self.shape[0]), (self.local, 1)
+        (lx, ly), (tx, ty) = self.local_of(self.tile), self.tile
+        return (-(-self.shape[1] // tx) * lx, -(-self.shape[0] // ty) * ly), (lx, ly)
+
+
+def search_defines(region: tuple[int, int], radius: int, squared: bool) -> dict[str, int]:
+    """The -D values of ``qe_block_match_tiles``: the geometry, and how many candidate
+    columns a work-item sums at once (the candidate rows split into runs of at most 12).
+
+    >>> search_defines((8, 8), 4, False)
+    {'QE_BM_W': 8, 'QE_BM_H': 8, 'QE_BM_R': 4, 'QE_BM_CX': 9, 'QE_BM_SSD': 0}
+    >>> search_defines((16, 4), 7, True)["QE_BM_CX"]  # 15 columns: two runs of 8
+    8
+    """
+    side = 2 * radius + 1
+    runs = -(-side // 12)
+    return {
+        "QE_BM_W": region[0],
+        "QE_BM_H": region[1],
+        "QE_BM_R": radius,
+        "QE_BM_CX": -(-side // runs),
+        "QE_BM_SSD": int(squared),
+    }
+
+
+def search_tiles(
+    plan: SearchPlan, device: Any, budget: int | None = None
+) -> list[tuple[int, int]]:
+    """The tiles of :data:`SEARCH_TILES` whose work-group the device can run and whose
+    local memory fits ``budget`` bytes (default: the whole of the device's)."""
+    budget = device.local_mem_size if budget is None else budget
+    limit = min(device.max_work_group_size, device.max_work_item_sizes[0])
+    return [
+        tile
+        for tile in SEARCH_TILES
+        if plan.lanes * tile[0] <= limit
+        and plan.lanes * tile[0] * tile[1] <= device.max_work_group_size
+        and plan.scratch_bytes(tile) <= budget
+    ]
 
 
 def _region(queue: Any, region: Any) -> tuple[int, int]:
@@ -257,8 +332,10 @@ def search_plan(
     radius: Any,
     metric: str,
     local_size: int | None,
+    tile: Any = None,
 ) -> SearchPlan:
-    """The plan of :func:`~qcom_ext.block_match_image`'s search (its arguments checked)."""
+    """The plan of :func:`~qcom_ext.block_match_image`'s search (its arguments checked):
+    on the portable path the tiled search with ``tile`` (default: see :func:`_tiled`)."""
     width, height = image_shape("target", target, queue.context)
     image_shape("reference", reference, queue.context)
     region = _region(queue, region)
@@ -277,10 +354,36 @@ def search_plan(
     candidates = (2 * radius + 1) ** 2
     device = queue.device
     local = local_size or min(device.max_work_group_size, 256, -(-candidates // 32) * 32)
-    window = (region[0] + 2 * radius) * (region[1] + 2 * radius)
-    tile_bytes = 16 * (region[0] * region[1] + window)
-    tiled = (
-        context_path(queue.context) == "fallback"
-        and tile_bytes + 8 * local <= device.local_mem_size // 2
-    )
-    return SearchPlan(shape, region, radius, metric == "ssd", local, tile_bytes if tiled else 0)
+    plan = SearchPlan(shape, region, radius, metric == "ssd", local)
+    if context_path(queue.context) != "fallback":
+        return plan
+    return _tiled(plan, device, tile)
+
+
+def _tiled(plan: SearchPlan, device: Any, tile: Any) -> SearchPlan:
+    """``plan`` as the tiled search with ``tile`` (checked), or the first tile of
+    :data:`SEARCH_TILES` that fits the device in half its local memory with at most
+    256 work-items (``plan`` unchanged when none does)."""
+    side = 2 * plan.radius + 1
+    defines = search_defines(plan.region, plan.radius, plan.squared)
+    tiled = replace(plan, lanes=side * -(-side // defines["QE_BM_CX"]), defines=defines)
+    if tile is not None:
+        tile = positive_pair("tile", tile)
+        local = tiled.local_of(tile)
+        if local[0] * local[1] > device.max_work_group_size:
+            raise ConfigError(
+                f"tile {tile[0]}x{tile[1]} takes {local[0] * local[1]} work-items; the device "
+                f"runs {device.max_work_group_size} a group: use a smaller tile"
+            )
+        if tiled.scratch_bytes(tile) > device.local_mem_size:
+            raise ConfigError(
+                f"tile {tile[0]}x{tile[1]} needs {tiled.scratch_bytes(tile)} bytes of local "
+                f"memory; the device has {device.local_mem_size}: use a smaller tile"
+            )
+        return replace(tiled, tile=tile)
+    fitting = [
+        t
+        for t in search_tiles(tiled, device, device.local_mem_size // 2)
+        if tiled.lanes * t[0] * t[1] <= _TILE_ITEMS
+    ]
+    return replace(tiled, tile=fitting[0]) if fitting else plan

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,11 +37,13 @@ from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.plan import (
     METHODS,
     MotionField,
+    SearchPlan,
     box_extent,
     box_window,
     filter_plan,
     same_shape,
     search_plan,
+    search_tiles,
 )
 from qcom_ext.ext.accelerated.rgba import (
     empty_rgba_image,
@@ -57,7 +60,9 @@ if TYPE_CHECKING:
 __all__ = [
     "METHODS",
     "MotionField",
+    "SearchTuning",
     "block_match_image",
+    "block_match_tuning",
     "box_filter_image",
     "context_path",
     "convolve_image",
@@ -244,6 +249,7 @@ def block_match_image(
     sampler: Any = None,
     out: MotionField | None = None,
     local_size: int | None = None,
+    tile: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
 ) -> MotionField:
     """Exhaustive block matching: for every full ``region`` block of ``target``, the
@@ -251,6 +257,10 @@ def block_match_image(
     (``metric`` "sad" or "ssd", summed over the four channels; candidates must lie
     inside ``reference``). Ties go to the smaller |dx| + |dy|, then to the first in
     row-major (dy, dx) order. ``out``: a MotionField of the same geometry to reuse.
+    ``tile``: target blocks (across, down) a work-group of the portable search takes
+    (default: the first of :data:`.plan.SEARCH_TILES` that fits; tune it with
+    :func:`block_match_tuning`); ``local_size``: work-items a block of the per-block
+    search (native, or where the window does not fit local memory).
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -263,28 +273,88 @@ def block_match_image(
     >>> field.shape, bool((vectors == 0).all()), float(costs.max())  # same frame: no motion
     ((2, 2), True, 0.0)
     """
+    plan = search_plan(queue, target, reference, region, radius, metric, local_size, tile)
+    out = plan.field(queue, out)
+    kernel, args = _search_kernel(queue, plan, target, reference, sampler, out)
+    out.event = _enqueue(queue, kernel, args, plan.sizes(), wait_for)
+    return out
+
+
+def _search_kernel(
+    queue: Any,
+    plan: SearchPlan,
+    target: Any,
+    reference: Any,
+    sampler: Any,
+    out: MotionField,
+    scratch: int | None = None,
+) -> tuple[Any, list[Any]]:
+    """The kernel ``plan`` launches and its arguments (``scratch``: the tiled search's
+    local memory in bytes, default what its tile takes)."""
     import pyopencl as cl
 
-    plan = search_plan(queue, target, reference, region, radius, metric, local_size)
-    out = plan.field(queue, out)
-    args = [
-        target,
-        reference,
-        _check_sampler(sampler, queue),
-        _uint2(plan.region),
-        np.int32(plan.radius),
-        np.int32(plan.squared),
-        out.vectors,
-        out.costs,
-        cl.LocalMemory(8 * plan.local),
-    ]
-    if plan.tile_bytes:  # the portable path reads each pixel once, from local memory
-        args.append(cl.LocalMemory(plan.tile_bytes))
-    name = "qe_block_match_search_tiled" if plan.tile_bytes else "qe_block_match_search"
-    kernel = _kernel(queue, name, {})
-    sizes = ((plan.shape[1] * plan.local, plan.shape[0]), (plan.local, 1))
-    out.event = _enqueue(queue, kernel, args, sizes, wait_for)
-    return out
+    images = [target, reference, _check_sampler(sampler, queue)]
+    if plan.tile is None:
+        args = [
+            *images,
+            _uint2(plan.region),
+            np.int32(plan.radius),
+            np.int32(plan.squared),
+            out.vectors,
+            out.costs,
+            cl.LocalMemory(8 * plan.local),
+        ]
+        return _kernel(queue, "qe_block_match_search", {}), args
+    scratch = plan.scratch_bytes(plan.tile) if scratch is None else scratch
+    args = [*images, out.vectors, out.costs, cl.LocalMemory(scratch), np.int32(scratch // 16)]
+    return _kernel(queue, "qe_block_match_tiles", plan.defines), args
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    """What a tuner times to choose the portable search's tile: ``kernel`` with ``args``
+    (local memory for the largest candidate) over ``global_size`` (pad it to each
+    candidate), the ``candidates`` (local sizes, one per tile) and the ``plan``, whose
+    :meth:`~.plan.SearchPlan.tile_of` turns the chosen local size back into a tile."""
+
+    kernel: Any
+    global_size: tuple[int, int]
+    args: list[Any]
+    candidates: list[tuple[int, int]]
+    plan: SearchPlan
+
+
+def block_match_tuning(
+    queue: pyopencl.CommandQueue,
+    target: pyopencl.Image,
+    reference: pyopencl.Image,
+    *,
+    region: tuple[int, int] = (8, 8),
+    radius: int = 4,
+    metric: str = "sad",
+    sampler: Any = None,
+) -> SearchTuning | None:
+    """The portable search's tiles as local sizes for :func:`qcom_ext.tune` (None where
+    the search is not tiled: natively, or when no tile fits the device)::
+
+        t = block_match_tuning(queue, target, reference)
+        local = qcom_ext.tune(t.kernel, t.global_size, t.args, candidates=t.candidates,
+                              pad_global=True, queue=queue)
+        tile = None if local is None else t.plan.tile_of(local)
+        block_match_image(queue, target, reference, tile=tile)
+
+    Every local size gives the right answer (one that is no tile, such as the driver's
+    choice, searches each block alone through the sampler), so the tuner may time any.
+    """
+    plan = search_plan(queue, target, reference, region, radius, metric, None)
+    tiles = search_tiles(plan, queue.device) if plan.tile is not None else []
+    if not tiles:
+        return None
+    scratch = max(plan.scratch_bytes(t) for t in tiles)
+    out = plan.field(queue, None)
+    kernel, args = _search_kernel(queue, plan, target, reference, sampler, out, scratch)
+    global_size = (plan.shape[1] * plan.lanes, plan.shape[0])
+    return SearchTuning(kernel, global_size, args, [plan.local_of(t) for t in tiles], plan)
 
 
 def _uint2(value: tuple[int, int]) -> np.ndarray:

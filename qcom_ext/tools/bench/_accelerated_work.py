@@ -17,6 +17,7 @@ import pyopencl as cl
 import qcom_ext
 from qcom_ext.ext.accelerated.rgba import empty_rgba_image, rgba_image
 from qcom_ext.ext.accelerated.support import context_path
+from qcom_ext.ext.accelerated.whole_image import block_match_tuning
 from qcom_ext.tools.bench._profiling import copy_image
 
 SIZE_ENV = "QCOM_EXT_BENCH_ACCELERATED_SIZE"
@@ -98,6 +99,35 @@ def block_match(state: dict[str, Any], **options: Any) -> Any:
     return field.event
 
 
+TUNE_BUDGET_S = 5.0  # seconds qcom_ext.tune may spend on the block search's tiles
+
+
+def search_tile(state: dict[str, Any], tuned: bool = False) -> tuple[int, int] | None:
+    """The block search's tile (blocks a work-group): the default, or (``tuned``) the one
+    ``qcom_ext.tune`` picks among :data:`qcom_ext.ext.accelerated.plan.SEARCH_TILES` on
+    this device (kept in the tuning cache). None where the search is not tiled (native)."""
+    key = "tuned_tile" if tuned else "default_tile"
+    if key not in state:
+        queue, images = state["queue"], (state["src"], state["reference"])
+        tuning = block_match_tuning(queue, *images, region=BLOCK, radius=RADIUS)
+        if tuning is None:
+            state[key] = None
+        elif not tuned:
+            state[key] = tuning.plan.tile
+        else:
+            local = qcom_ext.tune(
+                tuning.kernel,
+                tuning.global_size,
+                tuning.args,
+                candidates=tuning.candidates,
+                pad_global=True,
+                queue=queue,
+                budget_s=TUNE_BUDGET_S,
+            )
+            state[key] = tuning.plan.tile if local is None else tuning.plan.tile_of(local)
+    return state[key]
+
+
 OPENCL_OPS = {
     "image_copy": lambda s: copy_image(s["queue"], s["dst"], s["src"], s["size"]),
     "convolve_5x5": convolve,
@@ -107,6 +137,7 @@ OPENCL_OPS = {
     "box_7x7_blocked": lambda s: box(s, method="blocked"),
     "box_7x7_per_pixel": lambda s: box(s, method="per_pixel"),
     "block_match_8x8": block_match,
+    "block_match_8x8_tuned": lambda s: block_match(s, tile=search_tile(s, tuned=True)),
 }
 
 

@@ -10,20 +10,19 @@ int8 1x1) and kernel variant (1x1: register tiles 2x4 (MACE), 4x8 and 8x8; KxK: 
 layout and local-memory tiles; depthwise: 4 (MNN) and 8 outputs per work-item), the
 device time of one launch (median of ``--rounds`` profiling events) with the
 driver-chosen local size and with the tuned one (``layer.tune``, cached in the tuning
-cache), as GFLOP/s; depthwise layers also as GB/s (input + output tensors), as a
-fraction of the device's peak buffer-copy bandwidth (a 256 MiB copy), and as a fraction
-of the bandwidth roofline at the layer's own size: the time a buffer copy of the same
-bytes takes (``clEnqueueCopyBuffer``). The two differ for small layers: on the H100 a
-12 MB copy (the 7x7 layers at batch 32) reaches only about half the peak, so no kernel
-moving those bytes can. Where torch with CUDA is importable,
-``torch.nn.functional.conv2d`` on the same shapes (fp32, TF32 off, cuDNN benchmark
-mode, bias, CUDA-event timing) is timed too and each kernel's throughput is given as a
-fraction of torch's.
+cache), as GFLOP/s; depthwise layers also as GB/s (input + output tensors), as a share
+of the device's peak buffer-copy bandwidth (a copy of at least 256 MiB, best of the
+rounds: :mod:`._profiling`) and as a share of a copy of the layer's own bytes
+(``clEnqueueCopyBuffer``, which for small layers reaches only part of the peak). Where
+torch with CUDA is importable, ``torch.nn.functional.conv2d`` on the same shapes (fp32,
+TF32 off, cuDNN benchmark mode, bias, CUDA-event timing) is timed too and each kernel's
+throughput is given as a multiple of torch's.
 
-Targets (issue 7): 1x1 conv >= 50% of torch's throughput (best tile, tuned; median over
-the 1x1 layers), depthwise >= 60% of the bandwidth roofline (best variant, tuned; median
-over the depthwise layers; the fraction of peak copy bandwidth is reported beside it),
-tuning >= 1.15x median gain over the driver's choice. The summary prints met / NOT met.
+Targets (issue 18, :mod:`.goals`; the summary in :mod:`._conv_report` prints met / NOT
+met): 1x1 conv >= 1.25x torch (best tile per layer, tuned; median over the 1x1 layers)
+and no layer below 0.8x; depthwise >= 85 % of the peak buffer copy (best variant per
+layer, tuned; median over the depthwise layers); and (issue 7) tuning >= 1.15x median
+gain over the driver's choice.
 
 ``CASES`` (group ``conv``) time a few small layers end to end (enqueue + finish) for
 ``qcom-ext bench conv``; the copy of the same bytes is the baseline. ``SUITES`` holds
@@ -48,7 +47,38 @@ import qcom_ext
 from qcom_ext import ops
 from qcom_ext.ops.suite import SuiteLayer, prepare, suite
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
-from qcom_ext.tools.bench._profiling import copy_bandwidth, median_ns
+from qcom_ext.tools.bench._conv_report import (
+    TARGETS,
+    goal_lines,
+    markdown,
+    progress_line,
+    summarise,
+    summary_rows,
+)
+from qcom_ext.tools.bench._profiling import (
+    CopyBandwidth,
+    fraction,
+    image_of_bytes,
+    measure_copy,
+    median_ns,
+)
+
+__all__ = [
+    "CASES",
+    "SUITES",
+    "TARGETS",
+    "add_arguments",
+    "goal_lines",
+    "main",
+    "markdown",
+    "measure_layer",
+    "measure_suite",
+    "run",
+    "same_size_copy_ns",
+    "summarise",
+    "summary_rows",
+    "torch_ns",
+]
 
 TILES_1X1 = ((2, 4), (4, 8), (8, 8))
 DEPTHWISE_PIXELS = (4, 8)
@@ -60,7 +90,6 @@ SMALL_LAYERS = (
     "pw96_24_56",
     "qpw24_144_56",
 )
-TARGETS = {"pointwise_vs_torch": 0.5, "depthwise_roofline": 0.6, "tuning_gain": 1.15}
 
 
 def same_size_copy_ns(queue: Any, nbytes: int, rounds: int) -> float:
@@ -182,15 +211,8 @@ def run(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Every measurement, and the summary against the targets."""
-    bandwidth = copy_bandwidth(queue, copy_bytes, rounds)
-    log(
-        f"buffer copy {bandwidth['buffer_copy_Bps'] / 1e9:.1f} GB/s"
-        + (
-            f", image copy {bandwidth['image_copy_Bps'] / 1e9:.1f} GB/s"
-            if "image_copy_Bps" in bandwidth
-            else ""
-        )
-    )
+    copy = measure_copy(queue, copy_bytes, rounds, image_of_bytes(queue.device, copy_bytes))
+    log(copy.describe())
     rows = []
     images = queue.device.image_support
     for layer in layers:
@@ -207,117 +229,22 @@ def run(
                 queue, layer, variant, options, batch, dtype, rounds, budget_s, retune
             )
             if layer.kind == "depthwise":
-                row["bandwidth_fraction"] = row["gbps"] * 1e9 / bandwidth["buffer_copy_Bps"]
-                row["copy_ns"] = copy_time
-                row["roofline_fraction"] = copy_time / row["tuned_ns"]
+                _bandwidths(row, copy, copy_time)
             if torch_time is not None:
                 row["torch_ns"] = torch_time
                 row["torch_gflops"] = layer.flops(batch) / torch_time
                 row["vs_torch"] = torch_time / row["tuned_ns"]
             rows.append(row)
-            log(_line(row))
-    return {"bandwidth": bandwidth, "rows": rows, "summary": summarise(rows)}
+            log(progress_line(row))
+    return {"bandwidth": copy.as_dict(), "rows": rows, "summary": summarise(rows)}
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians against the issue's targets (None where nothing was measured)."""
-    best_1x1 = _best_per_layer([r for r in rows if r["kind"] == "1x1"], "vs_torch")
-    mace = [r["vs_torch"] for r in rows if r["variant"] == "tile 2x4" and "vs_torch" in r]
-    best_depthwise = _best_per_layer(rows, "roofline_fraction")
-    gains = [r["gain"] for r in rows if r["variant"] != "tiled"]
-    values = {
-        "pointwise_vs_torch": _median([r["vs_torch"] for r in best_1x1.values()]),
-        "pointwise_mace_vs_torch": _median(mace),
-        "pointwise_best_tiles": {k: v["variant"] for k, v in best_1x1.items()},
-        "depthwise_roofline": _median([r["roofline_fraction"] for r in best_depthwise.values()]),
-        "depthwise_peak_bandwidth": _median(
-            [r["bandwidth_fraction"] for r in best_depthwise.values()]
-        ),
-        "depthwise_best_variants": {k: v["variant"] for k, v in best_depthwise.items()},
-        "tuning_gain": _median(gains),
-    }
-    values["targets"] = {
-        name: {
-            "limit": limit,
-            "value": values[name],
-            "met": None if values[name] is None else values[name] >= limit,
-        }
-        for name, limit in TARGETS.items()
-    }
-    return values
-
-
-def _best_per_layer(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    """Layer name -> its row with the largest ``key`` (rows without ``key`` left out)."""
-    best: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if key in row and (row["layer"] not in best or row[key] > best[row["layer"]][key]):
-            best[row["layer"]] = row
-    return best
-
-
-def _median(values: list[float]) -> float | None:
-    return float(statistics.median(values)) if values else None
-
-
-def _line(row: dict[str, Any]) -> str:
-    text = (
-        f"{row['layer']:<14} {row['variant']:<9} {row['tuned_ns'] / 1e3:9.1f} us "
-        f"{row['gflops']:8.1f} GFLOP/s  tuned {row['local_size']} x{row['gain']:.2f}"
-    )
-    if "bandwidth_fraction" in row:
-        text += (
-            f"  {row['gbps']:.1f} GB/s = {row['bandwidth_fraction']:.0%} of peak copy, "
-            f"{row['roofline_fraction']:.0%} of a same-size copy"
-        )
-    if "vs_torch" in row:
-        text += f"  torch {row['torch_gflops']:.1f} GFLOP/s ({row['vs_torch']:.2f}x)"
-    return text
-
-
-def markdown(result: dict[str, Any], header: str) -> str:
-    """The measurements as markdown tables under ``header``."""
-    bw = result["bandwidth"]
-    lines = [
-        header,
-        "",
-        f"Measured copy bandwidth: buffer {bw['buffer_copy_Bps'] / 1e9:.1f} GB/s"
-        + (
-            f", RGBA float image {bw['image_copy_Bps'] / 1e9:.1f} GB/s"
-            if "image_copy_Bps" in bw
-            else ""
-        )
-        + ".",
-        "",
-        "| layer | shape (C x H x W) | kernel | variant | driver | tuned | local size "
-        "| gain | GFLOP/s | GB/s | of peak copy | of same-size copy | torch GFLOP/s "
-        "| vs torch |",
-        "|---|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|",
-    ]
-    for r in result["rows"]:
-        cells = [
-            r["layer"],
-            r["shape"],
-            f"`{r['kernel']}`",
-            r["variant"] or "—",
-            f"{r['driver_ns'] / 1e3:.1f} µs",
-            f"{r['tuned_ns'] / 1e3:.1f} µs",
-            str(tuple(r["local_size"])) if r["local_size"] else "driver",
-            f"{r['gain']:.2f}x",
-            f"{r['gflops']:.1f}",
-            f"{r['gbps']:.1f}",
-            f"{r['bandwidth_fraction']:.0%}" if "bandwidth_fraction" in r else "",
-            f"{r['roofline_fraction']:.0%}" if "roofline_fraction" in r else "",
-            f"{r['torch_gflops']:.1f}" if "torch_gflops" in r else "",
-            f"{r['vs_torch']:.2f}" if "vs_torch" in r else "",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "| target | limit | median | verdict |", "|---|--:|--:|---|"]
-    for name, t in result["summary"]["targets"].items():
-        value = "—" if t["value"] is None else f"{t['value']:.2f}"
-        verdict = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
-        lines.append(f"| {name} | {t['limit']} | {value} | {verdict} |")
-    return "\n".join(lines) + "\n"
+def _bandwidths(row: dict[str, Any], copy: CopyBandwidth, copy_ns: float) -> None:
+    """A depthwise row's shares of the peak buffer copy and of a copy of its own bytes."""
+    seconds = row["tuned_ns"] * 1e-9
+    row["bandwidth_fraction"] = copy.fraction(row["bytes"], seconds)
+    row["copy_ns"] = copy_ns
+    row["roofline_fraction"] = fraction(row["bytes"], seconds, row["bytes"] / (copy_ns * 1e-9))
 
 
 # ---- cases for python -m qcom_ext.tools.bench.run -----------------------------------------------
@@ -444,10 +371,9 @@ def measure_suite(
         copy_bytes,
         log,
     )
-    for name, t in result["summary"]["targets"].items():
-        verdict = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
-        value = "—" if t["value"] is None else f"{t['value']:.2f}"
-        log(f"{name}: median {value} (target >= {t['limit']}): {verdict}")
+    for line in goal_lines(result["summary"]):
+        log(line)
+    result["summary_rows"] = summary_rows(result["summary"], batch)
     return workload, result
 
 

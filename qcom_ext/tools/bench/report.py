@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,8 @@ from qcom_ext.tools.bench._case import SuiteResult, format_seconds
 
 __all__ = [
     "BLOCK_END",
+    "SUMMARY",
+    "SUMMARY_SECTION",
     "Report",
     "Result",
     "block_begin",
@@ -35,11 +38,17 @@ __all__ = [
     "render",
     "replace_block",
     "stamps",
+    "summary_table",
     "update_doc",
+    "with_summary",
     "write",
 ]
 
 BLOCK_END = "<!-- /bench -->"
+#: the summary table's name (its block: ``<!-- bench KEY summary -->``)
+SUMMARY = "summary"
+#: the heading a new summary block goes under (before its first subsection) in a page
+SUMMARY_SECTION = "## Summary"
 #: QCOM_EXT_* variables that do not change what is measured (kept out of the command stamp)
 # Variables that say where things are or how the test suite runs, not what is measured.
 _MACHINE_ENV = frozenset(
@@ -198,17 +207,27 @@ def compare(report: Report, earlier: dict[str, Any]) -> Report:
     return dataclasses_replace(report, results=results)
 
 
-def replace_block(text: str, begin: str, body: str) -> str:
+def replace_block(text: str, begin: str, body: str, section: str | None = None) -> str:
     """``text`` with the block opened by the line ``begin`` (closed by ``<!-- /bench -->``)
-    holding ``body``; appended at the end when there is no such block.
+    holding ``body``; a new block goes at the end of the ``section``'s (a ``##`` heading
+    line) own text, before its first ``###`` subsection, if the text has that heading;
+    else at the end.
 
     >>> doc = "intro\\n<!-- bench d g -->\\nold\\n<!-- /bench -->\\nafter\\n"
     >>> replace_block(doc, "<!-- bench d g -->", "new\\n")
     'intro\\n<!-- bench d g -->\\nnew\\n<!-- /bench -->\\nafter\\n'
+    >>> replace_block("## A\\n\\na\\n\\n### A1\\n", "<!-- bench e g -->", "x", "## A")
+    '## A\\n\\na\\n\\n<!-- bench e g -->\\nx\\n<!-- /bench -->\\n\\n### A1\\n'
     """
     block = f"{begin}\n{body.rstrip()}\n{BLOCK_END}\n"
     if begin not in text:
-        return text.rstrip("\n") + ("\n\n" if text else "") + block
+        heading = None if section is None else re.search(f"^{re.escape(section)}$", text, re.M)
+        if heading is None:
+            return text.rstrip("\n") + ("\n\n" if text else "") + block
+        following = re.compile(r"^##+ ", re.M).search(text, heading.end())
+        end = len(text) if following is None else following.start()
+        head = text[:end].rstrip("\n")
+        return head + "\n\n" + block + ("\n" + text[end:] if following else "")
     start = text.index(begin)
     end = text.find(BLOCK_END, start)
     if end < 0:
@@ -236,8 +255,60 @@ def update_doc(report: Report, path: Path, key: str | None = None) -> None:
         groups = {r.group for r in report.results}
         text = replace_block(text, block_begin(key, groups), f"{stamp}\n{report.table()}")
     for name, suite in report.suites.items():
-        text = replace_block(text, block_begin(key, [name]), f"{stamp}\n{suite.markdown}")
+        section = SUMMARY_SECTION if name == SUMMARY else None
+        body = f"{stamp}\n{suite.markdown}"
+        text = replace_block(text, block_begin(key, [name]), body, section)
     path.write_text(text)
+
+
+def _cell(value: float | None, text: str) -> str:
+    return "—" if value is None else text
+
+
+def summary_table(report: Report) -> str:
+    """One markdown table of the suites' summary rows (their data's ``summary_rows``, made
+    by :func:`qcom_ext.tools.bench.goals.summary_row`): op, time (— for a median over
+    shapes), share of the buffer copy's bandwidth (the roofline) and of the image copy's,
+    torch's time over qcom_ext's, the target and its verdict, device, driver, date.
+
+    >>> from qcom_ext.tools.bench.goals import summary_row
+    >>> rows = [summary_row("box", seconds=1.6e-4, of_buffer_copy=0.58, vs_torch=5.5,
+    ...                     goal="box_7x7", value=0.58)]
+    >>> header = {"device_label": "gpu", "driver_version": "1.0", "date": "2026-11-26T01:00"}
+    >>> print(summary_table(Report(header, [], {"s": SuiteResult("", {"summary_rows": rows})})))
+    | op | time | of buffer copy | of image copy | vs torch | target | device | driver | date |
+    |---|--:|--:|--:|--:|---|---|---|---|
+    | box | 160 µs | 0.58 | — | 5.50x | >= 0.85 of buffer copy: NOT met | gpu | 1.0 | 2026-11-26 |
+    <BLANKLINE>
+    """
+    h = report.header
+    where = (h["device_label"], h["driver_version"], str(h["date"])[:10])
+    lines = [
+        "| op | time | of buffer copy | of image copy | vs torch | target | device | driver "
+        "| date |",
+        "|---|--:|--:|--:|--:|---|---|---|---|",
+    ]
+    for suite in report.suites.values():
+        for r in suite.data.get("summary_rows", []):
+            cells = (
+                r["op"],
+                _cell(r["seconds"], format_seconds(r["seconds"] or 0)),
+                _cell(r["of_buffer_copy"], f"{r['of_buffer_copy'] or 0:.2f}"),
+                _cell(r["of_image_copy"], f"{r['of_image_copy'] or 0:.2f}"),
+                _cell(r["vs_torch"], f"{r['vs_torch'] or 0:.2f}x"),
+                r["target"] or "—",
+                *where,
+            )
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def with_summary(report: Report) -> Report:
+    """``report`` with the summary table (:func:`summary_table`) first among its suites'
+    results, under :data:`SUMMARY`."""
+    rows = [r for s in report.suites.values() for r in s.data.get("summary_rows", [])]
+    table = SuiteResult(summary_table(report), {"rows": rows})
+    return dataclasses_replace(report, suites={SUMMARY: table, **report.suites})
 
 
 def _ratio_text(r: Result) -> str:

@@ -10,7 +10,10 @@ Cases that declare their ``work`` also get rates (GB/s, GFLOP/s, Mpix/s).
 
 Suites (``conv-suite``, ``accelerated-suite``, ``bicubic-suite``) time themselves and write
 their own tables; they run only when named (or by a former name, a suite's ``aliases``),
-with their own options (``--help`` lists them).
+with their own options (``--help`` lists them). ``--summary`` adds one table of the named
+suites' results (op, time, share of the buffer-copy bandwidth, ratio to torch, target,
+device, driver, date: :func:`.report.summary_table`), first in the output and, with
+``--update-doc``, in its own block under the page's "## Summary" heading.
 
 ``--device 1:0`` (or a name such as ``nvidia``, or a device label such as ``pocl-3.1-cpu``)
 picks the device like ``PYOPENCL_CTX``;
@@ -53,6 +56,7 @@ from qcom_ext.tools.bench.report import (
     replace_block,
     stamps,
     update_doc,
+    with_summary,
     write,
 )
 from qcom_ext.tools.bench.timing import DEFAULT_BATCH_S, DEFAULT_ROUNDS, measure
@@ -202,6 +206,12 @@ def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--doc-key", help="the device's name in --update-doc blocks (default: its label)"
     )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="also write one table of the suites' results: op, time, share of the buffer "
+        "copy, ratio to torch, target, device, driver, date (block KEY summary)",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and suites, exit")
     for suite in suites:
         if suite.arguments is not None:
@@ -239,6 +249,8 @@ def main(
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.summary and not any(n in suites for n in args.cases):
+        parser.error("--summary summarises suites: name them (e.g. accelerated-suite)")
     earlier = _earlier(parser, args.compare)
     wanted_suites = list({id(s): s for n in args.cases if (s := suites.get(n))}.values())
     wanted = [n for n in args.cases if n not in suites]
@@ -261,6 +273,8 @@ def main(
     if wanted_suites:
         results = {s.name: s.run(caps, args) for s in wanted_suites}
         report = dataclasses_replace(report, suites=results)
+        if args.summary:
+            report = with_summary(report)
     if earlier is not None:
         try:
             report = compare(report, earlier)

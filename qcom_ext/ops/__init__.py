@@ -26,6 +26,16 @@ from qcom_ext.ops.conv_int8 import Conv2dInt8, Quantisation, conv2d_int8
 from qcom_ext.ops.depthwise import DepthwiseConv2d, depthwise_conv2d
 from qcom_ext.ops.kxk import Conv2d, TiledConv2d, conv2d
 from qcom_ext.ops.layout import from_image, to_image
+
+# matmul (issue 17): y = x @ W.T + bias, GEMV and GEMM on f32/f16/q8_0/q4_0 weights
+from qcom_ext.ops.matmul import (
+    ACTIVATION_FORMATS,
+    MATMUL_PATHS,
+    WEIGHT_FORMATS,
+    BufferMatrix,
+    Linear,
+    matmul,
+)
 from qcom_ext.ops.options import ACTIVATIONS, ConvOptions
 
 __all__ = [
@@ -45,4 +55,12 @@ __all__ = [
     "depthwise_conv2d",
     "from_image",
     "to_image",
+]
+__all__ += [  # matmul
+    "ACTIVATION_FORMATS",
+    "MATMUL_PATHS",
+    "WEIGHT_FORMATS",
+    "BufferMatrix",
+    "Linear",
+    "matmul",
 ]

@@ -1,0 +1,246 @@
+/* Matrix-vector products for a decode step: y[m][n] = sum_k x[m][k] * W[n][k] + bias[n]
+ * for MR (1..8) rows of x, W in any format of matmul_weights.h (struct of arrays).
+ *
+ * Work: a work-group is get_local_size(1) row groups of get_local_size(0) work-items; a
+ * row group takes RPW consecutive rows of W (global id 1), and its work-items split K:
+ * work-item `lid` takes blocks lid, lid + L0, lid + 2*L0, ... (L0 = get_local_size(0)),
+ * so a row's words are read by consecutive work-items (coalesced; each byte read once),
+ * every x value a work-item reads serves its RPW rows, and the MR x RPW partial sums are
+ * then added across the row group: within each sub-group by qcom_sub_group_shuffle_xor
+ * (kernels/qcom_ext.h; on the emulated path a sub-group is one work-item), then across
+ * sub-groups in local memory (one slot per sub-group and sum, slots of a sum adjacent:
+ * no bank conflicts). The global size is (1, ceil(N / RPW)), padded to the local size:
+ * any local size whose dimension 0 is a power of two of at most RED_ITEMS works (the
+ * host tunes it; the driver's own choice has dimension 0 of 1).
+ *
+ * ACT_Q8 1 (q8_0 and q4_0 weights): x comes quantized to q8_0 per block of 32
+ * (matmul_quantize.cl: int8 words, a half scale and the sum of the 32 q per block) and
+ * each block is an integer dot product through qcom_dot8_acc (cl_qcom_dot_product8:
+ * native on Adreno, cl_khr_integer_dot_product or portable code elsewhere), whose first
+ * operand is signed and second unsigned: q4_0 nibbles are unsigned (weight = nibble - 8,
+ * so the block's sum is dot - 8 * sum(qx)); q8_0 weights are made unsigned by flipping
+ * their sign bit (q + 128, so the sum is dot - 128 * sum(qx)).
+ *
+ * Defines: WFMT, USE_IMAGE, X_HALF, K_TAIL (matmul_weights.h), MR, RPW, RED_ITEMS (the
+ * largest work-group), ACT_Q8.
+ */
+#include "matmul_weights.h"
+
+#define V (MR * RPW) /* the partial sums of a work-item */
+
+/* v summed over the `seg` lanes of this work-item's aligned segment of its sub-group
+ * (seg a power of two dividing the sub-group size): every lane gets the segment's sum. */
+float segment_sum(float v, uint seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_PARAM)
+{
+    for (uint d = seg >> 1; d > 0; d >>= 1)
+        v += qcom_sub_group_shuffle_xor(v, d, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0.0f);
+    return v;
+}
+
+/* The segment of lanes the shuffles reduce: the sub-group size (a power of two) or 1,
+ * at most L0 and dividing it, so that a segment never spans two row groups. */
+uint segment_lanes(uint l0)
+{
+    uint seg = get_max_sub_group_size();
+    if (seg == 0 || (seg & (seg - 1)) != 0)
+        seg = 1;
+    seg = min(seg, l0);
+    while (l0 % seg)
+        seg >>= 1;
+    return seg;
+}
+
+#if ACT_Q8
+#if !QUANTIZED
+#error "ACT_Q8 needs q8_0 or q4_0 weights"
+#endif
+#define X_PARAMS __global const uint *xq, __global const half *xd, __global const int *xsum
+#else
+#define X_PARAMS __global const XT *x
+#endif
+
+/* One block b of the work-item's RPW rows (`rows`: the first word of each row's block 0)
+ * against its MR rows of x: acc[m][r] += sum over the block. */
+void block_products(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int b,
+                    const int *rows, float acc[MR][RPW])
+{
+    const int k0 = b * 32;
+#if ACT_Q8
+    const int qw = b * 8; /* the block's first uint of a row of xq (nb * 8 uints a row) */
+    int isum[MR][RPW];
+    for (int m = 0; m < MR; ++m)
+        for (int r = 0; r < RPW; ++r)
+            isum[m][r] = 0;
+#if WFMT == 2
+    for (int j = 0; j < 2; ++j) {
+        uint4 u[RPW];
+        for (int r = 0; r < RPW; ++r)
+            u[r] = WORD_U(rows[r] + j * nb + b) ^ (uint4)(0x80808080u);
+        for (int m = 0; m < MR; ++m) {
+            uint4 xw = vload4(0, xq + m * nb * 8 + qw + j * 4);
+            for (int r = 0; r < RPW; ++r) {
+                isum[m][r] = qcom_dot8_acc(xw.x, u[r].x, isum[m][r]);
+                isum[m][r] = qcom_dot8_acc(xw.y, u[r].y, isum[m][r]);
+                isum[m][r] = qcom_dot8_acc(xw.z, u[r].z, isum[m][r]);
+                isum[m][r] = qcom_dot8_acc(xw.w, u[r].w, isum[m][r]);
+            }
+        }
+    }
+#define ZERO_POINT 128
+#else /* q4_0 */
+    uint4 u[RPW];
+    for (int r = 0; r < RPW; ++r)
+        u[r] = WORD_U(rows[r] + b);
+    for (int m = 0; m < MR; ++m) {
+        uint4 lo = vload4(0, xq + m * nb * 8 + qw);
+        uint4 hi = vload4(1, xq + m * nb * 8 + qw);
+        for (int r = 0; r < RPW; ++r) {
+            const uint4 l = u[r] & (uint4)(0x0F0F0F0Fu), h = (u[r] >> 4) & (uint4)(0x0F0F0F0Fu);
+            int s = isum[m][r];
+            s = qcom_dot8_acc(lo.x, l.x, s);
+            s = qcom_dot8_acc(lo.y, l.y, s);
+            s = qcom_dot8_acc(lo.z, l.z, s);
+            s = qcom_dot8_acc(lo.w, l.w, s);
+            s = qcom_dot8_acc(hi.x, h.x, s);
+            s = qcom_dot8_acc(hi.y, h.y, s);
+            s = qcom_dot8_acc(hi.z, h.z, s);
+            isum[m][r] = qcom_dot8_acc(hi.w, h.w, s);
+        }
+    }
+#define ZERO_POINT 8
+#endif
+    for (int m = 0; m < MR; ++m) {
+        const float dx = vload_half(m * nb + b, xd);
+        const int offset = ZERO_POINT * xsum[m * nb + b];
+        for (int r = 0; r < RPW; ++r)
+            acc[m][r] += SCALE(rows[r] / WPB + b) * dx * (float)(isum[m][r] - offset);
+    }
+#undef ZERO_POINT
+
+#elif WFMT == 0 || WFMT == 1
+    for (int j = 0; j < WPB; ++j) {
+        for (int half_word = 0; half_word < 8 / WPB; ++half_word) {
+            float4 w[RPW];
+            for (int r = 0; r < RPW; ++r) {
+#if WFMT == 0
+                w[r] = WORD_F4(rows[r] + j * nb + b);
+#else
+                w[r] = half_word ? WORD_H_HI(rows[r] + j * nb + b)
+                                 : WORD_H_LO(rows[r] + j * nb + b);
+#endif
+            }
+            const int k = k0 + (j * (8 / WPB) + half_word) * 4;
+            for (int m = 0; m < MR; ++m) {
+                const float4 xv = x_quad(x + m * ldx, k, k_end);
+                for (int r = 0; r < RPW; ++r)
+                    acc[m][r] += dot(xv, w[r]);
+            }
+        }
+    }
+
+#else /* float activations, quantized weights */
+    float part[MR][RPW];
+    float xs[MR];
+    for (int m = 0; m < MR; ++m) {
+        xs[m] = 0.0f;
+        for (int r = 0; r < RPW; ++r)
+            part[m][r] = 0.0f;
+    }
+    for (int j = 0; j < WPB; ++j) {
+        uint4 u[RPW];
+        for (int r = 0; r < RPW; ++r)
+            u[r] = WORD_U(rows[r] + j * nb + b);
+        for (int i = 0; i < 4; ++i) {
+            for (int m = 0; m < MR; ++m) {
+#if WFMT == 2
+                const float4 xv = x_quad(x + m * ldx, k0 + j * 16 + i * 4, k_end);
+                for (int r = 0; r < RPW; ++r) {
+                    const uint word = i == 0 ? u[r].x : i == 1 ? u[r].y : i == 2 ? u[r].z : u[r].w;
+                    part[m][r] += dot(xv, I8X4(word));
+                }
+#else
+                const float4 xl = x_quad(x + m * ldx, k0 + i * 4, k_end);
+                const float4 xh = x_quad(x + m * ldx, k0 + 16 + i * 4, k_end);
+                xs[m] += dot(xl + xh, (float4)(1.0f));
+                for (int r = 0; r < RPW; ++r) {
+                    const uint word = i == 0 ? u[r].x : i == 1 ? u[r].y : i == 2 ? u[r].z : u[r].w;
+                    part[m][r] += dot(xl, LO4(word)) + dot(xh, HI4(word));
+                }
+#endif
+            }
+        }
+    }
+    for (int r = 0; r < RPW; ++r) {
+        const float d = SCALE(rows[r] / WPB + b);
+        for (int m = 0; m < MR; ++m)
+            acc[m][r] += d * (WFMT == 3 ? part[m][r] - 8.0f * xs[m] : part[m][r]);
+    }
+#endif
+}
+
+QCOM_REQD_SUB_GROUP_SIZE(full)
+__kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int n_rows,
+                          __global const float *bias, __global float *y, int ldy, int row0)
+{
+    QCOM_SUB_GROUP_SHUFFLE_SCRATCH;
+    __local float red[V * RED_ITEMS];
+    const uint lid = get_local_id(0), l0 = get_local_size(0);
+    const uint lin = get_local_id(1) * l0 + lid;
+    const int first = (int)get_global_id(1) * RPW;
+
+    int rows[RPW]; /* word index of each row's block 0, word 0 (rows past the end: clamped) */
+    for (int r = 0; r < RPW; ++r)
+        rows[r] = min(first + r, n_rows - 1) * WPB * nb;
+#if ACT_Q8
+    xq += row0 * nb * 8;
+    xd += row0 * nb;
+    xsum += row0 * nb;
+#else
+    x += row0 * ldx;
+#endif
+
+    float acc[MR][RPW];
+    for (int m = 0; m < MR; ++m)
+        for (int r = 0; r < RPW; ++r)
+            acc[m][r] = 0.0f;
+#if ACT_Q8
+    for (int b = (int)lid; b < nb; b += (int)l0)
+        block_products(WEIGHT_ARGS, xq, xd, xsum, ldx, k_end, nb, b, rows, acc);
+#else
+    for (int b = (int)lid; b < nb; b += (int)l0)
+        block_products(WEIGHT_ARGS, x, ldx, k_end, nb, b, rows, acc);
+#endif
+
+    /* the sums across the row group: sub-group segments, then local memory, in passes
+     * of RED_ITEMS work-items (whole row groups: the host keeps L0 <= RED_ITEMS, both
+     * powers of two), as many as the work-group needs (one unless the driver chose the
+     * local size) */
+    const uint seg = segment_lanes(l0);
+    for (int m = 0; m < MR; ++m)
+        for (int r = 0; r < RPW; ++r)
+            acc[m][r] = segment_sum(acc[m][r], seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_ARG);
+    const uint items = l0 * get_local_size(1), count = l0 / seg;
+    for (uint pass = 0; pass < items; pass += RED_ITEMS) {
+        const bool mine = lin >= pass && lin < pass + RED_ITEMS;
+        const uint base = (get_local_id(1) * l0 - pass) / seg;
+        if (mine && lid % seg == 0)
+            for (int m = 0; m < MR; ++m)
+                for (int r = 0; r < RPW; ++r)
+                    red[(m * RPW + r) * RED_ITEMS + base + lid / seg] = acc[m][r];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint left = count; left > 1;) {
+            const uint half_count = (left + 1) >> 1;
+            if (mine && lid < left - half_count)
+                for (int v = 0; v < V; ++v)
+                    red[v * RED_ITEMS + base + lid] += red[v * RED_ITEMS + base + lid + half_count];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            left = half_count;
+        }
+        for (uint v = lid; mine && v < V; v += l0) {
+            const int n = first + (int)(v % RPW);
+            if (n < n_rows)
+                y[(row0 + (int)(v / RPW)) * ldy + n] = red[v * RED_ITEMS + base] + bias[n];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}

@@ -232,7 +232,7 @@ class Linear:
         layer's default), None (the driver's choice) or a tuple (GEMV only)."""
         if isinstance(x, BufferMatrix):
             x, out = self._prepared(queue, x, out)
-            self._run(queue, x, out, local_size)
+            self.enqueue(queue, x, out, local_size=local_size)
             return out
         if out is not None:
             raise ConfigError("out= takes a BufferMatrix, for a BufferMatrix input")
@@ -292,13 +292,24 @@ class Linear:
             found = self._kernels.setdefault(key, found)
         return found
 
-    def _run(self, queue: Any, x: BufferMatrix, out: BufferMatrix, local_size: Any) -> None:
-        for kernel, global_size, args in self._launches(queue, x, out):
+    def enqueue(
+        self, queue: Any, x: BufferMatrix, out: BufferMatrix, *, local_size: Any = "tuned"
+    ) -> list[Any]:
+        """Enqueue ``out = x @ W.T + bias`` (BufferMatrix, checked) on ``queue``; returns
+        the events of the kernels, in order (the q8_0 activation quantizer's first)."""
+        x, out = self._prepared(queue, x, out)
+        events = []
+        for kernel, global_size, args in self._launches(queue, x, out, events):
             local = self._local(kernel, global_size, local_size)
-            kernel.launcher(queue, global_size, *args, local_size=local)
+            events.append(kernel.launcher(queue, global_size, *args, local_size=local))
+        return events
 
-    def _launches(self, queue: Any, x: BufferMatrix, out: BufferMatrix) -> list[tuple]:
-        """(kernel, global size, arguments) of each launch for ``x`` -> ``out``."""
+    def _launches(
+        self, queue: Any, x: BufferMatrix, out: BufferMatrix, events: list[Any]
+    ) -> list[tuple]:
+        """(kernel, global size, arguments) of each launch for ``x`` -> ``out``; the
+        activation quantizer, where there is one, is enqueued now (its event joins
+        ``events``)."""
         rows, half = x.shape[0], x.dtype == np.float16
         k, n = np.int32(self.in_features), np.int32(self.out_features)
         tail = [self.bias, out.buffer, n]
@@ -310,7 +321,7 @@ class Linear:
             return [(gemm, global_size, [*self.weights.args(), *args])]
         inputs = [x.buffer]
         if self.activation_format is not None:
-            inputs = self._quantized_input(queue, x)
+            inputs = self._quantized_input(queue, x, events)
         launches = []
         for row0 in range(0, rows, GEMV_MAX_ROWS):
             gemv = self._kernel(queue, ("gemv", min(GEMV_MAX_ROWS, rows - row0), half))
@@ -319,7 +330,7 @@ class Linear:
             launches.append((gemv, global_size, [*self.weights.args(), *args]))
         return launches
 
-    def _quantized_input(self, queue: Any, x: BufferMatrix) -> list[Any]:
+    def _quantized_input(self, queue: Any, x: BufferMatrix, events: list[Any]) -> list[Any]:
         """x quantized to q8_0 on the device (enqueued): [words, scales, sums]."""
         rows, nb = x.shape[0], self.nb
         quantizer = self._kernel(queue, ("gemv", 1, x.dtype == np.float16)).quantizer
@@ -327,7 +338,7 @@ class Linear:
         xd = allocate(self.context, rows * nb * 2, "the activation scales")
         xs = allocate(self.context, rows * nb * 4, "the activation sums")
         args = (x.buffer, np.int32(self.in_features), np.int32(nb), xq, xd, xs)
-        quantizer(queue, (nb, rows), *args, local_size=None)
+        events.append(quantizer(queue, (nb, rows), *args, local_size=None))
         return [xq, xd, xs]
 
     def _local(self, kernel: Any, global_size: tuple[int, int], local_size: Any) -> Any:
@@ -355,7 +366,7 @@ class Linear:
             array = self._host_input(x).reshape(-1, self.in_features)
             x = BufferMatrix.from_numpy(queue.context, array)
         x, out = self._prepared(queue, x, None)
-        kernel, global_size, args = self._launches(queue, x, out)[0]
+        kernel, global_size, args = self._launches(queue, x, out, [])[0]
         candidates = None
         if isinstance(kernel, Gemv):
             candidates = gemv_candidates(self.nb, global_size[1], kernel.items)

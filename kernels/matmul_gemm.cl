@@ -44,10 +44,12 @@ typedef struct {
 void stage(WEIGHT_PARAMS, __global const XT *x, int ldx, int k_end, int nb, int b, int m0,
            int m_rows, int n0, int n_rows, uint t, staged_t *s)
 {
+    #pragma unroll
     for (int i = 0; i < AQ; ++i) {
         const int q = (int)t + i * WGI, row = min(m0 + q / 8, m_rows - 1);
         s->x[i] = x_quad(x + row * ldx, b * 32 + (q % 8) * 4, k_end);
     }
+    #pragma unroll
     for (int i = 0; i < WU; ++i) {
         const int u = min((int)t + i * WGI, TN * WPB - 1);
         const int n = min(n0 + u % TN, n_rows - 1), word = (n * WPB + u / TN) * nb + b;
@@ -74,6 +76,7 @@ void stage(WEIGHT_PARAMS, __global const XT *x, int ldx, int k_end, int nb, int 
 /* The staged block into local memory: as[k][m] (TM a row), wt[k][n] (TN a row). */
 void store(const staged_t *s, uint t, __local float *as, __local float *wt)
 {
+    #pragma unroll
     for (int i = 0; i < AQ; ++i) {
         const int q = (int)t + i * WGI, mm = q / 8, k = (q % 8) * 4;
         as[k * TM + mm] = s->x[i].x;
@@ -81,6 +84,7 @@ void store(const staged_t *s, uint t, __local float *as, __local float *wt)
         as[(k + 2) * TM + mm] = s->x[i].z;
         as[(k + 3) * TM + mm] = s->x[i].w;
     }
+    #pragma unroll
     for (int i = 0; i < WU; ++i) {
         const int u = (int)t + i * WGI;
         if (u >= TN * WPB)
@@ -100,14 +104,14 @@ void store(const staged_t *s, uint t, __local float *as, __local float *wt)
 #else
         const float d = s->d[i];
         const uint4 q = s->w[i];
-        PUT4(0, col, d * (LO4(q.x) - 8.0f));
-        PUT4(4, col, d * (LO4(q.y) - 8.0f));
-        PUT4(8, col, d * (LO4(q.z) - 8.0f));
-        PUT4(12, col, d * (LO4(q.w) - 8.0f));
-        PUT4(16, col, d * (HI4(q.x) - 8.0f));
-        PUT4(20, col, d * (HI4(q.y) - 8.0f));
-        PUT4(24, col, d * (HI4(q.z) - 8.0f));
-        PUT4(28, col, d * (HI4(q.w) - 8.0f));
+        PUT4(0, col, d * Q4LO(q.x));
+        PUT4(4, col, d * Q4LO(q.y));
+        PUT4(8, col, d * Q4LO(q.z));
+        PUT4(12, col, d * Q4LO(q.w));
+        PUT4(16, col, d * Q4HI(q.x));
+        PUT4(20, col, d * Q4HI(q.y));
+        PUT4(24, col, d * Q4HI(q.z));
+        PUT4(28, col, d * Q4HI(q.w));
 #endif
     }
 }
@@ -116,14 +120,18 @@ __kernel __attribute__((reqd_work_group_size(WG_X, WG_Y, 1)))
 void matmul_gemm(WEIGHT_PARAMS, __global const XT *x, int ldx, int k_end, int nb, int m_rows,
                  int n_rows, __global const float *bias, __global float *y, int ldy)
 {
-    __local float as[32 * TM];
-    __local float wt[32 * TN];
+    /* float4 arrays, so that the reads of the inner loop are 16-byte (aligned) loads */
+    __local float4 as4[8 * TM];
+    __local float4 wt4[8 * TN];
+    __local float *as = (__local float *)as4, *wt = (__local float *)wt4;
     const int tx = (int)get_local_id(0), ty = (int)get_local_id(1);
     const uint t = (uint)(ty * WG_X + tx);
     const int n0 = (int)get_group_id(0) * TN, m0 = (int)get_group_id(1) * TM;
 
     float4 acc[RM][NQ];
+    #pragma unroll
     for (int i = 0; i < RM; ++i)
+        #pragma unroll
         for (int g = 0; g < NQ; ++g)
             acc[i][g] = (float4)(0.0f);
 
@@ -136,13 +144,18 @@ void matmul_gemm(WEIGHT_PARAMS, __global const XT *x, int ldx, int k_end, int nb
         barrier(CLK_LOCAL_MEM_FENCE);
         if (b + 1 < nb)
             stage(WEIGHT_ARGS, x, ldx, k_end, nb, b + 1, m0, m_rows, n0, n_rows, t, &s);
+        #pragma unroll
         for (int k = 0; k < 32; ++k) {
             float4 a[MQ], w[NQ];
+            #pragma unroll
             for (int g = 0; g < MQ; ++g)
-                a[g] = vload4(0, as + k * TM + g * WG_Y * 4 + ty * 4);
+                a[g] = as4[k * (TM / 4) + g * WG_Y + ty];
+            #pragma unroll
             for (int g = 0; g < NQ; ++g)
-                w[g] = vload4(0, wt + k * TN + g * WG_X * 4 + tx * 4);
+                w[g] = wt4[k * (TN / 4) + g * WG_X + tx];
+            #pragma unroll
             for (int g = 0; g < MQ; ++g)
+                #pragma unroll
                 for (int c = 0; c < NQ; ++c) {
                     acc[g * 4][c] = fma((float4)(a[g].x), w[c], acc[g * 4][c]);
                     acc[g * 4 + 1][c] = fma((float4)(a[g].y), w[c], acc[g * 4 + 1][c]);
@@ -152,10 +165,12 @@ void matmul_gemm(WEIGHT_PARAMS, __global const XT *x, int ldx, int k_end, int nb
         }
     }
 
+    #pragma unroll
     for (int i = 0; i < RM; ++i) {
         const int m = m0 + (i / 4) * WG_Y * 4 + ty * 4 + i % 4;
         if (m >= m_rows)
             continue;
+        #pragma unroll
         for (int g = 0; g < NQ; ++g) {
             const int n = n0 + g * WG_X * 4 + tx * 4;
             const float4 v = acc[i][g];

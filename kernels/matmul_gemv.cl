@@ -5,7 +5,8 @@
  * row group takes RPW consecutive rows of W (global id 1), and its work-items split K:
  * work-item `lid` takes blocks lid, lid + L0, lid + 2*L0, ... (L0 = get_local_size(0)),
  * so a row's words are read by consecutive work-items (coalesced; each byte read once),
- * every x value a work-item reads serves its RPW rows, and the MR x RPW partial sums are
+ * every x value a work-item reads (from local memory, see below) serves its RPW rows,
+ * and the MR x RPW partial sums are
  * then added across the row group: within each sub-group by qcom_sub_group_shuffle_xor
  * (kernels/qcom_ext.h; on the emulated path a sub-group is one work-item), then across
  * sub-groups in local memory (one slot per sub-group and sum, slots of a sum adjacent:
@@ -22,7 +23,8 @@
  * their sign bit (q + 128, so the sum is dot - 128 * sum(qx)).
  *
  * Defines: WFMT, USE_IMAGE, X_HALF, K_TAIL (matmul_weights.h), MR, RPW, RED_ITEMS (the
- * largest work-group), ACT_Q8.
+ * largest work-group), ACT_Q8, CB (blocks of x staged in local memory at a time; the
+ * host keeps L0 <= CB).
  */
 #include "matmul_weights.h"
 
@@ -59,25 +61,38 @@ uint segment_lanes(uint l0)
 #define X_PARAMS __global const XT *x
 #endif
 
+#if ACT_Q8
+#define BLOCK_X_PARAMS X_PARAMS
+#else
+/* the block's activations in the staged chunk (see the kernel): quad q of row m */
+#define BLOCK_X_PARAMS __local const float4 *xl
+#define XQ(m, q) xl[((m) * 8 + (q)) * (CB + 1)]
+#endif
+
 /* One block b of the work-item's RPW rows (`rows`: the first word of each row's block 0)
  * against its MR rows of x: acc[m][r] += sum over the block. */
-void block_products(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int b,
-                    const int *rows, float acc[MR][RPW])
+void block_products(WEIGHT_PARAMS, BLOCK_X_PARAMS, int nb, int b, const int *rows,
+                    float acc[MR][RPW])
 {
-    const int k0 = b * 32;
 #if ACT_Q8
     const int qw = b * 8; /* the block's first uint of a row of xq (nb * 8 uints a row) */
     int isum[MR][RPW];
+    #pragma unroll
     for (int m = 0; m < MR; ++m)
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             isum[m][r] = 0;
 #if WFMT == 2
+    #pragma unroll
     for (int j = 0; j < 2; ++j) {
         uint4 u[RPW];
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             u[r] = WORD_U(rows[r] + j * nb + b) ^ (uint4)(0x80808080u);
+        #pragma unroll
         for (int m = 0; m < MR; ++m) {
             uint4 xw = vload4(0, xq + m * nb * 8 + qw + j * 4);
+            #pragma unroll
             for (int r = 0; r < RPW; ++r) {
                 isum[m][r] = qcom_dot8_acc(xw.x, u[r].x, isum[m][r]);
                 isum[m][r] = qcom_dot8_acc(xw.y, u[r].y, isum[m][r]);
@@ -89,11 +104,14 @@ void block_products(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int b,
 #define ZERO_POINT 128
 #else /* q4_0 */
     uint4 u[RPW];
+    #pragma unroll
     for (int r = 0; r < RPW; ++r)
         u[r] = WORD_U(rows[r] + b);
+    #pragma unroll
     for (int m = 0; m < MR; ++m) {
         uint4 lo = vload4(0, xq + m * nb * 8 + qw);
         uint4 hi = vload4(1, xq + m * nb * 8 + qw);
+        #pragma unroll
         for (int r = 0; r < RPW; ++r) {
             const uint4 l = u[r] & (uint4)(0x0F0F0F0Fu), h = (u[r] >> 4) & (uint4)(0x0F0F0F0Fu);
             int s = isum[m][r];
@@ -109,71 +127,91 @@ void block_products(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int b,
     }
 #define ZERO_POINT 8
 #endif
+    #pragma unroll
     for (int m = 0; m < MR; ++m) {
         const float dx = vload_half(m * nb + b, xd);
         const int offset = ZERO_POINT * xsum[m * nb + b];
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             acc[m][r] += SCALE(rows[r] / WPB + b) * dx * (float)(isum[m][r] - offset);
     }
 #undef ZERO_POINT
 
-#elif WFMT == 0 || WFMT == 1
-    for (int j = 0; j < WPB; ++j) {
-        for (int half_word = 0; half_word < 8 / WPB; ++half_word) {
-            float4 w[RPW];
-            for (int r = 0; r < RPW; ++r) {
-#if WFMT == 0
-                w[r] = WORD_F4(rows[r] + j * nb + b);
-#else
-                w[r] = half_word ? WORD_H_HI(rows[r] + j * nb + b)
-                                 : WORD_H_LO(rows[r] + j * nb + b);
-#endif
-            }
-            const int k = k0 + (j * (8 / WPB) + half_word) * 4;
-            for (int m = 0; m < MR; ++m) {
-                const float4 xv = x_quad(x + m * ldx, k, k_end);
-                for (int r = 0; r < RPW; ++r)
-                    acc[m][r] += dot(xv, w[r]);
-            }
+#elif WFMT == 0
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        float4 w[RPW];
+#pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            w[r] = WORD_F4(rows[r] + j * nb + b);
+#pragma unroll
+        for (int m = 0; m < MR; ++m) {
+            const float4 xv = XQ(m, j);
+#pragma unroll
+            for (int r = 0; r < RPW; ++r)
+                acc[m][r] += dot(xv, w[r]);
+        }
+    }
+
+#elif WFMT == 1
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float8 w[RPW];
+#pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            w[r] = WORD_H8(rows[r] + j * nb + b);
+#pragma unroll
+        for (int m = 0; m < MR; ++m) {
+            const float4 lo = XQ(m, 2 * j);
+            const float4 hi = XQ(m, 2 * j + 1);
+#pragma unroll
+            for (int r = 0; r < RPW; ++r)
+                acc[m][r] += dot(lo, w[r].lo) + dot(hi, w[r].hi);
         }
     }
 
 #else /* float activations, quantized weights */
     float part[MR][RPW];
-    float xs[MR];
-    for (int m = 0; m < MR; ++m) {
-        xs[m] = 0.0f;
+    #pragma unroll
+    for (int m = 0; m < MR; ++m)
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             part[m][r] = 0.0f;
-    }
+    #pragma unroll
     for (int j = 0; j < WPB; ++j) {
         uint4 u[RPW];
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             u[r] = WORD_U(rows[r] + j * nb + b);
+        #pragma unroll
         for (int i = 0; i < 4; ++i) {
+            #pragma unroll
             for (int m = 0; m < MR; ++m) {
 #if WFMT == 2
-                const float4 xv = x_quad(x + m * ldx, k0 + j * 16 + i * 4, k_end);
+                const float4 xv = XQ(m, j * 4 + i);
+                #pragma unroll
                 for (int r = 0; r < RPW; ++r) {
                     const uint word = i == 0 ? u[r].x : i == 1 ? u[r].y : i == 2 ? u[r].z : u[r].w;
                     part[m][r] += dot(xv, I8X4(word));
                 }
 #else
-                const float4 xl = x_quad(x + m * ldx, k0 + i * 4, k_end);
-                const float4 xh = x_quad(x + m * ldx, k0 + 16 + i * 4, k_end);
-                xs[m] += dot(xl + xh, (float4)(1.0f));
+                const float4 lo = XQ(m, i);
+                const float4 hi = XQ(m, 4 + i);
+                #pragma unroll
                 for (int r = 0; r < RPW; ++r) {
                     const uint word = i == 0 ? u[r].x : i == 1 ? u[r].y : i == 2 ? u[r].z : u[r].w;
-                    part[m][r] += dot(xl, LO4(word)) + dot(xh, HI4(word));
+                    part[m][r] += dot(lo, Q4LO(word)) + dot(hi, Q4HI(word));
                 }
 #endif
             }
         }
     }
+    #pragma unroll
     for (int r = 0; r < RPW; ++r) {
         const float d = SCALE(rows[r] / WPB + b);
+        #pragma unroll
         for (int m = 0; m < MR; ++m)
-            acc[m][r] += d * (WFMT == 3 ? part[m][r] - 8.0f * xs[m] : part[m][r]);
+            acc[m][r] += d * part[m][r];
     }
 #endif
 }
@@ -185,10 +223,11 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
     QCOM_SUB_GROUP_SHUFFLE_SCRATCH;
     __local float red[V * RED_ITEMS];
     const uint lid = get_local_id(0), l0 = get_local_size(0);
-    const uint lin = get_local_id(1) * l0 + lid;
+    const uint lin = get_local_id(1) * l0 + lid, items = l0 * get_local_size(1);
     const int first = (int)get_global_id(1) * RPW;
 
     int rows[RPW]; /* word index of each row's block 0, word 0 (rows past the end: clamped) */
+    #pragma unroll
     for (int r = 0; r < RPW; ++r)
         rows[r] = min(first + r, n_rows - 1) * WPB * nb;
 #if ACT_Q8
@@ -200,15 +239,32 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
 #endif
 
     float acc[MR][RPW];
+    #pragma unroll
     for (int m = 0; m < MR; ++m)
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             acc[m][r] = 0.0f;
 #if ACT_Q8
     for (int b = (int)lid; b < nb; b += (int)l0)
-        block_products(WEIGHT_ARGS, xq, xd, xsum, ldx, k_end, nb, b, rows, acc);
+        block_products(WEIGHT_ARGS, xq, xd, xsum, nb, b, rows, acc);
 #else
-    for (int b = (int)lid; b < nb; b += (int)l0)
-        block_products(WEIGHT_ARGS, x, ldx, k_end, nb, b, rows, acc);
+    /* x goes through local memory in chunks of CB blocks, read from global memory
+     * coalesced (consecutive work-items, consecutive quads of a row) and stored quad-major
+     * ([m][quad][block], rows of CB + 1: no bank conflicts), so that the work-items, one
+     * block each, read it consecutively too; the row groups of the work-group share it */
+    __local float4 stage[MR * 8 * (CB + 1)];
+    for (int c0 = 0; c0 < nb; c0 += CB) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint t = lin; t < MR * CB * 8; t += items) {
+            const int m = (int)t / (CB * 8), blk = ((int)t / 8) % CB, q = (int)t % 8;
+            const int b = c0 + blk;
+            stage[(m * 8 + q) * (CB + 1) + blk] =
+                b < nb ? x_quad(x + m * ldx, b * 32 + q * 4, k_end) : (float4)(0.0f);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int blk = (int)lid; blk < CB && c0 + blk < nb; blk += (int)l0)
+            block_products(WEIGHT_ARGS, stage + blk, nb, c0 + blk, rows, acc);
+    }
 #endif
 
     /* the sums across the row group: sub-group segments, then local memory, in passes
@@ -216,15 +272,19 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
      * powers of two), as many as the work-group needs (one unless the driver chose the
      * local size) */
     const uint seg = segment_lanes(l0);
+    #pragma unroll
     for (int m = 0; m < MR; ++m)
+        #pragma unroll
         for (int r = 0; r < RPW; ++r)
             acc[m][r] = segment_sum(acc[m][r], seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_ARG);
-    const uint items = l0 * get_local_size(1), count = l0 / seg;
+    const uint count = l0 / seg;
     for (uint pass = 0; pass < items; pass += RED_ITEMS) {
         const bool mine = lin >= pass && lin < pass + RED_ITEMS;
         const uint base = (get_local_id(1) * l0 - pass) / seg;
         if (mine && lid % seg == 0)
+            #pragma unroll
             for (int m = 0; m < MR; ++m)
+                #pragma unroll
                 for (int r = 0; r < RPW; ++r)
                     red[(m * RPW + r) * RED_ITEMS + base + lid / seg] = acc[m][r];
         barrier(CLK_LOCAL_MEM_FENCE);

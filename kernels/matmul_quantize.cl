@@ -13,6 +13,7 @@
 #define WFMT 2
 #define USE_IMAGE 0
 #define K_TAIL 0
+#define X_ALIGNED 1 /* K = nb * 32 */
 #include "matmul_weights.h"
 
 float divided(float a, float b)

@@ -18,7 +18,8 @@
  * two texels a word; scales: RGBA HALF, four scales a texel), USE_IMAGE 0 through
  * pointers. Half data goes through vload_half / read_imagef: no cl_khr_fp16 needed.
  *
- * Activations: X_HALF 1 for half storage, 0 for float; the kernels compute in float.
+ * Activations: X_HALF 1 for half storage, 0 for float (X_ALIGNED 1 where K is a multiple
+ * of 4, so float quads load as float4); the kernels compute in float.
  */
 #ifndef MATMUL_WEIGHTS_H
 #define MATMUL_WEIGHTS_H
@@ -38,9 +39,10 @@
 #define WORD_U(i) read_imageui(wq, (int)(i))
 /* one f32 word */
 #define WORD_F4(i) read_imagef(wq, (int)(i))
-/* one f16 word as two float4 */
+/* one f16 word as two float4 / one float8 */
 #define WORD_H_LO(i) read_imagef(wq, (int)(i) * 2)
 #define WORD_H_HI(i) read_imagef(wq, (int)(i) * 2 + 1)
+#define WORD_H8(i) ((float8)(WORD_H_LO(i), WORD_H_HI(i)))
 
 float block_scale(__read_only image1d_buffer_t ws, int i)
 {
@@ -56,22 +58,35 @@ float block_scale(__read_only image1d_buffer_t ws, int i)
 #define WORD_F4(i) as_float4(wq[i])
 #define WORD_H_LO(i) vload_half4((i) * 2, (__global const half *)wq)
 #define WORD_H_HI(i) vload_half4((i) * 2 + 1, (__global const half *)wq)
+#define WORD_H8(i) vload_half8((i), (__global const half *)wq)
 #define SCALE(i) vload_half((i), ws)
 #endif
 
-/* The four weights of quad `quad` (0..7: weights 4*quad .. 4*quad+3) of word `word` of a
- * float block (f32: word = quad; f16: quad = 2*word + half). */
-/* int8 lanes of a uint as float4 */
-#define I8X4(u) convert_float4(as_char4(u))
-/* the low / high nibbles of a uint's four bytes, as float4 of 0..15 */
-#define LO4(u) convert_float4(as_uchar4((u) & 0x0F0F0F0Fu))
-#define HI4(u) convert_float4(as_uchar4(((u) >> 4) & 0x0F0F0F0Fu))
+/* The four bytes of a uint as a float4 of their values minus `bias`, without int-to-float
+ * conversions (a quarter-rate instruction on many GPUs): each byte becomes the low
+ * mantissa bits of 2^23 (exact), and 2^23 + bias is subtracted (exact). */
+#define MAGIC_BITS 0x4B000000u
+float4 bytes_minus(uint u, float bias)
+{
+    return (float4)(as_float(MAGIC_BITS | (u & 0xFFu)), as_float(MAGIC_BITS | ((u >> 8) & 0xFFu)),
+                    as_float(MAGIC_BITS | ((u >> 16) & 0xFFu)), as_float(MAGIC_BITS | (u >> 24)))
+           - (8388608.0f + bias);
+}
+/* q8_0: the int8 lanes of a uint (sign bit flipped: value + 128 as unsigned) */
+#define I8X4(u) bytes_minus((u) ^ 0x80808080u, 128.0f)
+/* q4_0: the weights (nibble - 8) of the low / high nibbles of a uint's four bytes */
+#define Q4LO(u) bytes_minus((u) & 0x0F0F0F0Fu, 8.0f)
+#define Q4HI(u) bytes_minus(((u) >> 4) & 0x0F0F0F0Fu, 8.0f)
 
 /* ---- activations ------------------------------------------------------------------------ */
 #if X_HALF
 #define XT half
 #define XLOAD4(p) vload_half4(0, (p))
 #define XLOAD1(p) vload_half(0, (p))
+#elif X_ALIGNED /* K a multiple of 4: every quad the kernels read is 16-byte aligned */
+#define XT float
+#define XLOAD4(p) (*(__global const float4 *)(p))
+#define XLOAD1(p) (*(p))
 #else
 #define XT float
 #define XLOAD4(p) vload4(0, (p))

@@ -4,9 +4,9 @@
 Tolerance rule: a float32 sum of K products, in any order, is within
 ``(K + 4) * 2**-24 * sum_k |x_k| * c_k`` of the exact sum (the classic bound gamma_n
 with n = K additions plus the scale and bias steps), where ``c_k = |w_k|`` for the
-dequantized weight; for q4_0 the GEMV adds ``x * nibble`` and ``8 * x`` separately, so
-``c_k = |d| * (nibble + 8)`` there. Inputs (x in its dtype, the dequantized weights)
-are exact in float32, so nothing else differs from the float64 reference.
+dequantized weight (the kernels multiply x by each weight's exact value, or a block's
+sum of x times quants by the block's scale). Inputs (x in its dtype, the dequantized
+weights) are exact in float32, so nothing else differs from the float64 reference.
 """
 
 from __future__ import annotations
@@ -25,15 +25,9 @@ def stored(weight: np.ndarray, fmt: str, quantized: QuantizedWeights | None) -> 
     return weight.astype(np.float16 if fmt == "f16" else np.float32).astype(np.float64)
 
 
-def magnitudes(w: np.ndarray, quantized: QuantizedWeights | None) -> np.ndarray:
+def magnitudes(w: np.ndarray, quantized: QuantizedWeights | None = None) -> np.ndarray:
     """``c_k`` of the tolerance rule (see the module)."""
-    if quantized is None or quantized.format != "q4_0":
-        return np.abs(w)
-    n, k = quantized.shape
-    packed = quantized.quants.reshape(n, k // BLOCK, 16)
-    nibbles = np.concatenate([packed & 15, packed >> 4], axis=2).astype(np.float64)
-    d = np.abs(quantized.scales.astype(np.float64))[..., None]
-    return ((nibbles + 8) * d).reshape(n, k)
+    return np.abs(w)
 
 
 def reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:

@@ -4,8 +4,8 @@ and the GEMV local sizes (tuned through :mod:`qcom_ext.ops.tuning`).
 
 >>> rows_per_item(1), rows_per_item(8)
 (4, 2)
->>> gemv_candidates(nb=128, row_groups=1024, limit=256)[:3]
-[(32, 1), (32, 2), (32, 4)]
+>>> gemv_candidates(nb=128, row_groups=1024, limit=256, split=32)[:3]
+[(8, 1), (8, 2), (8, 4)]
 """
 
 from __future__ import annotations
@@ -54,13 +54,13 @@ def _pow2_ceil(value: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, value))))
 
 
-def gemv_candidates(nb: int, row_groups: int, limit: int) -> list[tuple[int, int]]:
+def gemv_candidates(nb: int, row_groups: int, limit: int, split: int) -> list[tuple[int, int]]:
     """GEMV local sizes (work-items splitting K, row groups): dimension 0 a power of two
-    from 32 (fewer when the row has fewer blocks) up to the row's blocks, dimension 1
-    up to the row groups, at most ``limit`` work-items."""
+    from 8 (fewer when the row has fewer blocks) up to the row's blocks and ``split``,
+    dimension 1 up to the row groups, at most ``limit`` work-items."""
     sizes = []
-    top = min(_pow2_ceil(nb), limit)
-    l0 = min(32, top)
+    top = min(_pow2_ceil(nb), limit, split)
+    l0 = min(8, top)
     while l0 <= top:
         l1 = 1
         while l0 * l1 <= limit and l1 <= _pow2_ceil(row_groups):
@@ -70,10 +70,10 @@ def gemv_candidates(nb: int, row_groups: int, limit: int) -> list[tuple[int, int
     return sizes
 
 
-def gemv_local(nb: int, row_groups: int, limit: int) -> tuple[int, int]:
-    """The GEMV local size used untuned: 64 work-items on K (fewer for short rows), row
-    groups up to 128 work-items."""
-    l0 = min(64, _pow2_ceil(nb), limit)
+def gemv_local(nb: int, row_groups: int, limit: int, split: int) -> tuple[int, int]:
+    """The GEMV local size used untuned: 32 work-items on K (fewer for short rows or a
+    smaller ``split``), row groups up to 128 work-items."""
+    l0 = min(32, _pow2_ceil(nb), limit, split)
     return l0, max(1, min(128 // l0, _pow2_ceil(row_groups), limit // l0))
 
 
@@ -97,6 +97,7 @@ def _common(fmt: str, path: str, x_half: bool, k: int) -> dict[str, Any]:
         "USE_IMAGE": int(path == "image"),
         "X_HALF": int(x_half),
         "K_TAIL": int(k % 32 != 0),
+        "X_ALIGNED": int(k % 4 == 0),
     }
 
 
@@ -109,6 +110,7 @@ class Gemv:
     rows: int
     rpw: int
     items: int  # the largest work-group it takes
+    split: int  # the most work-items worth putting on K (dimension 0 of the local size)
 
     @classmethod
     def build(
@@ -116,13 +118,16 @@ class Gemv:
     ) -> Gemv:
         device = queue.device
         rpw = rows_per_item(rows)
-        items = _gemv_items(device, rows * rpw)
+        chunk = 32 if act_q8 else stage_blocks(rows, int(device.local_mem_size))
+        staged = 0 if act_q8 else rows * 8 * (chunk + 1) * 16
+        items = _gemv_items(device, rows * rpw, int(device.local_mem_size) - staged)
         defines = {
             **_common(fmt, path, x_half, k),
             "MR": rows,
             "RPW": rpw,
             "RED_ITEMS": items,
             "ACT_Q8": int(act_q8),
+            "CB": chunk,
         }
         launcher = kernel_for(queue, device, "matmul_gemv.cl", "matmul_gemv", defines)
         quantizer = None
@@ -135,15 +140,25 @@ class Gemv:
         group = launcher.kernel.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device
         )
-        return cls(launcher, quantizer, rows, rpw, min(items, int(group)))
+        items = min(items, int(group))
+        return cls(launcher, quantizer, rows, rpw, items, items if act_q8 else chunk)
 
 
-def _gemv_items(device: Any, sums: int) -> int:
-    """GEMV_ITEMS, or fewer (a power of two) where the device's work-groups or local
-    memory (one float per partial sum and work-item) are smaller."""
+def stage_blocks(rows: int, local_bytes: int) -> int:
+    """Blocks of x the float GEMV stages in local memory at a time: 32, or 16 or 8 where
+    ``rows`` rows of them (8 float4 a block, plus a padding column) would take more than
+    half the device's local memory."""
+    for chunk in (32, 16, 8):
+        if rows * 8 * (chunk + 1) * 16 <= local_bytes // 2:
+            return chunk
+    return 8
+
+
+def _gemv_items(device: Any, sums: int, local_bytes: int) -> int:
+    """GEMV_ITEMS, or fewer (a power of two) where the device's work-groups or the local
+    memory left (one float per partial sum and work-item) are smaller."""
     items = min(GEMV_ITEMS, int(device.max_work_group_size))
-    room = int(device.local_mem_size) // (4 * sums * 2)  # half the local memory at most
-    items = min(items, max(1, room))
+    items = min(items, max(1, local_bytes // (4 * sums)))
     return 1 << (items.bit_length() - 1)
 
 

@@ -211,6 +211,7 @@ class Linear:
         programs.gemm_tile(self.device, 1, gemm_tile)  # checked now
         self._tile = gemm_tile
         self._kernels: dict[tuple[Any, ...], Any] = {}
+        self._scratch: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
 
     @property
     def out_features(self) -> int:
@@ -334,9 +335,18 @@ class Linear:
         """x quantized to q8_0 on the device (enqueued): [words, scales, sums]."""
         rows, nb = x.shape[0], self.nb
         quantizer = self._kernel(queue, ("gemv", 1, x.dtype == np.float16)).quantizer
-        xq = allocate(self.context, rows * nb * 32, "the quantized activations")
-        xd = allocate(self.context, rows * nb * 2, "the activation scales")
-        xs = allocate(self.context, rows * nb * 4, "the activation sums")
+        key = (rows, queue.int_ptr)  # per queue: in-order, so calls never overlap
+        scratch = self._scratch.get(key)
+        if scratch is None:  # kept: a new buffer's first use costs time on some devices
+            scratch = self._scratch.setdefault(
+                key,
+                (
+                    allocate(self.context, rows * nb * 32, "the quantized activations"),
+                    allocate(self.context, rows * nb * 2, "the activation scales"),
+                    allocate(self.context, rows * nb * 4, "the activation sums"),
+                ),
+            )
+        xq, xd, xs = scratch
         args = (x.buffer, np.int32(self.in_features), np.int32(nb), xq, xd, xs)
         events.append(quantizer(queue, (nb, rows), *args, local_size=None))
         return [xq, xd, xs]
@@ -350,7 +360,7 @@ class Linear:
             found = kernel.launcher.local_size(global_size)
             if found is not None and _gemv_fits(found, kernel.items):
                 return found
-            return gemv_local(self.nb, global_size[1], kernel.items)
+            return gemv_local(self.nb, global_size[1], kernel.items, kernel.split)
         if local_size is not None and not _gemv_fits(tuple(local_size), kernel.items):
             raise ConfigError(
                 f"local_size {local_size!r}: the GEMV takes 2 sizes, the first a power of "
@@ -369,7 +379,7 @@ class Linear:
         kernel, global_size, args = self._launches(queue, x, out, [])[0]
         candidates = None
         if isinstance(kernel, Gemv):
-            candidates = gemv_candidates(self.nb, global_size[1], kernel.items)
+            candidates = gemv_candidates(self.nb, global_size[1], kernel.items, kernel.split)
         return tune_report(
             kernel.launcher.kernel,
             global_size,

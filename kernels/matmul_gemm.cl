@@ -46,13 +46,15 @@ void stage(WEIGHT_PARAMS, __global const XT *x, int ldx, int k_end, int nb, int 
 {
     #pragma unroll
     for (int i = 0; i < AQ; ++i) {
-        const int q = (int)t + i * WGI, row = min(m0 + q / 8, m_rows - 1);
-        s->x[i] = x_quad(x + row * ldx, b * 32 + (q % 8) * 4, k_end);
+        const uint q = t + i * WGI;
+        const int row = min(m0 + (int)(q >> 3), m_rows - 1);
+        s->x[i] = x_quad(x + row * ldx, b * 32 + (int)(q & 7) * 4, k_end);
     }
     #pragma unroll
     for (int i = 0; i < WU; ++i) {
-        const int u = min((int)t + i * WGI, TN * WPB - 1);
-        const int n = min(n0 + u % TN, n_rows - 1), word = (n * WPB + u / TN) * nb + b;
+        const uint u = min(t + i * WGI, (uint)(TN * WPB - 1));
+        const int n = min(n0 + (int)(u % TN), n_rows - 1);
+        const int word = (n * WPB + (int)(u / TN)) * nb + b;
 #if WFMT == 0
         s->w[i] = WORD_F4(word);
 #elif WFMT == 1
@@ -78,7 +80,7 @@ void store(const staged_t *s, uint t, __local float *as, __local float *wt)
 {
     #pragma unroll
     for (int i = 0; i < AQ; ++i) {
-        const int q = (int)t + i * WGI, mm = q / 8, k = (q % 8) * 4;
+        const uint q = t + i * WGI, mm = q >> 3, k = (q & 7) * 4;
         as[k * TM + mm] = s->x[i].x;
         as[(k + 1) * TM + mm] = s->x[i].y;
         as[(k + 2) * TM + mm] = s->x[i].z;
@@ -86,10 +88,10 @@ void store(const staged_t *s, uint t, __local float *as, __local float *wt)
     }
     #pragma unroll
     for (int i = 0; i < WU; ++i) {
-        const int u = (int)t + i * WGI;
+        const uint u = t + i * WGI;
         if (u >= TN * WPB)
             break;
-        const int col = u % TN, k = (u / TN) * WEPW;
+        const uint col = u % TN, k = (u / TN) * WEPW;
 #if WFMT == 0
         PUT4(k, col, s->w[i]);
 #elif WFMT == 1

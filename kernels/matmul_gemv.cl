@@ -31,7 +31,7 @@
 #define V (MR * RPW) /* the partial sums of a work-item */
 
 /* v summed over the `seg` lanes of this work-item's aligned segment of its sub-group
- * (seg a power of two dividing the sub-group size): every lane gets the segment's sum. */
+ * (seg: see segment_shift): every lane gets the segment's sum. */
 float segment_sum(float v, uint seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_PARAM)
 {
     for (uint d = seg >> 1; d > 0; d >>= 1)
@@ -39,17 +39,18 @@ float segment_sum(float v, uint seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_PARAM)
     return v;
 }
 
-/* The segment of lanes the shuffles reduce: the sub-group size (a power of two) or 1,
- * at most L0 and dividing it, so that a segment never spans two row groups. */
-uint segment_lanes(uint l0)
+/* log2 of the segment of lanes the shuffles reduce: the largest power of two that divides
+ * both the sub-group size and L0 (1 on the emulated path), so that segments are aligned
+ * within sub-groups and never span two row groups. (Bit tests in a loop: LLVM turns
+ * the usual tricks into ctpop, which Oclgrind 21.10 cannot run, and divisions by a
+ * runtime value into a `freeze` its uninitialized-value check stops at.) */
+uint segment_shift(uint l0)
 {
-    uint seg = get_max_sub_group_size();
-    if (seg == 0 || (seg & (seg - 1)) != 0)
-        seg = 1;
-    seg = min(seg, l0);
-    while (l0 % seg)
-        seg >>= 1;
-    return seg;
+    const uint lanes = get_max_sub_group_size();
+    uint shift = 0;
+    while (((lanes | l0) & (2u << shift) - 1u) == 0 && (2u << shift) <= lanes)
+        ++shift;
+    return shift;
 }
 
 #if ACT_Q8
@@ -256,8 +257,8 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
     for (int c0 = 0; c0 < nb; c0 += CB) {
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint t = lin; t < MR * CB * 8; t += items) {
-            const int m = (int)t / (CB * 8), blk = ((int)t / 8) % CB, q = (int)t % 8;
-            const int b = c0 + blk;
+            const uint m = t / (CB * 8), blk = (t >> 3) % CB, q = t & 7;
+            const int b = c0 + (int)blk;
             stage[(m * 8 + q) * (CB + 1) + blk] =
                 b < nb ? x_quad(x + m * ldx, b * 32 + q * 4, k_end) : (float4)(0.0f);
         }
@@ -271,22 +272,22 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
      * of RED_ITEMS work-items (whole row groups: the host keeps L0 <= RED_ITEMS, both
      * powers of two), as many as the work-group needs (one unless the driver chose the
      * local size) */
-    const uint seg = segment_lanes(l0);
+    const uint shift = segment_shift(l0), seg = 1u << shift;
     #pragma unroll
     for (int m = 0; m < MR; ++m)
         #pragma unroll
         for (int r = 0; r < RPW; ++r)
             acc[m][r] = segment_sum(acc[m][r], seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_ARG);
-    const uint count = l0 / seg;
+    const uint count = l0 >> shift;
     for (uint pass = 0; pass < items; pass += RED_ITEMS) {
         const bool mine = lin >= pass && lin < pass + RED_ITEMS;
-        const uint base = (get_local_id(1) * l0 - pass) / seg;
-        if (mine && lid % seg == 0)
+        const uint base = (get_local_id(1) * l0 - pass) >> shift;
+        if (mine && (lid & (seg - 1)) == 0)
             #pragma unroll
             for (int m = 0; m < MR; ++m)
                 #pragma unroll
                 for (int r = 0; r < RPW; ++r)
-                    red[(m * RPW + r) * RED_ITEMS + base + lid / seg] = acc[m][r];
+                    red[(m * RPW + r) * RED_ITEMS + base + (lid >> shift)] = acc[m][r];
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint left = count; left > 1;) {
             const uint half_count = (left + 1) >> 1;

@@ -16,8 +16,9 @@ device's buffer copy and torch on the same GPU.
 * GEMM, M = 512, (N, K) = (4096, 4096), f16 weights, float32 x: FLOP/s against torch
   float32 with TF32 off (target >= 50 %) and torch float16.
 
-On a CPU device, or with ``--small`` (the option conv-suite defines), the sizes are small ((N, K) = (256, 256), (512,
-256), (256, 512), GEMM M = 32): a correctness-scale table, not a target.
+On a CPU device, or with ``--small`` (the option conv-suite defines), the sizes are
+small ((N, K) = (256, 256), (512, 256), (256, 512), GEMM M = 32): a correctness-scale
+table, not a target.
 """
 
 from __future__ import annotations

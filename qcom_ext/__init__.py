@@ -30,13 +30,18 @@ _EXPORTS: dict[str, str] = {
     "ExtensionStatus": "qcom_ext.device.extensions",
     "probe": "qcom_ext.device.probe",
     "probe_all": "qcom_ext.device.probe",
+    "CompilerVersion": "qcom_ext.device.compiler_version",
+    "Quirk": "qcom_ext.device.quirks",
     # errors
     **dict.fromkeys(
         (
             "BufferTooLargeError",
             "BuildError",
             "CLError",
+            "CompilerCrashError",
             "ConfigError",
+            "DriverCrashError",
+            "DriverTimeoutError",
             "ExtensionUnavailable",
             "LibraryMismatch",
             "LibraryNotFound",
@@ -69,6 +74,8 @@ _EXPORTS: dict[str, str] = {
         ),
         "qcom_ext.ext.memory.host_ptr",
     ),
+    "acquire_external": "qcom_ext.ext.memory.khr_external",
+    "release_external": "qcom_ext.ext.memory.khr_external",
     "onchip_buffer": "qcom_ext.ext.memory.onchip",
     "scrub_onchip": "qcom_ext.ext.memory.onchip",
     **dict.fromkeys(

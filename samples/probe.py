@@ -2,6 +2,7 @@
 
     python samples/probe.py                 # every device, one summary line each
     python samples/probe.py --device 0:0    # one device, every extension with its reason
+    python samples/probe.py --device pocl-3.1-cpu   # a device by its label
     QCOM_EXT_DISABLE=all python samples/probe.py --device 0:0   # forced fallbacks
 
 On a Snapdragon device the Adreno GPU shows its native extensions; anywhere else the
@@ -12,29 +13,30 @@ why nothing can stand in) are listed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import qcom_ext
+from qcom_ext.device.choice import device_from_spec
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", help="as PYOPENCL_CTX: '0:0', 'nvidia', ...")
+    parser.add_argument(
+        "--device", help="as PYOPENCL_CTX ('0:0', 'nvidia') or a label ('pocl-3.1-cpu')"
+    )
     args = parser.parse_args()
     try:
         if args.device is None:
             for caps in qcom_ext.probe_all():
                 print(caps.summary())
             return 0
-        os.environ["PYOPENCL_CTX"] = args.device
-        caps = qcom_ext.probe()
+        caps = qcom_ext.probe(device_from_spec(args.device))
     except qcom_ext.QcomExtError as exc:
         print(f"probe failed: {exc}", file=sys.stderr)
         return 1
-    print(caps)
-    if caps.is_adreno:
-        print(f"Adreno {caps.adreno_model}, compiler {caps.adreno_compiler}")
+    print(caps)  # the facts line names driver, model (and where it came from), compiler
+    for quirk in caps.quirks:
+        print(f"quirk {quirk.id}: {quirk.effect} ({quirk.source})")
     limits = {k: v for k, v in caps.limits.items() if v is not None}
     print("limits:", limits)
     print("kernel build options:", " ".join(caps.compiler_options()) or "(portable code only)")

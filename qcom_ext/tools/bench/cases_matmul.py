@@ -41,6 +41,8 @@ GEMM_SHAPE, SMALL_GEMM_SHAPE = (512, 4096, 4096), (32, 256, 256)
 GEMV_FORMATS = (("f16", None), ("q8_0", None), ("q4_0", None), ("q8_0", "q8_0"), ("q4_0", "q8_0"))
 COPY_BYTES = 256 << 20
 DEFAULT_ROUNDS = 20
+#: Seconds ``Linear.tune`` may spend on each GEMV before it is timed.
+TUNE_BUDGET_S = 3.0
 
 
 def sizes(caps: qcom_ext.DeviceCaps, small: bool) -> tuple[tuple, tuple]:
@@ -87,7 +89,7 @@ def _gemv(queue: Any, shape: tuple[int, int], fmt: str, act: Any, path: str, rou
     ]
     x = BufferMatrix.from_numpy(queue.context, rng.standard_normal((1, k), dtype=np.float32))
     out = BufferMatrix.empty(queue.context, (1, n))
-    first.tune(queue, x, budget_s=3.0)
+    first.tune(queue, x, budget_s=TUNE_BUDGET_S)
     run = lambda i: layers[i % len(layers)].enqueue(queue, x, out)  # noqa: E731
     seconds = _timed(run, rounds, warmup=len(layers) + 1)
     return first, seconds

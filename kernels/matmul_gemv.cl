@@ -4,10 +4,10 @@
  * Work: a work-group is get_local_size(1) row groups of get_local_size(0) work-items; a
  * row group takes RPW consecutive rows of W (global id 1), and its work-items split K:
  * work-item `lid` takes blocks lid, lid + L0, lid + 2*L0, ... (L0 = get_local_size(0)),
- * so a row's words are read by consecutive work-items (coalesced; each byte read once),
- * every x value a work-item reads (from local memory, see below) serves its RPW rows,
- * and the MR x RPW partial sums are
- * then added across the row group: within each sub-group by qcom_sub_group_shuffle_xor
+ * so a row's words are read by consecutive work-items (coalesced; each byte read once,
+ * one block ahead of its use), every x value a work-item reads (from local memory, see
+ * the kernel) serves its RPW rows, and the MR x RPW partial sums are then added across
+ * the row group: within each sub-group by qcom_sub_group_shuffle_xor
  * (kernels/qcom_ext.h; on the emulated path a sub-group is one work-item), then across
  * sub-groups in local memory (one slot per sub-group and sum, slots of a sum adjacent:
  * no bank conflicts). The global size is (1, ceil(N / RPW)), padded to the local size:
@@ -63,19 +63,12 @@ uint segment_shift(uint l0)
 #endif
 
 #if ACT_Q8
-#define BLOCK_X_PARAMS X_PARAMS
-#else
-/* the block's activations in the staged chunk (see the kernel): quad q of row m */
-#define BLOCK_X_PARAMS __local const float4 *xl
-#define XQ(m, q) xl[((m) * 8 + (q)) * (CB + 1)]
-#endif
-
 /* One block b of the work-item's RPW rows (`rows`: the first word of each row's block 0)
- * against its MR rows of x: acc[m][r] += sum over the block. */
-void block_products(WEIGHT_PARAMS, BLOCK_X_PARAMS, int nb, int b, const int *rows,
-                    float acc[MR][RPW])
+ * against its MR rows of quantized x: acc[m][r] += the block's integer dot product times
+ * both scales. */
+void q8_block_products(WEIGHT_PARAMS, X_PARAMS, int nb, int b, const int *rows,
+                       float acc[MR][RPW])
 {
-#if ACT_Q8
     const int qw = b * 8; /* the block's first uint of a row of xq (nb * 8 uints a row) */
     int isum[MR][RPW];
     #pragma unroll
@@ -138,84 +131,105 @@ void block_products(WEIGHT_PARAMS, BLOCK_X_PARAMS, int nb, int b, const int *row
     }
 #undef ZERO_POINT
 
-#elif WFMT == 0
+}
+
+#else
+/* The words (and scales) of one block of the work-item's RPW rows, loaded one block
+ * ahead of their use (see the kernel). */
+typedef struct {
+#if WFMT == 0
+    float4 w[RPW][8];
+#elif WFMT == 1
+    float8 w[RPW][4];
+#else
+    uint4 w[RPW][WPB];
+    float d[RPW];
+#endif
+} block_t;
+
+void load_block(WEIGHT_PARAMS, int nb, int b, const int *rows, block_t *blk)
+{
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        float4 w[RPW];
+    for (int r = 0; r < RPW; ++r) {
 #pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            w[r] = WORD_F4(rows[r] + j * nb + b);
+        for (int j = 0; j < WPB; ++j) {
+#if WFMT == 0
+            blk->w[r][j] = WORD_F4(rows[r] + j * nb + b);
+#elif WFMT == 1
+            blk->w[r][j] = WORD_H8(rows[r] + j * nb + b);
+#else
+            blk->w[r][j] = WORD_U(rows[r] + j * nb + b);
+#endif
+        }
+#if QUANTIZED
+        blk->d[r] = SCALE(rows[r] / WPB + b);
+#endif
+    }
+}
+
+/* quad q of row m of the block's activations in the staged chunk (see the kernel) */
+#define XQ(m, q) xl[((m) * 8 + (q)) * (CB + 1)]
+
+/* acc[m][r] += the block's weights of row r times its activations of row m. */
+void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][RPW])
+{
+#if WFMT == 0
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
 #pragma unroll
         for (int m = 0; m < MR; ++m) {
             const float4 xv = XQ(m, j);
 #pragma unroll
             for (int r = 0; r < RPW; ++r)
-                acc[m][r] += dot(xv, w[r]);
+                acc[m][r] += dot(xv, blk->w[r][j]);
         }
-    }
-
 #elif WFMT == 1
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        float8 w[RPW];
-#pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            w[r] = WORD_H8(rows[r] + j * nb + b);
+    for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int m = 0; m < MR; ++m) {
-            const float4 lo = XQ(m, 2 * j);
-            const float4 hi = XQ(m, 2 * j + 1);
+            const float4 lo = XQ(m, 2 * j), hi = XQ(m, 2 * j + 1);
 #pragma unroll
             for (int r = 0; r < RPW; ++r)
-                acc[m][r] += dot(lo, w[r].lo) + dot(hi, w[r].hi);
+                acc[m][r] += dot(lo, blk->w[r][j].lo) + dot(hi, blk->w[r][j].hi);
         }
-    }
-
-#else /* float activations, quantized weights */
+#else
     float part[MR][RPW];
-    #pragma unroll
+#pragma unroll
     for (int m = 0; m < MR; ++m)
-        #pragma unroll
+#pragma unroll
         for (int r = 0; r < RPW; ++r)
             part[m][r] = 0.0f;
-    #pragma unroll
-    for (int j = 0; j < WPB; ++j) {
-        uint4 u[RPW];
-        #pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            u[r] = WORD_U(rows[r] + j * nb + b);
-        #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            #pragma unroll
+#pragma unroll
+    for (int j = 0; j < WPB; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
             for (int m = 0; m < MR; ++m) {
 #if WFMT == 2
                 const float4 xv = XQ(m, j * 4 + i);
-                #pragma unroll
-                for (int r = 0; r < RPW; ++r) {
-                    const uint word = i == 0 ? u[r].x : i == 1 ? u[r].y : i == 2 ? u[r].z : u[r].w;
-                    part[m][r] += dot(xv, I8X4(word));
-                }
 #else
-                const float4 lo = XQ(m, i);
-                const float4 hi = XQ(m, 4 + i);
-                #pragma unroll
-                for (int r = 0; r < RPW; ++r) {
-                    const uint word = i == 0 ? u[r].x : i == 1 ? u[r].y : i == 2 ? u[r].z : u[r].w;
-                    part[m][r] += dot(lo, Q4LO(word)) + dot(hi, Q4HI(word));
-                }
+                const float4 lo = XQ(m, i), hi = XQ(m, 4 + i);
 #endif
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) {
+                    const uint4 u = blk->w[r][j];
+                    const uint word = i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+#if WFMT == 2
+                    part[m][r] += dot(xv, I8X4(word));
+#else
+                    part[m][r] += dot(lo, Q4LO(word)) + dot(hi, Q4HI(word));
+#endif
+                }
             }
-        }
-    }
-    #pragma unroll
-    for (int r = 0; r < RPW; ++r) {
-        const float d = SCALE(rows[r] / WPB + b);
-        #pragma unroll
+#pragma unroll
+    for (int r = 0; r < RPW; ++r)
+#pragma unroll
         for (int m = 0; m < MR; ++m)
-            acc[m][r] += d * part[m][r];
-    }
+            acc[m][r] += blk->d[r] * part[m][r];
 #endif
 }
+#endif
 
 QCOM_REQD_SUB_GROUP_SIZE(full)
 __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int n_rows,
@@ -247,24 +261,47 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
             acc[m][r] = 0.0f;
 #if ACT_Q8
     for (int b = (int)lid; b < nb; b += (int)l0)
-        block_products(WEIGHT_ARGS, xq, xd, xsum, nb, b, rows, acc);
+        q8_block_products(WEIGHT_ARGS, xq, xd, xsum, nb, b, rows, acc);
 #else
     /* x goes through local memory in chunks of CB blocks, read from global memory
      * coalesced (consecutive work-items, consecutive quads of a row) and stored quad-major
      * ([m][quad][block], rows of CB + 1: no bank conflicts), so that the work-items, one
      * block each, read it consecutively too; the row groups of the work-group share it */
     __local float4 stage[MR * 8 * (CB + 1)];
+    /* each work-item's weights are read one block ahead: the reads of the next block
+     * (across the next chunk's barriers and staging) overlap this block's arithmetic */
+    block_t current, next;
+    if ((int)lid < min(nb, CB))
+        load_block(WEIGHT_ARGS, nb, (int)lid, rows, &current);
     for (int c0 = 0; c0 < nb; c0 += CB) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint t = lin; t < MR * CB * 8; t += items) {
-            const uint m = t / (CB * 8), blk = (t >> 3) % CB, q = t & 7;
-            const int b = c0 + (int)blk;
-            stage[(m * 8 + q) * (CB + 1) + blk] =
-                b < nb ? x_quad(x + m * ldx, b * 32 + q * 4, k_end) : (float4)(0.0f);
+        for (uint t0 = lin; t0 < MR * CB * 8; t0 += 4 * items) {
+            float4 v[4]; /* four loads in flight before the first store */
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint t = t0 + i * items, m = t / (CB * 8), q = t & 7;
+                const int b = c0 + (int)((t >> 3) % CB);
+                v[i] = t < MR * CB * 8 && b < nb ? x_quad(x + m * ldx, b * 32 + q * 4, k_end)
+                                                 : (float4)(0.0f);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint t = t0 + i * items;
+                if (t < MR * CB * 8)
+                    stage[(t / (CB * 8) * 8 + (t & 7)) * (CB + 1) + (t >> 3) % CB] = v[i];
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int blk = (int)lid; blk < CB && c0 + blk < nb; blk += (int)l0)
-            block_products(WEIGHT_ARGS, stage + blk, nb, c0 + blk, rows, acc);
+        for (int blk = (int)lid; blk < CB && c0 + blk < nb; blk += (int)l0) {
+            /* the work-item's next block: in this chunk, else in the next */
+            const int after = blk + (int)l0 < CB ? c0 + blk + (int)l0 : c0 + CB + (int)lid;
+            if (after < nb)
+                load_block(WEIGHT_ARGS, nb, after, rows, &next);
+            else
+                next = current;
+            block_products(&current, stage + blk, acc);
+            current = next;
+        }
     }
 #endif
 

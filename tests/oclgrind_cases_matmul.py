@@ -1,7 +1,7 @@
 """Oclgrind cases (tests/oclgrind_cases.py runs them, tests/oclgrind_trial.py is the
 harness): the matmul kernels (kernels/matmul_gemv.cl, matmul_gemm.cl, matmul_quantize.cl)
 through ``ops.Linear``, at sizes that reach every code path: each weight format, K with
-a tail (float formats), more than one chunk of staged x (more than 32 blocks), N not a
+a tail (float formats), more than one chunk of staged x (more than 64 blocks), N not a
 multiple of the rows per work-item, several row groups per work-group, 1, 3 and 8 rows
 of x, float and half x, more than one GEMM tile each way, both read paths, q8_0
 activations; and the GEMV built with emulated sub-groups of 8 lanes, so that its
@@ -44,7 +44,7 @@ def _linear(t: Trial, m: int, n: int, k: int, fmt: str, path: str, **options: An
 
 def _gemv(t: Trial, path: str) -> None:
     for fmt in ("f32", "f16", "q8_0", "q4_0"):
-        _linear(t, 1, 6, 1280, fmt, path)  # 40 blocks: two chunks of staged x
+        _linear(t, 1, 3, 2112, fmt, path)  # 66 blocks: two chunks of staged x (64 a chunk)
         _linear(t, 3, 5, 64, fmt, path, x_dtype=np.float16, local_size=(8, 2))
     _linear(t, 8, 3, 45, "f32", path)  # K tail, 8 rows of x (2 rows per work-item)
     _linear(t, 2, 9, 77, "f16", path, local_size=(4, 4))

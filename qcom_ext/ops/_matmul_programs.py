@@ -2,8 +2,8 @@
 :data:`GEMV_MAX_ROWS` rows of x, tiled GEMM above), their ``-D`` defines, the GEMM tile
 and the GEMV local sizes (tuned through :mod:`qcom_ext.ops.tuning`).
 
->>> rows_per_item(1), rows_per_item(8)
-(4, 2)
+>>> rows_per_item(1, 'q4_0'), rows_per_item(8, 'q4_0'), rows_per_item(1, 'f16')
+(4, 2, 2)
 >>> gemv_candidates(nb=128, row_groups=1024, limit=256, split=32)[:3]
 [(8, 1), (8, 2), (8, 4)]
 """
@@ -44,10 +44,11 @@ GEMM_TILES = {
 GEMV_ITEMS = 256
 
 
-def rows_per_item(rows: int) -> int:
-    """Rows of W a GEMV work-item takes for ``rows`` rows of x: 4, or 2 above 4 rows of
-    x, so that a work-item keeps at most 16 partial sums."""
-    return 4 if rows <= 4 else 2
+def rows_per_item(rows: int, fmt: str) -> int:
+    """Rows of W a GEMV work-item takes for ``rows`` rows of x: as many as make up to 8
+    words of 16 bytes a block, at most 4 (f32 1, f16 2, q8_0 and q4_0 4: the bytes each
+    work-item has in flight, loaded one block ahead), at most 16 partial sums (MR x RPW)."""
+    return max(1, min(4, 8 // FORMATS[fmt][1], 16 // rows))
 
 
 def _pow2_ceil(value: int) -> int:
@@ -71,9 +72,9 @@ def gemv_candidates(nb: int, row_groups: int, limit: int, split: int) -> list[tu
 
 
 def gemv_local(nb: int, row_groups: int, limit: int, split: int) -> tuple[int, int]:
-    """The GEMV local size used untuned: 32 work-items on K (fewer for short rows or a
+    """The GEMV local size used untuned: 64 work-items on K (fewer for short rows or a
     smaller ``split``), row groups up to 128 work-items."""
-    l0 = min(32, _pow2_ceil(nb), limit, split)
+    l0 = min(64, _pow2_ceil(nb), limit, split)
     return l0, max(1, min(128 // l0, _pow2_ceil(row_groups), limit // l0))
 
 
@@ -117,8 +118,8 @@ class Gemv:
         cls, queue: Any, fmt: str, path: str, x_half: bool, k: int, rows: int, act_q8: bool
     ) -> Gemv:
         device = queue.device
-        rpw = rows_per_item(rows)
-        chunk = 32 if act_q8 else stage_blocks(rows, int(device.local_mem_size))
+        rpw = rows_per_item(rows, fmt)
+        chunk = 32 if act_q8 else stage_blocks(rows, -(-k // 32), int(device.local_mem_size))
         staged = 0 if act_q8 else rows * 8 * (chunk + 1) * 16
         items = _gemv_items(device, rows * rpw, int(device.local_mem_size) - staged)
         defines = {
@@ -144,14 +145,15 @@ class Gemv:
         return cls(launcher, quantizer, rows, rpw, items, items if act_q8 else chunk)
 
 
-def stage_blocks(rows: int, local_bytes: int) -> int:
-    """Blocks of x the float GEMV stages in local memory at a time: 32, or 16 or 8 where
-    ``rows`` rows of them (8 float4 a block, plus a padding column) would take more than
-    half the device's local memory."""
-    for chunk in (32, 16, 8):
-        if rows * 8 * (chunk + 1) * 16 <= local_bytes // 2:
-            return chunk
-    return 8
+def stage_blocks(rows: int, nb: int, local_bytes: int) -> int:
+    """Blocks of x the float GEMV stages in local memory at a time (its most work-items
+    on K): the largest power of two up to 128 and up to the row's ``nb`` blocks whose
+    ``rows`` rows (8 float4 a block, plus a padding column) take at most half the
+    device's local memory; 8 at least."""
+    chunk = 128
+    while chunk > 8 and (chunk >= 2 * nb or rows * 8 * (chunk + 1) * 16 > local_bytes // 2):
+        chunk //= 2
+    return chunk
 
 
 def _gemv_items(device: Any, sums: int, local_bytes: int) -> int:

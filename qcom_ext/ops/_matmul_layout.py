@@ -9,8 +9,8 @@ second buffer, one float16 per block at ``n * nb + b`` (struct of arrays).
 
 >>> import numpy as np
 >>> packed = pack(np.arange(64, dtype=np.float32).reshape(1, 64), "f32")
->>> packed.nb, packed.words.shape, packed.words.view(np.float32)[:6].tolist()
-(2, (16, 16), [0.0, 1.0, 2.0, 3.0, 32.0, 33.0])
+>>> packed.nb, packed.words.shape, packed.words.view(np.float32)[:2].tolist()
+(2, (16, 16), [[0.0, 1.0, 2.0, 3.0], [32.0, 33.0, 34.0, 35.0]])
 """
 
 from __future__ import annotations

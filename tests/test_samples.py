@@ -390,3 +390,25 @@ def test_accelerated_image_ops_samples(device_caps, kernel_context, tmp_path, na
         pictures.assert_png(png, "RGB", pictures.box_png(48, 32, [1.5, 2.75]))
     else:
         pictures.check_motion_png(png, 96, 64, radius=3)
+
+
+@pytest.mark.parametrize("activations", ["float32", "q8_0"])
+def test_mlp_decode_sample(device_caps, kernel_context, activations):
+    pytest.importorskip("gguf", reason="the sample writes its weights with the gguf package")
+    result = run_sample(
+        "mlp_decode.py",
+        "--device",
+        device_spec(device_caps),
+        "--size",
+        "64x96",
+        "--tokens",
+        "3",
+        "--activations",
+        activations,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{device_caps.label}: cl_qcom_ml_ops -> ")
+    assert "ffn_up.weight, ffn_up.bias, ffn_down.weight, ffn_down.bias" in lines[1]
+    assert "q4_0 weights (6912 bytes)" in lines[2] and f"{activations} activations" in lines[2]
+    assert lines[-2].endswith("ms per token (3 decode steps, wall clock)") and lines[-1] == "OK"

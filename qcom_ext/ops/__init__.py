@@ -31,6 +31,16 @@ from qcom_ext.ops.depthwise import DepthwiseConv2d, depthwise_conv2d
 from qcom_ext.ops.gguf_weights import load_weight, save_weights, weight_names
 from qcom_ext.ops.kxk import Conv2d, TiledConv2d, conv2d
 from qcom_ext.ops.layout import from_image, to_image
+
+# matmul (issue 17): y = x @ W.T + bias, GEMV and GEMM on f32/f16/q8_0/q4_0 weights
+from qcom_ext.ops.matmul import (
+    ACTIVATION_FORMATS,
+    MATMUL_PATHS,
+    WEIGHT_FORMATS,
+    BufferMatrix,
+    Linear,
+    matmul,
+)
 from qcom_ext.ops.options import ACTIVATIONS, ConvOptions
 from qcom_ext.ops.quant import (
     QuantizedWeights,
@@ -65,4 +75,12 @@ __all__ = [
     "save_weights",
     "to_image",
     "weight_names",
+]
+__all__ += [  # matmul
+    "ACTIVATION_FORMATS",
+    "MATMUL_PATHS",
+    "WEIGHT_FORMATS",
+    "BufferMatrix",
+    "Linear",
+    "matmul",
 ]

@@ -21,6 +21,7 @@ from qcom_ext.tools.selftest import (  # noqa: F401  (each registers its checks)
     checks_builtins,
     checks_host,
     checks_images,
+    checks_matmul,
     checks_memory,
 )
 from qcom_ext.tools.selftest._registry import Outcome, Skip, coverage

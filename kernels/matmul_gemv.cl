@@ -1,0 +1,344 @@
+/* Matrix-vector products for a decode step: y[m][n] = sum_k x[m][k] * W[n][k] + bias[n]
+ * for MR (1..8) rows of x, W in any format of matmul_weights.h (struct of arrays).
+ *
+ * Work: a work-group is get_local_size(1) row groups of get_local_size(0) work-items; a
+ * row group takes RPW consecutive rows of W (global id 1), and its work-items split K:
+ * work-item `lid` takes blocks lid, lid + L0, lid + 2*L0, ... (L0 = get_local_size(0)),
+ * so a row's words are read by consecutive work-items (coalesced; each byte read once,
+ * one block ahead of its use), every x value a work-item reads (from local memory, see
+ * the kernel) serves its RPW rows, and the MR x RPW partial sums are then added across
+ * the row group: within each sub-group by qcom_sub_group_shuffle_xor
+ * (kernels/qcom_ext.h; on the emulated path a sub-group is one work-item), then across
+ * sub-groups in local memory (one slot per sub-group and sum, slots of a sum adjacent:
+ * no bank conflicts). The global size is (1, ceil(N / RPW)), padded to the local size:
+ * any local size whose dimension 0 is a power of two of at most RED_ITEMS works (the
+ * host tunes it; the driver's own choice has dimension 0 of 1).
+ *
+ * ACT_Q8 1 (q8_0 and q4_0 weights): x comes quantized to q8_0 per block of 32
+ * (matmul_quantize.cl: int8 words, a half scale and the sum of the 32 q per block) and
+ * each block is an integer dot product through qcom_dot8_acc (cl_qcom_dot_product8:
+ * native on Adreno, cl_khr_integer_dot_product or portable code elsewhere), whose first
+ * operand is signed and second unsigned: q4_0 nibbles are unsigned (weight = nibble - 8,
+ * so the block's sum is dot - 8 * sum(qx)); q8_0 weights are made unsigned by flipping
+ * their sign bit (q + 128, so the sum is dot - 128 * sum(qx)).
+ *
+ * Defines: WFMT, USE_IMAGE, X_HALF, K_TAIL (matmul_weights.h), MR, RPW, RED_ITEMS (the
+ * largest work-group), ACT_Q8, CB (blocks of x staged in local memory at a time; the
+ * host keeps L0 <= CB).
+ */
+#include "matmul_weights.h"
+
+#define V (MR * RPW) /* the partial sums of a work-item */
+
+/* v summed over the `seg` lanes of this work-item's aligned segment of its sub-group
+ * (seg: see segment_shift): every lane gets the segment's sum. */
+float segment_sum(float v, uint seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_PARAM)
+{
+    for (uint d = seg >> 1; d > 0; d >>= 1)
+        v += qcom_sub_group_shuffle_xor(v, d, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0.0f);
+    return v;
+}
+
+/* log2 of the segment of lanes the shuffles reduce: the largest power of two that divides
+ * both the sub-group size and L0 (1 on the emulated path), so that segments are aligned
+ * within sub-groups and never span two row groups. (Bit tests in a loop: LLVM turns
+ * the usual tricks into ctpop, which Oclgrind 21.10 cannot run, and divisions by a
+ * runtime value into a `freeze` its uninitialized-value check stops at.) */
+uint segment_shift(uint l0)
+{
+    const uint lanes = get_max_sub_group_size();
+    uint shift = 0;
+    while (((lanes | l0) & (2u << shift) - 1u) == 0 && (2u << shift) <= lanes)
+        ++shift;
+    return shift;
+}
+
+#if ACT_Q8
+#if !QUANTIZED
+#error "ACT_Q8 needs q8_0 or q4_0 weights"
+#endif
+#define X_PARAMS __global const uint *xq, __global const half *xd, __global const int *xsum
+#else
+#define X_PARAMS __global const XT *x
+#endif
+
+#if ACT_Q8
+/* One block b of the work-item's RPW rows (`rows`: the first word of each row's block 0)
+ * against its MR rows of quantized x: acc[m][r] += the block's integer dot product times
+ * both scales. */
+void q8_block_products(WEIGHT_PARAMS, X_PARAMS, int nb, int b, const int *rows,
+                       float acc[MR][RPW])
+{
+    const int qw = b * 8; /* the block's first uint of a row of xq (nb * 8 uints a row) */
+    int isum[MR][RPW];
+    #pragma unroll
+    for (int m = 0; m < MR; ++m)
+        #pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            isum[m][r] = 0;
+#if WFMT == 2
+    #pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        uint4 u[RPW];
+        #pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            u[r] = WORD_U(rows[r] + j * nb + b) ^ (uint4)(0x80808080u);
+        #pragma unroll
+        for (int m = 0; m < MR; ++m) {
+            uint4 xw = vload4(0, xq + m * nb * 8 + qw + j * 4);
+            #pragma unroll
+            for (int r = 0; r < RPW; ++r) {
+                isum[m][r] = qcom_dot8_acc(xw.x, u[r].x, isum[m][r]);
+                isum[m][r] = qcom_dot8_acc(xw.y, u[r].y, isum[m][r]);
+                isum[m][r] = qcom_dot8_acc(xw.z, u[r].z, isum[m][r]);
+                isum[m][r] = qcom_dot8_acc(xw.w, u[r].w, isum[m][r]);
+            }
+        }
+    }
+#define ZERO_POINT 128
+#else /* q4_0 */
+    uint4 u[RPW];
+    #pragma unroll
+    for (int r = 0; r < RPW; ++r)
+        u[r] = WORD_U(rows[r] + b);
+    #pragma unroll
+    for (int m = 0; m < MR; ++m) {
+        uint4 lo = vload4(0, xq + m * nb * 8 + qw);
+        uint4 hi = vload4(1, xq + m * nb * 8 + qw);
+        #pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+            const uint4 l = u[r] & (uint4)(0x0F0F0F0Fu), h = (u[r] >> 4) & (uint4)(0x0F0F0F0Fu);
+            int s = isum[m][r];
+            s = qcom_dot8_acc(lo.x, l.x, s);
+            s = qcom_dot8_acc(lo.y, l.y, s);
+            s = qcom_dot8_acc(lo.z, l.z, s);
+            s = qcom_dot8_acc(lo.w, l.w, s);
+            s = qcom_dot8_acc(hi.x, h.x, s);
+            s = qcom_dot8_acc(hi.y, h.y, s);
+            s = qcom_dot8_acc(hi.z, h.z, s);
+            isum[m][r] = qcom_dot8_acc(hi.w, h.w, s);
+        }
+    }
+#define ZERO_POINT 8
+#endif
+    #pragma unroll
+    for (int m = 0; m < MR; ++m) {
+        const float dx = vload_half(m * nb + b, xd);
+        const int offset = ZERO_POINT * xsum[m * nb + b];
+        #pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            acc[m][r] += SCALE(rows[r] / WPB + b) * dx * (float)(isum[m][r] - offset);
+    }
+#undef ZERO_POINT
+
+}
+
+#else
+/* The words (and scales) of one block of the work-item's RPW rows, loaded one block
+ * ahead of their use (see the kernel). */
+typedef struct {
+#if WFMT == 0
+    float4 w[RPW][8];
+#elif WFMT == 1
+    float8 w[RPW][4];
+#else
+    uint4 w[RPW][WPB];
+    float d[RPW];
+#endif
+} block_t;
+
+void load_block(WEIGHT_PARAMS, int nb, int b, const int *rows, block_t *blk)
+{
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+#pragma unroll
+        for (int j = 0; j < WPB; ++j) {
+#if WFMT == 0
+            blk->w[r][j] = WORD_F4(rows[r] + j * nb + b);
+#elif WFMT == 1
+            blk->w[r][j] = WORD_H8(rows[r] + j * nb + b);
+#else
+            blk->w[r][j] = WORD_U(rows[r] + j * nb + b);
+#endif
+        }
+#if QUANTIZED
+        blk->d[r] = SCALE(rows[r] / WPB + b);
+#endif
+    }
+}
+
+/* quad q of row m of the block's activations in the staged chunk (see the kernel) */
+#define XQ(m, q) xl[((m) * 8 + (q)) * (CB + 1)]
+
+/* acc[m][r] += the block's weights of row r times its activations of row m. */
+void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][RPW])
+{
+#if WFMT == 0
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int m = 0; m < MR; ++m) {
+            const float4 xv = XQ(m, j);
+#pragma unroll
+            for (int r = 0; r < RPW; ++r)
+                acc[m][r] += dot(xv, blk->w[r][j]);
+        }
+#elif WFMT == 1
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int m = 0; m < MR; ++m) {
+            const float4 lo = XQ(m, 2 * j), hi = XQ(m, 2 * j + 1);
+#pragma unroll
+            for (int r = 0; r < RPW; ++r)
+                acc[m][r] += dot(lo, blk->w[r][j].lo) + dot(hi, blk->w[r][j].hi);
+        }
+#else
+    float part[MR][RPW];
+#pragma unroll
+    for (int m = 0; m < MR; ++m)
+#pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            part[m][r] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < WPB; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int m = 0; m < MR; ++m) {
+#if WFMT == 2
+                const float4 xv = XQ(m, j * 4 + i);
+#else
+                const float4 lo = XQ(m, i), hi = XQ(m, 4 + i);
+#endif
+#pragma unroll
+                for (int r = 0; r < RPW; ++r) {
+                    const uint4 u = blk->w[r][j];
+                    const uint word = i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+#if WFMT == 2
+                    part[m][r] += dot(xv, I8X4(word));
+#else
+                    part[m][r] += dot(lo, Q4LO(word)) + dot(hi, Q4HI(word));
+#endif
+                }
+            }
+#pragma unroll
+    for (int r = 0; r < RPW; ++r)
+#pragma unroll
+        for (int m = 0; m < MR; ++m)
+            acc[m][r] += blk->d[r] * part[m][r];
+#endif
+}
+#endif
+
+QCOM_REQD_SUB_GROUP_SIZE(full)
+__kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, int n_rows,
+                          __global const float *bias, __global float *y, int ldy, int row0)
+{
+    QCOM_SUB_GROUP_SHUFFLE_SCRATCH;
+    __local float red[V * RED_ITEMS];
+    const uint lid = get_local_id(0), l0 = get_local_size(0);
+    const uint lin = get_local_id(1) * l0 + lid, items = l0 * get_local_size(1);
+    const int first = (int)get_global_id(1) * RPW;
+
+    int rows[RPW]; /* word index of each row's block 0, word 0 (rows past the end: clamped) */
+    #pragma unroll
+    for (int r = 0; r < RPW; ++r)
+        rows[r] = min(first + r, n_rows - 1) * WPB * nb;
+#if ACT_Q8
+    xq += row0 * nb * 8;
+    xd += row0 * nb;
+    xsum += row0 * nb;
+#else
+    x += row0 * ldx;
+#endif
+
+    float acc[MR][RPW];
+    #pragma unroll
+    for (int m = 0; m < MR; ++m)
+        #pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            acc[m][r] = 0.0f;
+#if ACT_Q8
+    for (int b = (int)lid; b < nb; b += (int)l0)
+        q8_block_products(WEIGHT_ARGS, xq, xd, xsum, nb, b, rows, acc);
+#else
+    /* x goes through local memory in chunks of CB blocks, read from global memory
+     * coalesced (consecutive work-items, consecutive quads of a row) and stored quad-major
+     * ([m][quad][block], rows of CB + 1: no bank conflicts), so that the work-items, one
+     * block each, read it consecutively too; the row groups of the work-group share it */
+    __local float4 stage[MR * 8 * (CB + 1)];
+    /* each work-item's weights are read one block ahead: the reads of the next block
+     * (across the next chunk's barriers and staging) overlap this block's arithmetic */
+    block_t current, next;
+    if ((int)lid < min(nb, CB))
+        load_block(WEIGHT_ARGS, nb, (int)lid, rows, &current);
+    for (int c0 = 0; c0 < nb; c0 += CB) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint t0 = lin; t0 < MR * CB * 8; t0 += 4 * items) {
+            float4 v[4]; /* four loads in flight before the first store */
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint t = t0 + i * items, m = t / (CB * 8), q = t & 7;
+                const int b = c0 + (int)((t >> 3) % CB);
+                v[i] = t < MR * CB * 8 && b < nb ? x_quad(x + m * ldx, b * 32 + q * 4, k_end)
+                                                 : (float4)(0.0f);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const uint t = t0 + i * items;
+                if (t < MR * CB * 8)
+                    stage[(t / (CB * 8) * 8 + (t & 7)) * (CB + 1) + (t >> 3) % CB] = v[i];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int blk = (int)lid; blk < CB && c0 + blk < nb; blk += (int)l0) {
+            /* the work-item's next block: in this chunk, else in the next */
+            const int after = blk + (int)l0 < CB ? c0 + blk + (int)l0 : c0 + CB + (int)lid;
+            if (after < nb)
+                load_block(WEIGHT_ARGS, nb, after, rows, &next);
+            else
+                next = current;
+            block_products(&current, stage + blk, acc);
+            current = next;
+        }
+    }
+#endif
+
+    /* the sums across the row group: sub-group segments, then local memory, in passes
+     * of RED_ITEMS work-items (whole row groups: the host keeps L0 <= RED_ITEMS, both
+     * powers of two), as many as the work-group needs (one unless the driver chose the
+     * local size) */
+    const uint shift = segment_shift(l0), seg = 1u << shift;
+    #pragma unroll
+    for (int m = 0; m < MR; ++m)
+        #pragma unroll
+        for (int r = 0; r < RPW; ++r)
+            acc[m][r] = segment_sum(acc[m][r], seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_ARG);
+    const uint count = l0 >> shift;
+    for (uint pass = 0; pass < items; pass += RED_ITEMS) {
+        const bool mine = lin >= pass && lin < pass + RED_ITEMS;
+        const uint base = (get_local_id(1) * l0 - pass) >> shift;
+        if (mine && (lid & (seg - 1)) == 0)
+            #pragma unroll
+            for (int m = 0; m < MR; ++m)
+                #pragma unroll
+                for (int r = 0; r < RPW; ++r)
+                    red[(m * RPW + r) * RED_ITEMS + base + (lid >> shift)] = acc[m][r];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint left = count; left > 1;) {
+            const uint half_count = (left + 1) >> 1;
+            if (mine && lid < left - half_count)
+                for (int v = 0; v < V; ++v)
+                    red[v * RED_ITEMS + base + lid] += red[v * RED_ITEMS + base + lid + half_count];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            left = half_count;
+        }
+        for (uint v = lid; mine && v < V; v += l0) {
+            const int n = first + (int)(v % RPW);
+            if (n < n_rows)
+                y[(row0 + (int)(v / RPW)) * ldy + n] = red[v * RED_ITEMS + base] + bias[n];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}

@@ -1,0 +1,185 @@
+"""The matmul kernels' variants and launch shapes: which family runs (GEMV up to
+:data:`GEMV_MAX_ROWS` rows of x, tiled GEMM above), their ``-D`` defines, the GEMM tile
+and the GEMV local sizes (tuned through :mod:`qcom_ext.ops.tuning`).
+
+>>> rows_per_item(1, 'q4_0'), rows_per_item(8, 'q4_0'), rows_per_item(1, 'f16')
+(4, 2, 2)
+>>> gemv_candidates(nb=128, row_groups=1024, limit=256, split=32)[:3]
+[(8, 1), (8, 2), (8, 4)]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from qcom_ext.errors import ConfigError
+from qcom_ext.ops._matmul_layout import FORMATS
+from qcom_ext.ops._programs import Launcher, kernel_for
+
+__all__ = [
+    "GEMM_TILES",
+    "GEMV_MAX_ROWS",
+    "Gemm",
+    "Gemv",
+    "gemv_candidates",
+    "gemv_local",
+    "rows_per_item",
+]
+
+#: The most rows of x the GEMV family takes (one decode step of up to 8 sequences).
+#: Above it the tiled GEMM runs: both read each weight byte once per call (GEMM once per
+#: tile row of ``TM`` rows of x), and the GEMV's registers grow with the rows.
+GEMV_MAX_ROWS = 8
+#: GEMM tiles (TM, TN, RM, RN): rows and columns of y a work-group computes, and a
+#: work-item. "small" for CPUs, "medium" for GPUs, "large" for GPUs with 48 KiB of
+#: local memory or more (32 KiB of tiles, 64 accumulators a work-item).
+GEMM_TILES = {
+    "small": (32, 32, 4, 4),
+    "medium": (64, 64, 4, 4),
+    "large": (128, 128, 8, 8),
+}
+#: The largest GEMV work-group (and its local-memory slots per partial sum).
+GEMV_ITEMS = 256
+
+
+def rows_per_item(rows: int, fmt: str) -> int:
+    """Rows of W a GEMV work-item takes for ``rows`` rows of x: as many as make up to 8
+    words of 16 bytes a block, at most 4 (f32 1, f16 2, q8_0 and q4_0 4: the bytes each
+    work-item has in flight, loaded one block ahead), at most 16 partial sums (MR x RPW)."""
+    return max(1, min(4, 8 // FORMATS[fmt][1], 16 // rows))
+
+
+def _pow2_ceil(value: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, value))))
+
+
+def gemv_candidates(nb: int, row_groups: int, limit: int, split: int) -> list[tuple[int, int]]:
+    """GEMV local sizes (work-items splitting K, row groups): dimension 0 a power of two
+    from 8 (fewer when the row has fewer blocks) up to the row's blocks and ``split``,
+    dimension 1 up to the row groups, at most ``limit`` work-items."""
+    sizes = []
+    top = min(_pow2_ceil(nb), limit, split)
+    l0 = min(8, top)
+    while l0 <= top:
+        l1 = 1
+        while l0 * l1 <= limit and l1 <= _pow2_ceil(row_groups):
+            sizes.append((l0, l1))
+            l1 *= 2
+        l0 *= 2
+    return sizes
+
+
+def gemv_local(nb: int, row_groups: int, limit: int, split: int) -> tuple[int, int]:
+    """The GEMV local size used untuned: 64 work-items on K (fewer for short rows or a
+    smaller ``split``), row groups up to 128 work-items."""
+    l0 = min(64, _pow2_ceil(nb), limit, split)
+    return l0, max(1, min(128 // l0, _pow2_ceil(row_groups), limit // l0))
+
+
+def gemm_tile(device: Any, rows: int, requested: str | None) -> str:
+    """The GEMM tile for ``rows`` rows of x (``requested``: one of :data:`GEMM_TILES`)."""
+    if requested is not None:
+        if requested not in GEMM_TILES:
+            raise ConfigError(f"gemm_tile {requested!r}: expected one of {tuple(GEMM_TILES)}")
+        return requested
+    import pyopencl as cl
+
+    if not device.type & cl.device_type.GPU:
+        return "small"
+    big = device.local_mem_size >= 48 * 1024 and device.max_work_group_size >= 256
+    return "large" if big and rows >= 128 else "medium"
+
+
+def _common(fmt: str, path: str, x_half: bool, k: int) -> dict[str, Any]:
+    return {
+        "WFMT": FORMATS[fmt][0],
+        "USE_IMAGE": int(path == "image"),
+        "X_HALF": int(x_half),
+        "K_TAIL": int(k % 32 != 0),
+        "X_ALIGNED": int(k % 4 == 0),
+    }
+
+
+@dataclass
+class Gemv:
+    """The GEMV kernel for ``rows`` rows of x (and the q8_0 quantizer with ``act_q8``)."""
+
+    launcher: Launcher
+    quantizer: Launcher | None
+    rows: int
+    rpw: int
+    items: int  # the largest work-group it takes
+    split: int  # the most work-items worth putting on K (dimension 0 of the local size)
+
+    @classmethod
+    def build(
+        cls, queue: Any, fmt: str, path: str, x_half: bool, k: int, rows: int, act_q8: bool
+    ) -> Gemv:
+        device = queue.device
+        rpw = rows_per_item(rows, fmt)
+        chunk = 32 if act_q8 else stage_blocks(rows, -(-k // 32), int(device.local_mem_size))
+        staged = 0 if act_q8 else rows * 8 * (chunk + 1) * 16
+        items = _gemv_items(device, rows * rpw, int(device.local_mem_size) - staged)
+        defines = {
+            **_common(fmt, path, x_half, k),
+            "MR": rows,
+            "RPW": rpw,
+            "RED_ITEMS": items,
+            "ACT_Q8": int(act_q8),
+            "CB": chunk,
+        }
+        launcher = kernel_for(queue, device, "matmul_gemv.cl", "matmul_gemv", defines)
+        quantizer = None
+        if act_q8:
+            quantizer = kernel_for(
+                queue, device, "matmul_quantize.cl", "matmul_quantize_q8", {"X_HALF": int(x_half)}
+            )
+        import pyopencl as cl
+
+        group = launcher.kernel.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, device
+        )
+        items = min(items, int(group))
+        return cls(launcher, quantizer, rows, rpw, items, items if act_q8 else chunk)
+
+
+def stage_blocks(rows: int, nb: int, local_bytes: int) -> int:
+    """Blocks of x the float GEMV stages in local memory at a time (its most work-items
+    on K): the largest power of two up to 128 and up to the row's ``nb`` blocks whose
+    ``rows`` rows (8 float4 a block, plus a padding column) take at most half the
+    device's local memory; 8 at least."""
+    chunk = 128
+    while chunk > 8 and (chunk >= 2 * nb or rows * 8 * (chunk + 1) * 16 > local_bytes // 2):
+        chunk //= 2
+    return chunk
+
+
+def _gemv_items(device: Any, sums: int, local_bytes: int) -> int:
+    """GEMV_ITEMS, or fewer (a power of two) where the device's work-groups or the local
+    memory left (one float per partial sum and work-item) are smaller."""
+    items = min(GEMV_ITEMS, int(device.max_work_group_size))
+    items = min(items, max(1, local_bytes // (4 * sums)))
+    return 1 << (items.bit_length() - 1)
+
+
+@dataclass
+class Gemm:
+    """The tiled GEMM kernel of one tile."""
+
+    launcher: Launcher
+    tile: tuple[int, int, int, int]
+
+    @classmethod
+    def build(cls, queue: Any, fmt: str, path: str, x_half: bool, k: int, tile: str) -> Gemm:
+        tm, tn, rm, rn = GEMM_TILES[tile]
+        defines = {**_common(fmt, path, x_half, k), "TM": tm, "TN": tn, "RM": rm, "RN": rn}
+        launcher = kernel_for(queue, queue.device, "matmul_gemm.cl", "matmul_gemm", defines)
+        return cls(launcher, (tm, tn, rm, rn))
+
+    def sizes(self, rows: int, n: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(global size, local size) for ``rows`` x ``n`` outputs."""
+        tm, tn, rm, rn = self.tile
+        local = (tn // rn, tm // rm)
+        return (-(-n // tn) * local[0], -(-rows // tm) * local[1]), local

@@ -1,0 +1,50 @@
+"""qcom_ext/tools/bench/cases_matmul.py (``qcom-ext bench matmul-suite``) on a CPU device:
+the small sizes, every row present and well-formed, the verdicts computed from them (no
+timing checks: this VM's numbers mean nothing)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from conftest import benchmark_module
+
+
+@pytest.fixture(scope="module")
+def matmul_module():
+    return benchmark_module("cases_matmul")
+
+
+def test_the_suite_is_registered(matmul_module):
+    (suite,) = matmul_module.SUITES
+    assert suite.name == "matmul-suite" and matmul_module.CASES == []
+
+
+def test_small_sizes_on_cpus(matmul_module, device_caps):
+    gemv, gemm = matmul_module.sizes(device_caps, small=False)
+    assert (gemv, gemm) == (matmul_module.SMALL_GEMV_SHAPES, matmul_module.SMALL_GEMM_SHAPE)
+
+
+def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monkeypatch):
+    monkeypatch.setattr(matmul_module, "SMALL_GEMV_SHAPES", ((96, 64),))
+    monkeypatch.setattr(matmul_module, "SMALL_GEMM_SHAPE", (20, 40, 64))
+    monkeypatch.setattr(matmul_module, "TUNE_BUDGET_S", 0.2)
+    options = argparse.Namespace(rounds=1, small=True)
+    result = matmul_module._run_suite(device_caps, options)
+    rows = result.data["gemv"]
+    paths = ["image", "buffer"] if device_caps.image_support else ["buffer"]
+    formats = [(f, a or "float32") for f, a in matmul_module.GEMV_FORMATS]
+    assert [(r["format"], r["activations"], r["path"]) for r in rows] == [
+        (f, a, p) for f, a in formats for p in paths
+    ]
+    for row in rows:
+        assert row["shape"] == [96, 64] and row["seconds"] > 0
+        assert row["GB_s"] * 1e9 * row["seconds"] == pytest.approx(row["weight_bytes"])
+        assert row["of_copy"] == pytest.approx(row["GB_s"] * 1e9 / result.data["buffer_copy_Bps"])
+    assert rows[0]["weight_bytes"] == 96 * 64 * 2  # f16
+    (gemm,) = result.data["gemm"]  # no torch with CUDA here
+    assert gemm["what"].startswith("qcom_ext GEMM") and gemm["TFLOP_s"] > 0
+    assert result.data["torch_gemv_s"] == {}
+    assert "| (96, 64) | q4_0 | float32 |" in result.markdown
+    verdicts = result.data["verdicts"]
+    assert [v.split(":")[0] for v in verdicts] == ["GEMV f16", "GEMV q8_0", "GEMV q4_0"]

@@ -1,4 +1,5 @@
-/* Depthwise conv2d on the RGBA image layout (guide section 8.2, the MNN design).
+/* Depthwise conv2d on the RGBA image layout (guide section 8.2, the MNN design, with
+ * vertical strips).
  *
  * input   image (IW * CB, IH * N)     the N x C x IH x IW tensor, CB = ceil(C/4)
  * weights image (KW * CB, KH)         the C x 1 x KH x KW filter as a 1 x C x KH x KW tensor:
@@ -7,18 +8,22 @@
  * output  image (OW * CB, OH * N)
  *
  * Global size (ceil(OW/PIXELS) * CB, ceil(OH/ROWS) * N). A work-item computes PIXELS
- * consecutive output pixels in each of ROWS output rows of one channel block (4 x 1 by
- * default: the MNN design; 8 x 1 reads fewer texels per output and is faster on large
- * layers, fewer give more work-items). It keeps the block's KH x KW weight texels in
- * registers and starts its accumulators at the bias; then for each input row of its
- * window it reads the span of texels its outputs need once, (PIXELS - 1) * SW +
- * (KW - 1) * DW + 1 of them (with stride 1 each texel feeds up to KW outputs of a row and
- * up to KH rows), and multiply-adds it into every output that uses it. All loops have
- * compile-time bounds and unroll into registers. Input coordinates outside the tensor
- * (padding) become -1, where the CLK_ADDRESS_CLAMP sampler returns 0. Only valid
- * outputs are written when OW or OH is not a multiple of PIXELS or ROWS.
- * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4), ACTIVATION,
- * STORAGE_HALF (images: no code change).
+ * consecutive output pixels in each of ROWS output rows of one channel block: 4 x 1 is
+ * the MNN design; a strip of ROWS = 8 rows is the sliding window, where each input row
+ * is read once for all the output rows that use it. The work-item keeps the block's
+ * KH x KW weight texels in registers and starts its accumulators at the bias; then it
+ * walks the ROW_SPAN input rows of its strip top to bottom, reads the span of texels
+ * its outputs need from each row once, (PIXELS - 1) * SW + (KW - 1) * DW + 1 of them,
+ * and multiply-adds it into every output row that uses it (at most ceil(KH * DH / SH)
+ * rows are open at a time). An output row is written as soon as its last input row is
+ * in, so only the open rows hold registers: input texels read per output
+ * ROW_SPAN * SPAN / (ROWS * PIXELS), 30 / 8 for 8 x 1 and 60 / 32 for 4 x 8 (3 x 3,
+ * stride 1), against 9 for one output a work-item. Every loop has compile-time bounds
+ * and unrolls. Input coordinates outside the tensor (padding) become -1, where the
+ * CLK_ADDRESS_CLAMP sampler returns 0. Only valid outputs are written when OW or OH is
+ * not a multiple of PIXELS or ROWS.
+ * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4, 8), ACTIVATION,
+ * STORAGE_HALF (images: no code change), USE_MAD24.
  */
 #include "conv_common.h"
 
@@ -35,12 +40,15 @@
 #if PIXELS != 1 && PIXELS != 2 && PIXELS != 4 && PIXELS != 8
 #error "PIXELS must be 1, 2, 4 or 8"
 #endif
-#if ROWS != 1 && ROWS != 2 && ROWS != 4
-#error "ROWS must be 1, 2 or 4"
+#if ROWS != 1 && ROWS != 2 && ROWS != 4 && ROWS != 8
+#error "ROWS must be 1, 2, 4 or 8"
 #endif
 /* Input columns and rows one work-item reads. */
 #define SPAN ((PIXELS - 1) * SW + (KW - 1) * DW + 1)
 #define ROW_SPAN ((ROWS - 1) * SH + (KH - 1) * DH + 1)
+/* The first output row of a strip that input row j of it can feed (r * SH + ky * DH == j
+ * needs r * SH >= j - (KH - 1) * DH). */
+#define FIRST_USER(j) (max((j) - (KH - 1) * DH + SH - 1, 0) / SH)
 
 int column(int x, int cb, int in_w)
 {
@@ -75,11 +83,19 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
     const int ix0 = IMAD(ow0, SW, -pad_w);
     const int iy0 = IMAD(oh0, SH, -pad_h);
 
-    /* Each input row j of the window is read once and feeds every (output row r, kernel
-     * row ky) with r * SH + ky * DH == j; the conditions are compile-time after unrolling
-     * and the reads no output needs are dropped. */
+    const int out_x = IMAD(cb, out_w, ow0);
+    const int valid = out_w - ow0;
+    const int out_y = IMAD(n, out_h, oh0);
+
+    /* Each input row j of the strip is read once and feeds every (output row r, kernel
+     * row ky) with r * SH + ky * DH == j; output row r is complete after row
+     * r * SH + (KH - 1) * DH and is written there. The conditions are compile-time after
+     * unrolling, and the reads no output needs are dropped. */
 #pragma unroll
     for (int j = 0; j < ROW_SPAN; ++j) {
+        /* rows >= FIRST_USER(j) are the only outputs row j (and every later one) feeds:
+         * a strip past the end of the tensor stops reading there */
+        if (oh0 + FIRST_USER(j) >= out_h) break;
         const int iy = iy0 + j;
         const int row = (iy >= 0 && iy < in_h) ? IMAD(n, in_h, iy) : -1;
         float4 span[SPAN];
@@ -87,7 +103,7 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
         for (int i = 0; i < SPAN; ++i)
             span[i] = read_imagef(input, CONV_SAMPLER, (int2)(column(ix0 + i, cb, in_w), row));
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r)
+        for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
             for (int ky = 0; ky < KH; ++ky) {
                 if (r * SH + ky * DH != j) continue;
@@ -97,15 +113,11 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
                     for (int p = 0; p < PIXELS; ++p)
                         o[r][p] = mad(span[p * SW + kx * DW], w[ky][kx], o[r][p]);
             }
+            if (r * SH + (KH - 1) * DH != j || oh0 + r >= out_h) continue;
+#pragma unroll
+            for (int p = 0; p < PIXELS; ++p)
+                if (p < valid)
+                    write_imagef(output, (int2)(out_x + p, out_y + r), ACTIVATE(o[r][p], slope));
+        }
     }
-
-    const int out_x = IMAD(cb, out_w, ow0);
-    const int valid = out_w - ow0;
-    const int out_y = IMAD(n, out_h, oh0);
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-        for (int p = 0; p < PIXELS; ++p)
-            if (p < valid && oh0 + r < out_h)
-                write_imagef(output, (int2)(out_x + p, out_y + r), ACTIVATE(o[r][p], slope));
 }

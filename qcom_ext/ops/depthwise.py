@@ -1,4 +1,5 @@
-"""Depthwise conv2d on the RGBA image layout (kernels/conv_depthwise.cl, MNN design).
+"""Depthwise conv2d on the RGBA image layout (kernels/conv_depthwise.cl: MNN design,
+vertical strips).
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext import ops
@@ -19,30 +20,42 @@ import numpy as np
 
 from qcom_ext.errors import ConfigError
 from qcom_ext.ops._functional import on_images
-from qcom_ext.ops._layer import Layer
-from qcom_ext.ops._programs import kernel_for
+from qcom_ext.ops._programs import Launcher, kernel_for
 from qcom_ext.ops._tensor import ImageTensor
+from qcom_ext.ops._variants import Plan, VariantLayer
 from qcom_ext.ops._weights import bias_vector, weight_array
 from qcom_ext.ops.layout import to_image
 from qcom_ext.ops.options import ConvOptions, choice
 
 __all__ = ["DepthwiseConv2d", "depthwise_conv2d"]
 
-#: Outputs per work-item the kernel can be built for (4: the MNN design).
+#: Outputs per work-item across a row the kernel can be built for (4: the MNN design).
 PIXELS = (1, 2, 4, 8)
-#: Output rows per work-item (1: the MNN design).
-ROWS = (1, 2, 4)
+#: Output rows per work-item (1: the MNN design; 8: a strip, each input row read once).
+ROWS = (1, 2, 4, 8)
+#: The (pixels, rows) an untuned input shape runs with.
+DEFAULT = (4, 1)
 
 
-class DepthwiseConv2d(Layer):
+def _pow2_at_least(value: int) -> int:
+    return 1 << max(0, int(value) - 1).bit_length()
+
+
+class DepthwiseConv2d(VariantLayer):
     """A depthwise conv2d (one filter per channel) with its weights in images.
 
     ``weight``: (C, 1, KH, KW) or (C, KH, KW); ``bias``: (C,) or None. The options
     (``stride``, ``padding``, ``dilation``, ``activation``, ``negative_slope``, ``dtype``:
     float32 or float16 storage of the weights and of the tensors it takes) come as
     keywords or as ``options=``, a :class:`~qcom_ext.ops.ConvOptions`. ``pixels`` x
-    ``rows``: the outputs one work-item computes.
+    ``rows``: the outputs one work-item computes (a variant: :data:`PIXELS` x
+    :data:`ROWS`); with neither given, each input shape runs the variant
+    :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found fastest for it, else
+    :data:`DEFAULT` (one given: the other defaults to 4 pixels or 1 row).
     """
+
+    op_name = "depthwise_conv2d"
+    files = ("conv_depthwise.cl",)
 
     def __init__(
         self,
@@ -50,14 +63,19 @@ class DepthwiseConv2d(Layer):
         weight: Any,
         bias: Any = None,
         *,
-        pixels: int = 4,
-        rows: int = 1,
+        pixels: int | None = None,
+        rows: int | None = None,
         options: ConvOptions | None = None,
         **settings: Any,
     ) -> None:
         self.take_options(options, settings)
-        self.pixels = choice(pixels, PIXELS, "pixels")  # outputs per work-item
-        self.rows = choice(rows, ROWS, "rows")  # output rows per work-item
+        self.fixed = None
+        if pixels is not None or rows is not None:
+            self.fixed = (
+                choice(DEFAULT[0] if pixels is None else pixels, PIXELS, "pixels"),
+                choice(DEFAULT[1] if rows is None else rows, ROWS, "rows"),
+            )
+        self.pixels, self.rows = self.fixed or DEFAULT  # the variant built first
         w = weight_array(weight, "depthwise weight", (3, 4), self.dtype)
         if w.ndim == 4:
             if w.shape[1] != 1:
@@ -70,15 +88,43 @@ class DepthwiseConv2d(Layer):
         self.geometry = self.options.geometry((kh, kw))
         self.weights = to_image(queue, w.reshape(1, self.channels, kh, kw))
         self.bias = to_image(queue, bias_vector(bias, self.channels).reshape(1, -1, 1, 1))
-        defines = {
-            **self.geometry.defines(),
-            **self.options.defines(),
-            "PIXELS": self.pixels,
-            "ROWS": self.rows,
-        }
-        self.launcher = kernel_for(
-            queue, queue.device, "conv_depthwise.cl", "depthwise_conv2d", defines
-        )
+        self._context, self._device = queue.context, queue.device
+        self._launchers: dict[tuple[int, ...], Launcher] = {}
+        self.launcher = self.build((self.pixels, self.rows))
+
+    def _defines(self) -> dict[str, Any]:
+        return {**self.geometry.defines(), **self.options.defines()}
+
+    def build(self, variant: tuple[int, ...]) -> Launcher:
+        launcher = self._launchers.get(variant)
+        if launcher is None:
+            pixels, rows = variant
+            defines = {**self._defines(), "PIXELS": pixels, "ROWS": rows}
+            launcher = kernel_for(
+                self._context, self._device, "conv_depthwise.cl", "depthwise_conv2d", defines
+            )
+            self._launchers[variant] = launcher
+        return launcher
+
+    def allowed(self, variant: tuple[int, ...]) -> bool:
+        return len(variant) == 2 and variant[0] in PIXELS and variant[1] in ROWS
+
+    def space(self, shape: Sequence[int]) -> list[tuple[int, ...]]:
+        """Every (pixels, rows) whose block is not larger than the output needs."""
+        _, _, oh, ow = self.output_shape(shape)
+        return [
+            (p, r)
+            for r in ROWS
+            for p in PIXELS
+            if p <= _pow2_at_least(ow) and r <= _pow2_at_least(oh)
+        ]
+
+    def default_variant(self, shape: Sequence[int]) -> tuple[int, ...]:
+        return DEFAULT
+
+    def key_options(self) -> str:
+        settings = {**self._defines(), "C": self.channels}
+        return " ".join(f"{k}={v}" for k, v in sorted(settings.items()))
 
     def output_shape(self, shape: Sequence[int]) -> tuple[int, int, int, int]:
         n, c, h, w = shape
@@ -92,7 +138,7 @@ class DepthwiseConv2d(Layer):
             queue.context, queue.device, self.output_shape(x.shape), self.dtype
         )
 
-    def launch_args(self, x: ImageTensor, out: ImageTensor) -> tuple[Sequence[int], list[Any]]:
+    def plan(self, variant: tuple[int, ...], x: ImageTensor, out: ImageTensor) -> Plan:
         if not isinstance(x, ImageTensor) or not isinstance(out, ImageTensor):
             raise ConfigError("DepthwiseConv2d takes ImageTensors (see ops.to_image)")
         if out.shape != self.output_shape(x.shape):
@@ -102,13 +148,15 @@ class DepthwiseConv2d(Layer):
                 f"tensors must be {self.dtype.name} like the layer, got "
                 f"{x.dtype.name} -> {out.dtype.name}"
             )
+        pixels, rows = variant
         n, c, h, w = x.shape
         _, _, oh, ow = out.shape
-        blocks, out_w_blocks = -(-c // 4), -(-ow // self.pixels)
+        blocks, out_w_blocks = -(-c // 4), -(-ow // pixels)
         (ph, pw) = self.geometry.padding
         ints = (np.int32(v) for v in (w, h, ow, oh, pw, ph, blocks, out_w_blocks, n))
         args = [x.image, self.weights.image, self.bias.image, out.image, *ints, self.slope]
-        return (out_w_blocks * blocks, -(-oh // self.rows) * n), args
+        global_size = (out_w_blocks * blocks, -(-oh // rows) * n)
+        return self.build(variant), global_size, args, "tuned"
 
 
 def depthwise_conv2d(
@@ -125,8 +173,8 @@ def depthwise_conv2d(
     layout: str = "NCHW",
     shape: Sequence[int] | None = None,
     dtype: Any = None,
-    pixels: int = 4,
-    rows: int = 1,
+    pixels: int | None = None,
+    rows: int | None = None,
 ) -> Any:
     """Depthwise conv2d of ``x`` (numpy NCHW/NHWC array -> array of the same layout;
     :class:`ImageTensor` or pyopencl Image with ``shape`` -> ImageTensor).
@@ -135,7 +183,8 @@ def depthwise_conv2d(
     or (h, w); ``activation``: None, "relu", "relu6" or "leaky_relu" (``negative_slope``);
     ``dtype``: float32 or float16 storage for a numpy input (default: its own);
     ``pixels`` x ``rows``: the outputs one work-item computes (4 x 1: the MNN design;
-    8 or more rows read fewer texels per output, fewer give more work-items).
+    more read fewer texels per output, fewer give more work-items; neither: the variant
+    tuned for this shape, see :class:`DepthwiseConv2d`).
     """
     options = ConvOptions(
         stride=stride,

@@ -22,8 +22,9 @@
  * and unrolls. Input coordinates outside the tensor (padding) become -1, where the
  * CLK_ADDRESS_CLAMP sampler returns 0. Only valid outputs are written when OW or OH is
  * not a multiple of PIXELS or ROWS.
- * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4, 8), ACTIVATION,
- * STORAGE_HALF (images: no code change), USE_MAD24.
+ * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4, 8; with STRIP=1
+ * the kernel below, 4, 8, 16, 32), ACTIVATION, STORAGE_HALF (images: no code change),
+ * USE_MAD24.
  */
 #include "conv_common.h"
 
@@ -37,10 +38,15 @@
 #ifndef ROWS
 #define ROWS 1
 #endif
+#ifndef STRIP
+#define STRIP 0
+#endif
 #if PIXELS != 1 && PIXELS != 2 && PIXELS != 4 && PIXELS != 8
 #error "PIXELS must be 1, 2, 4 or 8"
 #endif
-#if ROWS != 1 && ROWS != 2 && ROWS != 4 && ROWS != 8
+#if STRIP && ROWS != 4 && ROWS != 8 && ROWS != 16 && ROWS != 32
+#error "ROWS must be 4, 8, 16 or 32 (the strip)"
+#elif !STRIP && ROWS != 1 && ROWS != 2 && ROWS != 4 && ROWS != 8
 #error "ROWS must be 1, 2, 4 or 8"
 #endif
 /* Input columns and rows one work-item reads. */
@@ -55,6 +61,7 @@ int column(int x, int cb, int in_w)
     return (x >= 0 && x < in_w) ? IMAD(cb, in_w, x) : -1;
 }
 
+#if !STRIP
 __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_t weights,
                                __read_only image2d_t bias, __write_only image2d_t output,
                                int in_w, int in_h, int out_w, int out_h, int pad_w,
@@ -121,3 +128,92 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
         }
     }
 }
+#endif /* !STRIP */
+
+/* The sliding-window strip (-DSTRIP=1): the same work-item tiles and arguments as above with ROWS
+ * (4, 8, 16, 32) output rows a strip, computed in a loop that is not unrolled, so the
+ * registers stay bounded whatever the strip's length. The window is WH = (KH - 1) * DH
+ * + 1 input rows tall and slides SH rows an output row; OPEN = ceil(WH / SH) output rows
+ * take contributions at a time: acc[0] the row finishing, acc[d] the row d below it.
+ * Iteration t (output row r = oh0 - OPEN + 1 + t) reads the SH input rows
+ * r * SH + WH - SH + s (s < SH), each once, adds each into every open row d whose window
+ * holds it at a kernel row ((WH - SH + s - d * SH) / DH, when whole and in range: all
+ * compile-time), writes acc[0] when r is a row of the strip and shifts the rows up.
+ * The first OPEN - 1 iterations fill the rows above the strip's first (never written).
+ * Input texels read per output: SH * SPAN * (ROWS + OPEN - 1) / (ROWS * PIXELS), 108 / 64
+ * = 1.69 for 4 x 16 (3 x 3, stride 1), against 30 / 8 = 3.75 for 8 x 1 above.
+ */
+#if STRIP
+#define WH ((KH - 1) * DH + 1)
+#define OPEN ((WH + SH - 1) / SH)
+
+__kernel void depthwise_conv2d_strip(__read_only image2d_t input,
+                                     __read_only image2d_t weights,
+                                     __read_only image2d_t bias, __write_only image2d_t output,
+                                     int in_w, int in_h, int out_w, int out_h, int pad_w,
+                                     int pad_h, int blocks, int out_w_blocks, int batch,
+                                     float slope)
+{
+    const int out_h_blocks = (out_h + ROWS - 1) / ROWS;
+    const int gx = get_global_id(0), gy = get_global_id(1);
+    if (gx >= IMUL(out_w_blocks, blocks) || gy >= IMUL(out_h_blocks, batch)) return;
+    const int cb = gx / out_w_blocks, owb = gx - IMUL(cb, out_w_blocks);
+    const int n = gy / out_h_blocks, oh0 = (gy - IMUL(n, out_h_blocks)) * ROWS;
+    const int ow0 = owb * PIXELS;
+
+    float4 w[KH][KW];
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky)
+#pragma unroll
+        for (int kx = 0; kx < KW; ++kx)
+            w[ky][kx] = read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky));
+    const float4 b = read_imagef(bias, CONV_SAMPLER, (int2)(cb, 0));
+    float4 acc[OPEN][PIXELS];
+#pragma unroll
+    for (int d = 0; d < OPEN; ++d)
+#pragma unroll
+        for (int p = 0; p < PIXELS; ++p) acc[d][p] = b;
+
+    const int ix0 = IMAD(ow0, SW, -pad_w);
+    const int out_x = IMAD(cb, out_w, ow0);
+    const int valid = out_w - ow0;
+    const int last = min(oh0 + ROWS, out_h); /* one past the strip's last row */
+    int r = oh0 - (OPEN - 1);
+    int iy = IMAD(r, SH, WH - SH - pad_h); /* the first input row iteration r reads */
+#pragma unroll 1
+    for (; r < last; ++r, iy += SH) {
+#pragma unroll
+        for (int s = 0; s < SH; ++s) {
+            const int y = iy + s;
+            const int row = (y >= 0 && y < in_h) ? IMAD(n, in_h, y) : -1;
+            float4 span[SPAN];
+#pragma unroll
+            for (int i = 0; i < SPAN; ++i)
+                span[i] = read_imagef(input, CONV_SAMPLER, (int2)(column(ix0 + i, cb, in_w), row));
+#pragma unroll
+            for (int d = 0; d < OPEN; ++d) {
+                const int offset = WH - SH + s - d * SH; /* in row r + d's window */
+                if (offset < 0 || offset >= WH || offset % DH) continue;
+#pragma unroll
+                for (int kx = 0; kx < KW; ++kx)
+#pragma unroll
+                    for (int p = 0; p < PIXELS; ++p)
+                        acc[d][p] = mad(span[p * SW + kx * DW], w[offset / DH][kx], acc[d][p]);
+            }
+        }
+        if (r >= oh0) {
+            const int out_y = IMAD(n, out_h, r);
+#pragma unroll
+            for (int p = 0; p < PIXELS; ++p)
+                if (p < valid)
+                    write_imagef(output, (int2)(out_x + p, out_y), ACTIVATE(acc[0][p], slope));
+        }
+#pragma unroll
+        for (int d = 0; d + 1 < OPEN; ++d)
+#pragma unroll
+            for (int p = 0; p < PIXELS; ++p) acc[d][p] = acc[d + 1][p];
+#pragma unroll
+        for (int p = 0; p < PIXELS; ++p) acc[OPEN - 1][p] = b;
+    }
+}
+#endif /* STRIP */

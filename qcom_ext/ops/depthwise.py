@@ -31,10 +31,12 @@ __all__ = ["DepthwiseConv2d", "depthwise_conv2d"]
 
 #: Outputs per work-item across a row the kernel can be built for (4: the MNN design).
 PIXELS = (1, 2, 4, 8)
-#: Output rows per work-item (1: the MNN design; 8: a strip, each input row read once).
+#: Output rows per work-item of the unrolled kernel (1: the MNN design).
 ROWS = (1, 2, 4, 8)
-#: The (pixels, rows) an untuned input shape runs with.
-DEFAULT = (4, 1)
+#: Output rows per work-item of the sliding-window strip (``strip=True``).
+STRIP_ROWS = (4, 8, 16, 32)
+#: The (pixels, rows, strip) an untuned input shape runs with.
+DEFAULT = (4, 1, 0)
 
 
 def _pow2_at_least(value: int) -> int:
@@ -48,10 +50,11 @@ class DepthwiseConv2d(VariantLayer):
     (``stride``, ``padding``, ``dilation``, ``activation``, ``negative_slope``, ``dtype``:
     float32 or float16 storage of the weights and of the tensors it takes) come as
     keywords or as ``options=``, a :class:`~qcom_ext.ops.ConvOptions`. ``pixels`` x
-    ``rows``: the outputs one work-item computes (a variant: :data:`PIXELS` x
-    :data:`ROWS`); with neither given, each input shape runs the variant
-    :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found fastest for it, else
-    :data:`DEFAULT` (one given: the other defaults to 4 pixels or 1 row).
+    ``rows``: the outputs one work-item computes (:data:`PIXELS` x :data:`ROWS`, all
+    unrolled); ``strip=True``: a strip of :data:`STRIP_ROWS` rows computed by a sliding
+    window, each input row read once. With none of them given, each input shape runs
+    the variant :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found fastest for it,
+    else :data:`DEFAULT`; unnamed ones default to 4 pixels, 1 row (8 for a strip).
     """
 
     op_name = "depthwise_conv2d"
@@ -65,17 +68,22 @@ class DepthwiseConv2d(VariantLayer):
         *,
         pixels: int | None = None,
         rows: int | None = None,
+        strip: bool | None = None,
         options: ConvOptions | None = None,
         **settings: Any,
     ) -> None:
         self.take_options(options, settings)
         self.fixed = None
-        if pixels is not None or rows is not None:
+        if pixels is not None or rows is not None or strip is not None:
+            if strip not in (None, True, False):
+                raise ConfigError(f"strip must be True or False, not {strip!r}")
+            allowed = STRIP_ROWS if strip else ROWS
             self.fixed = (
-                choice(DEFAULT[0] if pixels is None else pixels, PIXELS, "pixels"),
-                choice(DEFAULT[1] if rows is None else rows, ROWS, "rows"),
+                choice(4 if pixels is None else pixels, PIXELS, "pixels"),
+                choice((8 if strip else 1) if rows is None else rows, allowed, "rows"),
+                int(bool(strip)),
             )
-        self.pixels, self.rows = self.fixed or DEFAULT  # the variant built first
+        self.pixels, self.rows, self.strip = self.fixed or DEFAULT  # the variant built first
         w = weight_array(weight, "depthwise weight", (3, 4), self.dtype)
         if w.ndim == 4:
             if w.shape[1] != 1:
@@ -90,7 +98,7 @@ class DepthwiseConv2d(VariantLayer):
         self.bias = to_image(queue, bias_vector(bias, self.channels).reshape(1, -1, 1, 1))
         self._context, self._device = queue.context, queue.device
         self._launchers: dict[tuple[int, ...], Launcher] = {}
-        self.launcher = self.build((self.pixels, self.rows))
+        self.launcher = self.build((self.pixels, self.rows, self.strip))
 
     def _defines(self) -> dict[str, Any]:
         return {**self.geometry.defines(), **self.options.defines()}
@@ -98,26 +106,25 @@ class DepthwiseConv2d(VariantLayer):
     def build(self, variant: tuple[int, ...]) -> Launcher:
         launcher = self._launchers.get(variant)
         if launcher is None:
-            pixels, rows = variant
-            defines = {**self._defines(), "PIXELS": pixels, "ROWS": rows}
-            launcher = kernel_for(
-                self._context, self._device, "conv_depthwise.cl", "depthwise_conv2d", defines
-            )
+            pixels, rows, strip = variant
+            defines = {**self._defines(), "PIXELS": pixels, "ROWS": rows, "STRIP": strip}
+            name = "depthwise_conv2d_strip" if strip else "depthwise_conv2d"
+            launcher = kernel_for(self._context, self._device, "conv_depthwise.cl", name, defines)
             self._launchers[variant] = launcher
         return launcher
 
     def allowed(self, variant: tuple[int, ...]) -> bool:
-        return len(variant) == 2 and variant[0] in PIXELS and variant[1] in ROWS
+        if len(variant) != 3 or variant[0] not in PIXELS or variant[2] not in (0, 1):
+            return False
+        return variant[1] in (STRIP_ROWS if variant[2] else ROWS)
 
     def space(self, shape: Sequence[int]) -> list[tuple[int, ...]]:
-        """Every (pixels, rows) whose block is not larger than the output needs."""
+        """Every (pixels, rows, strip) whose block is not larger than the output needs
+        (a strip at most twice the output's height)."""
         _, _, oh, ow = self.output_shape(shape)
-        return [
-            (p, r)
-            for r in ROWS
-            for p in PIXELS
-            if p <= _pow2_at_least(ow) and r <= _pow2_at_least(oh)
-        ]
+        unrolled = [(r, 0) for r in ROWS if r <= _pow2_at_least(oh)]
+        strips = [(r, 1) for r in STRIP_ROWS if r <= 2 * oh]
+        return [(p, r, s) for r, s in unrolled + strips for p in PIXELS if p <= _pow2_at_least(ow)]
 
     def default_variant(self, shape: Sequence[int]) -> tuple[int, ...]:
         return DEFAULT
@@ -148,7 +155,7 @@ class DepthwiseConv2d(VariantLayer):
                 f"tensors must be {self.dtype.name} like the layer, got "
                 f"{x.dtype.name} -> {out.dtype.name}"
             )
-        pixels, rows = variant
+        pixels, rows, _ = variant
         n, c, h, w = x.shape
         _, _, oh, ow = out.shape
         blocks, out_w_blocks = -(-c // 4), -(-ow // pixels)
@@ -175,6 +182,7 @@ def depthwise_conv2d(
     dtype: Any = None,
     pixels: int | None = None,
     rows: int | None = None,
+    strip: bool | None = None,
 ) -> Any:
     """Depthwise conv2d of ``x`` (numpy NCHW/NHWC array -> array of the same layout;
     :class:`ImageTensor` or pyopencl Image with ``shape`` -> ImageTensor).
@@ -183,8 +191,9 @@ def depthwise_conv2d(
     or (h, w); ``activation``: None, "relu", "relu6" or "leaky_relu" (``negative_slope``);
     ``dtype``: float32 or float16 storage for a numpy input (default: its own);
     ``pixels`` x ``rows``: the outputs one work-item computes (4 x 1: the MNN design;
-    more read fewer texels per output, fewer give more work-items; neither: the variant
-    tuned for this shape, see :class:`DepthwiseConv2d`).
+    more read fewer texels per output, fewer give more work-items); ``strip``: rows is
+    the length of a sliding-window strip; none of them: the variant tuned for this
+    shape (see :class:`DepthwiseConv2d`).
     """
     options = ConvOptions(
         stride=stride,
@@ -200,6 +209,13 @@ def depthwise_conv2d(
         shape,
         dtype,
         lambda storage: DepthwiseConv2d(
-            queue, weight, bias, pixels=pixels, rows=rows, options=options, dtype=storage
+            queue,
+            weight,
+            bias,
+            pixels=pixels,
+            rows=rows,
+            strip=strip,
+            options=options,
+            dtype=storage,
         ),
     )

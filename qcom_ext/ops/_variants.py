@@ -114,9 +114,9 @@ class VariantLayer(Layer):
         """Tune for this input shape and keep the result (see :func:`qcom_ext.tune`).
 
         A layer made with a variant tunes its local size. One made without times
-        ``variants`` (default :meth:`space`), each with its local size tuned in an even
-        share of ``budget_s``, and remembers the fastest for this shape (the tuning
-        cache); later calls with this shape run it. Returns the winner's
+        ``variants`` (default :meth:`space`), each with its local size tuned in
+        ``budget_s`` seconds at most, and remembers the fastest for this shape (the
+        tuning cache); later calls with this shape run it. Returns the winner's
         :class:`TuningResult`; :meth:`variant_for` names it. ``options`` go to
         :func:`~qcom_ext.ops.tuning.tune_report` (``repeats``, ``force``, ...).
         """
@@ -129,9 +129,8 @@ class VariantLayer(Layer):
                 raise ConfigError(f"variant {variant} is not one {self.op_name} can build")
         if not space:
             raise ConfigError("no variant to tune")
-        share = budget_s / len(space)
         results = [
-            (variant, self._tune_variant(queue, variant, x, out, share, options))
+            (variant, self._tune_variant(queue, variant, x, out, budget_s, options))
             for variant in space
         ]
         timed = [(v, r) for v, r in results if r.best_ns is not None]

@@ -52,6 +52,10 @@ TUNE_SPACE = (
     (8, 8, 16, 16),
 )
 
+#: The variant an untuned shape runs on GPUs other than Adreno: on the H100 it was the
+#: fastest variant or within 1.3x of it at every MobileNetV2 1x1 shape (docs/ops.md).
+STAGED_DEFAULT = (4, 4, 8, 8)
+
 
 def default_tile(device: Any) -> tuple[int, int]:
     """(2, 4), MACE's tile, on Adreno and CPUs; (4, 8) on other GPUs, whose larger
@@ -225,7 +229,12 @@ class Conv2d1x1(VariantLayer, Pointwise):
         ]
 
     def default_variant(self, shape: Sequence[int]) -> tuple[int, ...]:
-        return (*default_tile(self._device), 0, 0)
+        """:data:`STAGED_DEFAULT` where :func:`default_tile` is (4, 8) (GPUs but Adreno)
+        and the device runs its work-group, else the register kernel with that tile."""
+        tile = default_tile(self._device)
+        if tile == (4, 8) and self.allowed(STAGED_DEFAULT):
+            return STAGED_DEFAULT
+        return (*tile, 0, 0)
 
     def key_options(self) -> str:
         settings = {**self._defines(), "CI": self.in_channels, "CO": self.out_channels}

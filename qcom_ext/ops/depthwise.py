@@ -130,7 +130,8 @@ class DepthwiseConv2d(VariantLayer):
         return DEFAULT
 
     def key_options(self) -> str:
-        settings = {**self._defines(), "C": self.channels}
+        (ph, pw) = self.geometry.padding
+        settings = {**self._defines(), "C": self.channels, "PH": ph, "PW": pw}
         return " ".join(f"{k}={v}" for k, v in sorted(settings.items()))
 
     def output_shape(self, shape: Sequence[int]) -> tuple[int, int, int, int]:

@@ -125,12 +125,17 @@ def _cache() -> VariantCache | None:
     return None if cache is None else VariantCache(cache.directory)
 
 
-def cached_variant(key: VariantKey, allowed: Collection[Variant]) -> Variant | None:
-    """The tuned variant for ``key`` if it is one of ``allowed``, else None (memoised)."""
-    if tuning_cache.generation() != _generation[0]:
-        with _lock:
+def _sync() -> None:
+    """Drop the memo when :func:`~qcom_ext.ops.tuning_cache.forget` ran since it was made."""
+    with _lock:
+        if tuning_cache.generation() != _generation[0]:
             _memory.clear()
             _generation[0] = tuning_cache.generation()
+
+
+def cached_variant(key: VariantKey, allowed: Collection[Variant]) -> Variant | None:
+    """The tuned variant for ``key`` if it is one of ``allowed``, else None (memoised)."""
+    _sync()
     try:
         found = _memory[key]
     except KeyError:
@@ -145,6 +150,7 @@ def store_variant(
     key: VariantKey, variant: Variant, best_ns: float, measured: Sequence[tuple[Variant, float]]
 ) -> None:
     """Remember ``variant`` for ``key`` in the process and in the cache (where enabled)."""
+    _sync()
     with _lock:
         _memory[key] = tuple(variant)
     cache = _cache()

@@ -120,10 +120,8 @@ def _plan(op: Any, x: Any, out: Any) -> tuple[Any, Any, list[Any], Any]:
     """(launcher, global size, arguments, "tuned" or a required local size) of ``x``."""
     if isinstance(op, VariantLayer):
         return op.plan(op.variant_for(x.shape), x, out)
-    global_size, args = op.launch_args(x, out)
-    if isinstance(op, ops.TiledConv2d):  # a required local size: nothing to tune
-        return op.launcher, global_size, args, (op.block, op.block, 1)
-    return op.launcher, global_size, args, "tuned"
+    local = (op.block, op.block, 1) if isinstance(op, ops.TiledConv2d) else "tuned"
+    return (op.launcher, *op.launch_args(x, out), local)
 
 
 def measure_layer(
@@ -153,8 +151,7 @@ def measure_layer(
     driver = launch_ns(local if required else None)
     local = local if required else tuning.local_size
     tuned = driver if required else launch_ns(local)
-    if variant == "tuned":
-        variant = "tuned " + "x".join(str(v) for v in op.variant_for(x.shape))
+    variant += " " + "x".join(map(str, op.variant_for(x.shape))) if variant == "tuned" else ""
     itemsize = 1 if layer.kind == "int8" else np.dtype(dtype).itemsize
     return {
         "layer": layer.name,

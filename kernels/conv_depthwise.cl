@@ -4,7 +4,9 @@
  * input   image (IW * CB, IH * N)     the N x C x IH x IW tensor, CB = ceil(C/4)
  * weights image (KW * CB, KH)         the C x 1 x KH x KW filter as a 1 x C x KH x KW tensor:
  *                                     texel (cb * KW + kx, ky) = taps (ky, kx) of block cb
+ *                                     (WEIGHTS_BUFFER=1: a float4 buffer [CB][KH][KW])
  * bias    image (CB, 1)               the bias as a 1 x C x 1 x 1 tensor (zeros for none)
+ *                                     (WEIGHTS_BUFFER=1: a float4 buffer [CB])
  * output  image (OW * CB, OH * N)
  *
  * Global size (ceil(OW/PIXELS) * CB, ceil(OH/ROWS) * N). A work-item computes PIXELS
@@ -23,8 +25,8 @@
  * CLK_ADDRESS_CLAMP sampler returns 0. Only valid outputs are written when OW or OH is
  * not a multiple of PIXELS or ROWS.
  * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4, 8; with STRIP=1
- * the kernel below, 4, 8, 16, 32), ACTIVATION, STORAGE_HALF (images: no code change),
- * USE_MAD24.
+ * the kernel below, 4, 8, 16, 32), WEIGHTS_BUFFER (below), ACTIVATION, STORAGE_HALF
+ * (images: no code change), USE_MAD24.
  */
 #include "conv_common.h"
 
@@ -56,14 +58,30 @@
  * needs r * SH >= j - (KH - 1) * DH). */
 #define FIRST_USER(j) (max((j) - (KH - 1) * DH + SH - 1, 0) / SH)
 
+/* The weights and the bias: images (the MNN design: texel (cb * KW + kx, ky), texel
+ * (cb, 0)), or with WEIGHTS_BUFFER=1 float4 buffers, [CB][KH][KW] and [CB] (float even
+ * for half storage), read through the data cache rather than the texture path. */
+#ifndef WEIGHTS_BUFFER
+#define WEIGHTS_BUFFER 0
+#endif
+#if WEIGHTS_BUFFER
+#define WEIGHT_ARGS __global const float4 *restrict weights, __global const float4 *restrict bias
+#define WEIGHT(cb, ky, kx) weights[IMAD(cb, KH * KW, (ky) * KW + (kx))]
+#define BIAS(cb) bias[cb]
+#else
+#define WEIGHT_ARGS __read_only image2d_t weights, __read_only image2d_t bias
+#define WEIGHT(cb, ky, kx) read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky))
+#define BIAS(cb) read_imagef(bias, CONV_SAMPLER, (int2)(cb, 0))
+#endif
+
 int column(int x, int cb, int in_w)
 {
     return (x >= 0 && x < in_w) ? IMAD(cb, in_w, x) : -1;
 }
 
 #if !STRIP
-__kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_t weights,
-                               __read_only image2d_t bias, __write_only image2d_t output,
+__kernel void depthwise_conv2d(__read_only image2d_t input, WEIGHT_ARGS,
+                               __write_only image2d_t output,
                                int in_w, int in_h, int out_w, int out_h, int pad_w,
                                int pad_h, int blocks, int out_w_blocks, int batch,
                                float slope)
@@ -80,8 +98,8 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
     for (int ky = 0; ky < KH; ++ky)
 #pragma unroll
         for (int kx = 0; kx < KW; ++kx)
-            w[ky][kx] = read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky));
-    const float4 b = read_imagef(bias, CONV_SAMPLER, (int2)(cb, 0));
+            w[ky][kx] = WEIGHT(cb, ky, kx);
+    const float4 b = BIAS(cb);
     float4 o[ROWS][PIXELS];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
@@ -147,9 +165,8 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, __read_only image2d_
 #define WH ((KH - 1) * DH + 1)
 #define OPEN ((WH + SH - 1) / SH)
 
-__kernel void depthwise_conv2d_strip(__read_only image2d_t input,
-                                     __read_only image2d_t weights,
-                                     __read_only image2d_t bias, __write_only image2d_t output,
+__kernel void depthwise_conv2d_strip(__read_only image2d_t input, WEIGHT_ARGS,
+                                     __write_only image2d_t output,
                                      int in_w, int in_h, int out_w, int out_h, int pad_w,
                                      int pad_h, int blocks, int out_w_blocks, int batch,
                                      float slope)
@@ -166,8 +183,8 @@ __kernel void depthwise_conv2d_strip(__read_only image2d_t input,
     for (int ky = 0; ky < KH; ++ky)
 #pragma unroll
         for (int kx = 0; kx < KW; ++kx)
-            w[ky][kx] = read_imagef(weights, CONV_SAMPLER, (int2)(IMAD(cb, KW, kx), ky));
-    const float4 b = read_imagef(bias, CONV_SAMPLER, (int2)(cb, 0));
+            w[ky][kx] = WEIGHT(cb, ky, kx);
+    const float4 b = BIAS(cb);
     float4 acc[OPEN][PIXELS];
 #pragma unroll
     for (int d = 0; d < OPEN; ++d)

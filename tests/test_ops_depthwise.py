@@ -31,7 +31,8 @@ cases = st.fixed_dictionaries(
         "kw": st.integers(1, 5),
         **conv_option_strategies(),
         "pixels": st.sampled_from([1, 2, 4, 8]),
-        "rows": st.sampled_from([1, 2, 4]),
+        "rows": st.sampled_from([1, 2, 4, 8]),
+        "weight_buffer": st.booleans(),
     }
 )
 
@@ -73,6 +74,7 @@ def test_random_shapes_against_numpy(queue):
             negative_slope=0.1,
             pixels=case["pixels"],
             rows=case["rows"],
+            weight_buffer=case["weight_buffer"],
             **kwargs,
         )
         if case["layout"] == "NHWC":
@@ -90,13 +92,16 @@ def test_random_shapes_against_numpy(queue):
         *((p, r, True) for p, r in [(1, 4), (8, 8), (2, 32)]),
     ],
 )
+@pytest.mark.parametrize("weight_buffer", [False, True])
 @pytest.mark.parametrize("ow", [1, 4, 5, 7, 8, 9])
 def test_output_sizes_not_a_multiple_of_the_block_write_only_valid_pixels(
-    queue, ow, pixels, rows, strip
+    queue, ow, pixels, rows, strip, weight_buffer
 ):
     x = np.random.default_rng(ow).standard_normal((2, 6, 3, ow)).astype(np.float32)
     w = np.random.default_rng(9).standard_normal((6, 1, 3, 3)).astype(np.float32)
-    layer = ops.DepthwiseConv2d(queue, w, padding=1, pixels=pixels, rows=rows, strip=strip)
+    layer = ops.DepthwiseConv2d(
+        queue, w, padding=1, pixels=pixels, rows=rows, strip=strip, weight_buffer=weight_buffer
+    )
     image = ops.to_image(queue, x)
     # The output image is a block larger than the tensor in both directions, so that a
     # write past the last pixel of a row or past the last row lands where it shows.
@@ -147,6 +152,7 @@ def test_image_tensors_stay_on_the_device(queue):
         ({"rows": 16}, r"rows must be one of \(1, 2, 4, 8\)"),
         ({"rows": 2, "strip": True}, r"rows must be one of \(4, 8, 16, 32\)"),
         ({"strip": "yes"}, "strip must be True or False"),
+        ({"weight_buffer": 2}, "weight_buffer must be True or False"),
     ],
 )
 def test_bad_arguments_are_named(queue, kwargs, message):
@@ -173,6 +179,7 @@ strip_cases = st.fixed_dictionaries(
         **conv_option_strategies(),
         "pixels": st.sampled_from([1, 2, 4, 8]),
         "rows": st.sampled_from([4, 8, 16, 32]),
+        "weight_buffer": st.booleans(),
     }
 )
 
@@ -203,6 +210,7 @@ def test_strips_against_numpy(queue):
             pixels=case["pixels"],
             rows=case["rows"],
             strip=True,
+            weight_buffer=case["weight_buffer"],
             **kwargs,
         )
         assert got.dtype == dtype and got.shape == want.shape
@@ -229,33 +237,33 @@ def test_tuning_picks_a_variant_per_shape_and_later_layers_run_it(queue, tuning_
     w = rng.standard_normal((5, 1, 3, 3)).astype(np.float32)
     x = rng.standard_normal((1, 5, 12, 9)).astype(np.float32)
     layer = ops.DepthwiseConv2d(queue, w, padding=1)
-    assert layer.fixed is None and layer.variant_for((1, 5, 12, 9)) == (4, 1, 0)
+    assert layer.fixed is None and layer.variant_for((1, 5, 12, 9)) == (4, 1, 0, 0)
     image = ops.to_image(queue, x)
-    space = [(1, 1, 0), (2, 8, 1)]
+    space = [(1, 1, 0, 0), (2, 8, 1, 1)]
     report = layer.tune(queue, image, variants=space, budget_s=0.2)
     chosen = layer.variant_for(image.shape)
     assert chosen in space and report.best_ns > 0
-    assert layer.variant_for((1, 5, 12, 10)) == (4, 1, 0)  # another shape: untuned
+    assert layer.variant_for((1, 5, 12, 10)) == (4, 1, 0, 0)  # another shape: untuned
     want = conv2d(x, w, padding=1, groups=5)
     assert_close(ops.from_image(queue, layer(queue, image)), want, np.float32)
     tuning.forget()  # a new process: the entry is read back from the file
     again = ops.DepthwiseConv2d(queue, w, padding=1)
     assert again.variant_for(image.shape) == chosen
-    assert ops.DepthwiseConv2d(queue, w, padding=1, pixels=8).variant_for(x.shape) == (8, 1, 0)
-    assert ops.DepthwiseConv2d(queue, w, padding=2).variant_for(x.shape) == (4, 1, 0)
+    assert ops.DepthwiseConv2d(queue, w, padding=1, pixels=8).variant_for(x.shape) == (8, 1, 0, 0)
+    assert ops.DepthwiseConv2d(queue, w, padding=2).variant_for(x.shape) == (4, 1, 0, 0)
     entries = {path: json.loads(path.read_text()) for path in tuning_cache.glob("*.json")}
     (entry,) = [path for path, e in entries.items() if e["format"] == "qcom_ext-variant"]
     data = entries[entry]
-    entry.write_text(json.dumps({**data, "variant": [3, 1, 0]}))
+    entry.write_text(json.dumps({**data, "variant": [3, 1, 0, 0]}))
     tuning.forget()
-    assert again.variant_for(image.shape) == (4, 1, 0)  # pixels=3 is no variant: a miss
+    assert again.variant_for(image.shape) == (4, 1, 0, 0)  # pixels=3 is no variant: a miss
 
 
 def test_tune_refuses_variants_it_cannot_build(queue):
     layer = ops.DepthwiseConv2d(queue, np.ones((4, 1, 3, 3), np.float32))
     image = ops.to_image(queue, np.ones((1, 4, 5, 5), np.float32))
-    with pytest.raises(ConfigError, match=r"variant \(4, 2, 1\) is not one"):
-        layer.tune(queue, image, variants=[(4, 2, 1)])
+    with pytest.raises(ConfigError, match=r"variant \(4, 2, 1, 0\) is not one"):
+        layer.tune(queue, image, variants=[(4, 2, 1, 0)])
 
 
 def test_the_tune_space_fits_the_output():
@@ -265,5 +273,6 @@ def test_the_tune_space_fits_the_output():
     layer.channels = 8
     layer.geometry = ops.ConvOptions(stride=2, padding=1).geometry((3, 3))
     space = layer.space((1, 8, 7, 5))  # a 4 x 3 output
-    assert (4, 4, 0) in space and (4, 8, 1) in space and (4, 4, 1) in space
+    assert {(4, 4, 0, 0), (4, 8, 1, 0), (4, 4, 1, 1), (1, 1, 0, 1)} <= set(space)
     assert not [v for v in space if v[0] > 4 or (not v[2] and v[1] > 4) or v[1] > 8]
+    assert len(space) == 2 * 3 * 5  # both weight sources, 3 widths, 3 + 2 heights

@@ -21,7 +21,7 @@ import numpy as np
 from qcom_ext.errors import ConfigError
 from qcom_ext.ops._functional import on_images
 from qcom_ext.ops._programs import Launcher, kernel_for
-from qcom_ext.ops._tensor import ImageTensor
+from qcom_ext.ops._tensor import ImageTensor, upload
 from qcom_ext.ops._variants import Plan, VariantLayer
 from qcom_ext.ops._weights import bias_vector, weight_array
 from qcom_ext.ops.layout import to_image
@@ -35,8 +35,8 @@ PIXELS = (1, 2, 4, 8)
 ROWS = (1, 2, 4, 8)
 #: Output rows per work-item of the sliding-window strip (``strip=True``).
 STRIP_ROWS = (4, 8, 16, 32)
-#: The (pixels, rows, strip) an untuned input shape runs with.
-DEFAULT = (4, 1, 0)
+#: The (pixels, rows, strip, weight buffer) an untuned input shape runs with.
+DEFAULT = (4, 1, 0, 0)
 
 
 def _pow2_at_least(value: int) -> int:
@@ -52,9 +52,11 @@ class DepthwiseConv2d(VariantLayer):
     keywords or as ``options=``, a :class:`~qcom_ext.ops.ConvOptions`. ``pixels`` x
     ``rows``: the outputs one work-item computes (:data:`PIXELS` x :data:`ROWS`, all
     unrolled); ``strip=True``: a strip of :data:`STRIP_ROWS` rows computed by a sliding
-    window, each input row read once. With none of them given, each input shape runs
-    the variant :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found fastest for it,
-    else :data:`DEFAULT`; unnamed ones default to 4 pixels, 1 row (8 for a strip).
+    window, each input row read once; ``weight_buffer=True``: the kernel reads the
+    weights and the bias from buffers instead of images (no texture reads for them).
+    With none of these given, each input shape runs the variant
+    :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found fastest for it, else
+    :data:`DEFAULT`; unnamed ones default to 4 pixels, 1 row (8 for a strip), images.
     """
 
     op_name = "depthwise_conv2d"
@@ -69,21 +71,25 @@ class DepthwiseConv2d(VariantLayer):
         pixels: int | None = None,
         rows: int | None = None,
         strip: bool | None = None,
+        weight_buffer: bool | None = None,
         options: ConvOptions | None = None,
         **settings: Any,
     ) -> None:
         self.take_options(options, settings)
         self.fixed = None
-        if pixels is not None or rows is not None or strip is not None:
-            if strip not in (None, True, False):
-                raise ConfigError(f"strip must be True or False, not {strip!r}")
+        if any(v is not None for v in (pixels, rows, strip, weight_buffer)):
+            for name, flag in (("strip", strip), ("weight_buffer", weight_buffer)):
+                if flag not in (None, True, False):
+                    raise ConfigError(f"{name} must be True or False, not {flag!r}")
             allowed = STRIP_ROWS if strip else ROWS
             self.fixed = (
                 choice(4 if pixels is None else pixels, PIXELS, "pixels"),
                 choice((8 if strip else 1) if rows is None else rows, allowed, "rows"),
                 int(bool(strip)),
+                int(bool(weight_buffer)),
             )
-        self.pixels, self.rows, self.strip = self.fixed or DEFAULT  # the variant built first
+        # the variant built first
+        self.pixels, self.rows, self.strip, self.weight_buffer = self.fixed or DEFAULT
         w = weight_array(weight, "depthwise weight", (3, 4), self.dtype)
         if w.ndim == 4:
             if w.shape[1] != 1:
@@ -95,10 +101,13 @@ class DepthwiseConv2d(VariantLayer):
         self.channels, kh, kw = w.shape
         self.geometry = self.options.geometry((kh, kw))
         self.weights = to_image(queue, w.reshape(1, self.channels, kh, kw))
-        self.bias = to_image(queue, bias_vector(bias, self.channels).reshape(1, -1, 1, 1))
+        bias = bias_vector(bias, self.channels)
+        self.bias = to_image(queue, bias.reshape(1, -1, 1, 1))
+        self._host = (w, bias)  # for the weight buffers, made when a variant needs them
+        self._buffers: tuple[Any, Any] | None = None
         self._context, self._device = queue.context, queue.device
         self._launchers: dict[tuple[int, ...], Launcher] = {}
-        self.launcher = self.build((self.pixels, self.rows, self.strip))
+        self.launcher = self.build(self.fixed or DEFAULT)
 
     def _defines(self) -> dict[str, Any]:
         return {**self.geometry.defines(), **self.options.defines()}
@@ -106,15 +115,33 @@ class DepthwiseConv2d(VariantLayer):
     def build(self, variant: tuple[int, ...]) -> Launcher:
         launcher = self._launchers.get(variant)
         if launcher is None:
-            pixels, rows, strip = variant
+            pixels, rows, strip, buffers = variant
             defines = {**self._defines(), "PIXELS": pixels, "ROWS": rows, "STRIP": strip}
+            defines["WEIGHTS_BUFFER"] = buffers
             name = "depthwise_conv2d_strip" if strip else "depthwise_conv2d"
             launcher = kernel_for(self._context, self._device, "conv_depthwise.cl", name, defines)
             self._launchers[variant] = launcher
         return launcher
 
+    def _weight_buffers(self) -> tuple[Any, Any]:
+        """The weights as float4 [CB][KH][KW] and the bias as float4 [CB], uploaded once."""
+        if self._buffers is None:
+            w, bias = self._host
+            c, kh, kw = w.shape
+            blocks = -(-c // 4)
+            taps = np.zeros((blocks * 4, kh, kw), np.float32)
+            taps[:c] = w
+            packed = taps.reshape(blocks, 4, kh, kw).transpose(0, 2, 3, 1)
+            padded = np.zeros(blocks * 4, np.float32)
+            padded[:c] = bias
+            self._buffers = (
+                upload(self._context, np.ascontiguousarray(packed), "the depthwise weights"),
+                upload(self._context, padded, "the bias"),
+            )
+        return self._buffers
+
     def allowed(self, variant: tuple[int, ...]) -> bool:
-        if len(variant) != 3 or variant[0] not in PIXELS or variant[2] not in (0, 1):
+        if len(variant) != 4 or variant[0] not in PIXELS or not {*variant[2:]} <= {0, 1}:
             return False
         return variant[1] in (STRIP_ROWS if variant[2] else ROWS)
 
@@ -124,7 +151,8 @@ class DepthwiseConv2d(VariantLayer):
         _, _, oh, ow = self.output_shape(shape)
         unrolled = [(r, 0) for r in ROWS if r <= _pow2_at_least(oh)]
         strips = [(r, 1) for r in STRIP_ROWS if r <= 2 * oh]
-        return [(p, r, s) for r, s in unrolled + strips for p in PIXELS if p <= _pow2_at_least(ow)]
+        pixels = [p for p in PIXELS if p <= _pow2_at_least(ow)]
+        return [(p, r, s, b) for b in (0, 1) for r, s in unrolled + strips for p in pixels]
 
     def default_variant(self, shape: Sequence[int]) -> tuple[int, ...]:
         return DEFAULT
@@ -156,13 +184,14 @@ class DepthwiseConv2d(VariantLayer):
                 f"tensors must be {self.dtype.name} like the layer, got "
                 f"{x.dtype.name} -> {out.dtype.name}"
             )
-        pixels, rows, _ = variant
+        pixels, rows, _, buffers = variant
         n, c, h, w = x.shape
         _, _, oh, ow = out.shape
         blocks, out_w_blocks = -(-c // 4), -(-ow // pixels)
         (ph, pw) = self.geometry.padding
         ints = (np.int32(v) for v in (w, h, ow, oh, pw, ph, blocks, out_w_blocks, n))
-        args = [x.image, self.weights.image, self.bias.image, out.image, *ints, self.slope]
+        weights = self._weight_buffers() if buffers else (self.weights.image, self.bias.image)
+        args = [x.image, *weights, out.image, *ints, self.slope]
         global_size = (out_w_blocks * blocks, -(-oh // rows) * n)
         return self.build(variant), global_size, args, "tuned"
 
@@ -184,6 +213,7 @@ def depthwise_conv2d(
     pixels: int | None = None,
     rows: int | None = None,
     strip: bool | None = None,
+    weight_buffer: bool | None = None,
 ) -> Any:
     """Depthwise conv2d of ``x`` (numpy NCHW/NHWC array -> array of the same layout;
     :class:`ImageTensor` or pyopencl Image with ``shape`` -> ImageTensor).
@@ -216,6 +246,7 @@ def depthwise_conv2d(
             pixels=pixels,
             rows=rows,
             strip=strip,
+            weight_buffer=weight_buffer,
             options=options,
             dtype=storage,
         ),

@@ -26,7 +26,7 @@
  * not a multiple of PIXELS or ROWS.
  * Compile-time: KH KW SH SW DH DW, PIXELS (1, 2, 4, 8), ROWS (1, 2, 4, 8; with STRIP=1
  * the kernel below, 4, 8, 16, 32), WEIGHTS_BUFFER (below), ACTIVATION, STORAGE_HALF
- * (images: no code change), USE_MAD24.
+ * (images: no code change), USE_MAD24; TILED=1: the local-memory tile at the end.
  */
 #include "conv_common.h"
 
@@ -43,12 +43,17 @@
 #ifndef STRIP
 #define STRIP 0
 #endif
+#ifndef TILED
+#define TILED 0
+#endif
 #if PIXELS != 1 && PIXELS != 2 && PIXELS != 4 && PIXELS != 8
 #error "PIXELS must be 1, 2, 4 or 8"
 #endif
 #if STRIP && ROWS != 4 && ROWS != 8 && ROWS != 16 && ROWS != 32
 #error "ROWS must be 4, 8, 16 or 32 (the strip)"
-#elif !STRIP && ROWS != 1 && ROWS != 2 && ROWS != 4 && ROWS != 8
+#elif TILED && ROWS != 4 && ROWS != 8 && ROWS != 16
+#error "ROWS must be 4, 8 or 16 (the tile)"
+#elif !STRIP && !TILED && ROWS != 1 && ROWS != 2 && ROWS != 4 && ROWS != 8
 #error "ROWS must be 1, 2, 4 or 8"
 #endif
 /* Input columns and rows one work-item reads. */
@@ -79,7 +84,7 @@ int column(int x, int cb, int in_w)
     return (x >= 0 && x < in_w) ? IMAD(cb, in_w, x) : -1;
 }
 
-#if !STRIP
+#if !STRIP && !TILED
 __kernel void depthwise_conv2d(__read_only image2d_t input, WEIGHT_ARGS,
                                __write_only image2d_t output,
                                int in_w, int in_h, int out_w, int out_h, int pad_w,
@@ -146,7 +151,7 @@ __kernel void depthwise_conv2d(__read_only image2d_t input, WEIGHT_ARGS,
         }
     }
 }
-#endif /* !STRIP */
+#endif /* !STRIP && !TILED */
 
 /* The sliding-window strip (-DSTRIP=1): the same work-item tiles and arguments as above with ROWS
  * (4, 8, 16, 32) output rows a strip, computed in a loop that is not unrolled, so the
@@ -234,3 +239,72 @@ __kernel void depthwise_conv2d_strip(__read_only image2d_t input, WEIGHT_ARGS,
     }
 }
 #endif /* STRIP */
+
+/* The local-memory tile (-DTILED=1): a work-group of TILE_W x ROWS work-items computes a
+ * TW x ROWS tile of one channel block (TW = TILE_W * PIXELS), each work-item PIXELS
+ * outputs of one row. The group first copies the tile's input region, RH x RW texels,
+ * from the image into local memory, each texel read once (the strip above reads each
+ * once too, but in a serial loop; here every work-item of the group reads its share at
+ * once), then every work-item reads its KH rows of SPAN texels from local memory.
+ * Texture reads per output: RH * RW / (TW * ROWS), 34 * 10 / 256 = 1.33 for 4 x 8 work-
+ * items of 4 pixels (3 x 3, stride 1). The local size must be (TILE_W, ROWS) (required),
+ * the global size (CB * tiles_w * TILE_W, N * ceil(OH / ROWS) * ROWS), tiles_w =
+ * ceil(OW / TW) (the kernel's out_w_blocks argument).
+ */
+#if TILED
+#ifndef TILE_W
+#define TILE_W 8
+#endif
+#define TW (TILE_W * PIXELS)
+#define RW ((TW - 1) * SW + (KW - 1) * DW + 1)
+#define RH ((ROWS - 1) * SH + (KH - 1) * DH + 1)
+
+__kernel __attribute__((reqd_work_group_size(TILE_W, ROWS, 1))) void
+depthwise_conv2d_tiled(__read_only image2d_t input, WEIGHT_ARGS, __write_only image2d_t output,
+                       int in_w, int in_h, int out_w, int out_h, int pad_w, int pad_h,
+                       int blocks, int tiles_w, int batch, float slope)
+{
+    __local float4 region[RH * RW];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const int tiles_h = (out_h + ROWS - 1) / ROWS;
+    const int gx = get_group_id(0), gy = get_group_id(1);
+    const int cb = gx / tiles_w, tx = gx - IMUL(cb, tiles_w);
+    const int n = gy / tiles_h, ty = gy - IMUL(n, tiles_h);
+    const int ox0 = tx * TW, oy0 = ty * ROWS;
+    const int ix0 = IMAD(ox0, SW, -pad_w), iy0 = IMAD(oy0, SH, -pad_h);
+
+    for (int i = IMAD(ly, TILE_W, lx); i < RH * RW; i += TILE_W * ROWS) {
+        const int r = i / RW, y = iy0 + r;
+        const int row = (y >= 0 && y < in_h) ? IMAD(n, in_h, y) : -1;
+        region[i] = read_imagef(input, CONV_SAMPLER, (int2)(column(ix0 + i - r * RW, cb, in_w), row));
+    }
+    float4 w[KH][KW];
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky)
+#pragma unroll
+        for (int kx = 0; kx < KW; ++kx) w[ky][kx] = WEIGHT(cb, ky, kx);
+    const float4 b = BIAS(cb);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    const int oy = oy0 + ly, ox = ox0 + lx * PIXELS;
+    if (oy >= out_h || ox >= out_w) return;
+    float4 o[PIXELS];
+#pragma unroll
+    for (int p = 0; p < PIXELS; ++p) o[p] = b;
+#pragma unroll
+    for (int ky = 0; ky < KH; ++ky) {
+        const __local float4 *line = region + (ly * SH + ky * DH) * RW + lx * PIXELS * SW;
+        float4 span[SPAN];
+#pragma unroll
+        for (int i = 0; i < SPAN; ++i) span[i] = line[i];
+#pragma unroll
+        for (int kx = 0; kx < KW; ++kx)
+#pragma unroll
+            for (int p = 0; p < PIXELS; ++p) o[p] = mad(span[p * SW + kx * DW], w[ky][kx], o[p]);
+    }
+    const int out_x = IMAD(cb, out_w, ox), out_y = IMAD(n, out_h, oy);
+#pragma unroll
+    for (int p = 0; p < PIXELS; ++p)
+        if (p < out_w - ox) write_imagef(output, (int2)(out_x + p, out_y), ACTIVATE(o[p], slope));
+}
+#endif /* TILED */

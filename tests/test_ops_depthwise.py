@@ -89,7 +89,8 @@ def test_random_shapes_against_numpy(queue):
     "pixels, rows, strip",
     [
         *((p, r, False) for p, r in [(1, 1), (4, 1), (8, 1), (2, 2), (4, 4), (4, 8)]),
-        *((p, r, True) for p, r in [(1, 4), (8, 8), (2, 32)]),
+        *((p, r, "strip") for p, r in [(1, 4), (8, 8), (2, 32)]),
+        *((p, r, "tiled") for p, r in [(1, 4), (2, 8), (4, 16)]),
     ],
 )
 @pytest.mark.parametrize("weight_buffer", [False, True])
@@ -99,8 +100,9 @@ def test_output_sizes_not_a_multiple_of_the_block_write_only_valid_pixels(
 ):
     x = np.random.default_rng(ow).standard_normal((2, 6, 3, ow)).astype(np.float32)
     w = np.random.default_rng(9).standard_normal((6, 1, 3, 3)).astype(np.float32)
+    kind = {strip: True} if strip else {}  # strip=True or tiled=True
     layer = ops.DepthwiseConv2d(
-        queue, w, padding=1, pixels=pixels, rows=rows, strip=strip, weight_buffer=weight_buffer
+        queue, w, padding=1, pixels=pixels, rows=rows, weight_buffer=weight_buffer, **kind
     )
     image = ops.to_image(queue, x)
     # The output image is a block larger than the tensor in both directions, so that a
@@ -153,6 +155,8 @@ def test_image_tensors_stay_on_the_device(queue):
         ({"rows": 2, "strip": True}, r"rows must be one of \(4, 8, 16, 32\)"),
         ({"strip": "yes"}, "strip must be True or False"),
         ({"weight_buffer": 2}, "weight_buffer must be True or False"),
+        ({"tiled": True, "rows": 2}, r"rows must be one of \(4, 8, 16\)"),
+        ({"tiled": True, "strip": True}, "strip and tiled are two variants"),
     ],
 )
 def test_bad_arguments_are_named(queue, kwargs, message):
@@ -180,26 +184,35 @@ strip_cases = st.fixed_dictionaries(
         "pixels": st.sampled_from([1, 2, 4, 8]),
         "rows": st.sampled_from([4, 8, 16, 32]),
         "weight_buffer": st.booleans(),
+        "kind": st.sampled_from(["strip", "tiled"]),
     }
 )
 
 
-def test_strips_against_numpy(queue):
-    """The sliding-window strip: every geometry (strides past the window, dilations,
-    kernels of 1 to 4 rows), strips shorter and longer than the output, tails."""
+def test_strips_and_tiles_against_numpy(queue):
+    """The sliding-window strip and the local-memory tile: every geometry (strides past
+    the window, dilations, kernels of 1 to 4 rows), strips and tiles shorter and longer
+    than the output, tails."""
     rng = np.random.default_rng(8)
 
     @settings(max_examples=30, deadline=None)
     @given(strip_cases)
     def check(case):
         assume(fits(case))
+        assume(case["kind"] == "strip" or case["rows"] < 32)
         dtype = case["dtype"]
         x = rng.standard_normal((case["n"], case["c"], case["h"], case["w"])).astype(dtype)
         w = rng.standard_normal((case["c"], 1, case["kh"], case["kw"])).astype(dtype)
         b = rng.standard_normal(case["c"]).astype(np.float32) if case["bias"] else None
         kwargs = {k: case[k] for k in ("stride", "padding", "dilation", "activation")}
+        kwargs[case["kind"]] = True
         want = conv2d(
-            rounded(x, dtype), rounded(w, dtype), b, groups=case["c"], slope=0.3, **kwargs
+            rounded(x, dtype),
+            rounded(w, dtype),
+            b,
+            groups=case["c"],
+            slope=0.3,
+            **{k: v for k, v in kwargs.items() if k not in ("strip", "tiled")},
         )
         got = ops.depthwise_conv2d(
             queue,
@@ -209,7 +222,6 @@ def test_strips_against_numpy(queue):
             negative_slope=0.3,
             pixels=case["pixels"],
             rows=case["rows"],
-            strip=True,
             weight_buffer=case["weight_buffer"],
             **kwargs,
         )
@@ -266,13 +278,13 @@ def test_tune_refuses_variants_it_cannot_build(queue):
         layer.tune(queue, image, variants=[(4, 2, 1, 0)])
 
 
-def test_the_tune_space_fits_the_output():
-    from qcom_ext.ops.depthwise import DepthwiseConv2d
-
-    layer = DepthwiseConv2d.__new__(DepthwiseConv2d)
-    layer.channels = 8
-    layer.geometry = ops.ConvOptions(stride=2, padding=1).geometry((3, 3))
+def test_the_tune_space_fits_the_output(queue):
+    layer = ops.DepthwiseConv2d(queue, np.ones((8, 1, 3, 3), np.float32), stride=2, padding=1)
     space = layer.space((1, 8, 7, 5))  # a 4 x 3 output
     assert {(4, 4, 0, 0), (4, 8, 1, 0), (4, 4, 1, 1), (1, 1, 0, 1)} <= set(space)
     assert not [v for v in space if v[0] > 4 or (not v[2] and v[1] > 4) or v[1] > 8]
-    assert len(space) == 2 * 3 * 5  # both weight sources, 3 widths, 3 + 2 heights
+    assert len(space) == 2 * 3 * 5  # both weight sources, 3 widths, 3 + 2 heights, no tile
+    wide = layer.space((1, 8, 7, 40))  # 4 x 20: tiles of 8, 16 and 32 outputs across
+    assert {v for v in wide if v[2] == 2} == {
+        (p, r, 2, b) for p in (1, 2, 4) for r in (4, 8) for b in (0, 1)
+    }

@@ -35,12 +35,39 @@ PIXELS = (1, 2, 4, 8)
 ROWS = (1, 2, 4, 8)
 #: Output rows per work-item of the sliding-window strip (``strip=True``).
 STRIP_ROWS = (4, 8, 16, 32)
-#: The (pixels, rows, strip, weight buffer) an untuned input shape runs with.
+#: Output rows of the local-memory tile (``tiled=True``: one per work-item row).
+TILE_ROWS = (4, 8, 16)
+#: Work-items across a tile (each computes ``pixels`` outputs of its row).
+TILE_W = 8
+#: The kernel of each variant kind: 0 unrolled, 1 strip, 2 tiled.
+KERNELS = ("depthwise_conv2d", "depthwise_conv2d_strip", "depthwise_conv2d_tiled")
+#: The (pixels, rows, kind, weight buffer) an untuned input shape runs with.
 DEFAULT = (4, 1, 0, 0)
 
 
 def _pow2_at_least(value: int) -> int:
     return 1 << max(0, int(value) - 1).bit_length()
+
+
+def variant_of(
+    pixels: int | None, rows: int | None, strip: Any, tiled: Any, weight_buffer: Any
+) -> tuple[int, int, int, int] | None:
+    """The variant the layer's keywords ask for (checked), or None when none is given."""
+    if all(v is None for v in (pixels, rows, strip, tiled, weight_buffer)):
+        return None
+    for name, flag in (("strip", strip), ("tiled", tiled), ("weight_buffer", weight_buffer)):
+        if flag not in (None, True, False):
+            raise ConfigError(f"{name} must be True or False, not {flag!r}")
+    if strip and tiled:
+        raise ConfigError("strip and tiled are two variants: ask for one")
+    kind = 1 if strip else 2 if tiled else 0
+    allowed = (ROWS, STRIP_ROWS, TILE_ROWS)[kind]
+    return (
+        choice(4 if pixels is None else pixels, PIXELS, "pixels"),
+        choice((1, 8, 8)[kind] if rows is None else rows, allowed, "rows"),
+        kind,
+        int(bool(weight_buffer)),
+    )
 
 
 class DepthwiseConv2d(VariantLayer):
@@ -52,11 +79,13 @@ class DepthwiseConv2d(VariantLayer):
     keywords or as ``options=``, a :class:`~qcom_ext.ops.ConvOptions`. ``pixels`` x
     ``rows``: the outputs one work-item computes (:data:`PIXELS` x :data:`ROWS`, all
     unrolled); ``strip=True``: a strip of :data:`STRIP_ROWS` rows computed by a sliding
-    window, each input row read once; ``weight_buffer=True``: the kernel reads the
-    weights and the bias from buffers instead of images (no texture reads for them).
-    With none of these given, each input shape runs the variant
-    :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found fastest for it, else
-    :data:`DEFAULT`; unnamed ones default to 4 pixels, 1 row (8 for a strip), images.
+    window, each input row read once; ``tiled=True``: work-groups of :data:`TILE_W` x
+    ``rows`` (:data:`TILE_ROWS`) work-items share their input region in local memory;
+    ``weight_buffer=True``: the kernel reads the weights and the bias from buffers
+    instead of images (no texture reads for them). With none of these given, each input
+    shape runs the variant :meth:`~qcom_ext.ops._variants.VariantLayer.tune` found
+    fastest for it, else :data:`DEFAULT`; unnamed ones default to 4 pixels, 1 row (8
+    for a strip or a tile), images.
     """
 
     op_name = "depthwise_conv2d"
@@ -71,25 +100,15 @@ class DepthwiseConv2d(VariantLayer):
         pixels: int | None = None,
         rows: int | None = None,
         strip: bool | None = None,
+        tiled: bool | None = None,
         weight_buffer: bool | None = None,
         options: ConvOptions | None = None,
         **settings: Any,
     ) -> None:
         self.take_options(options, settings)
-        self.fixed = None
-        if any(v is not None for v in (pixels, rows, strip, weight_buffer)):
-            for name, flag in (("strip", strip), ("weight_buffer", weight_buffer)):
-                if flag not in (None, True, False):
-                    raise ConfigError(f"{name} must be True or False, not {flag!r}")
-            allowed = STRIP_ROWS if strip else ROWS
-            self.fixed = (
-                choice(4 if pixels is None else pixels, PIXELS, "pixels"),
-                choice((8 if strip else 1) if rows is None else rows, allowed, "rows"),
-                int(bool(strip)),
-                int(bool(weight_buffer)),
-            )
+        self.fixed = variant_of(pixels, rows, strip, tiled, weight_buffer)
         # the variant built first
-        self.pixels, self.rows, self.strip, self.weight_buffer = self.fixed or DEFAULT
+        self.pixels, self.rows, self.kind, self.weight_buffer = self.fixed or DEFAULT
         w = weight_array(weight, "depthwise weight", (3, 4), self.dtype)
         if w.ndim == 4:
             if w.shape[1] != 1:
@@ -115,11 +134,17 @@ class DepthwiseConv2d(VariantLayer):
     def build(self, variant: tuple[int, ...]) -> Launcher:
         launcher = self._launchers.get(variant)
         if launcher is None:
-            pixels, rows, strip, buffers = variant
-            defines = {**self._defines(), "PIXELS": pixels, "ROWS": rows, "STRIP": strip}
-            defines["WEIGHTS_BUFFER"] = buffers
-            name = "depthwise_conv2d_strip" if strip else "depthwise_conv2d"
-            launcher = kernel_for(self._context, self._device, "conv_depthwise.cl", name, defines)
+            pixels, rows, kind, buffers = variant
+            defines = {
+                **self._defines(),
+                "PIXELS": pixels,
+                "ROWS": rows,
+                "WEIGHTS_BUFFER": buffers,
+            }
+            defines.update(STRIP=int(kind == 1), TILED=int(kind == 2), TILE_W=TILE_W)
+            launcher = kernel_for(
+                self._context, self._device, "conv_depthwise.cl", KERNELS[kind], defines
+            )
             self._launchers[variant] = launcher
         return launcher
 
@@ -141,18 +166,43 @@ class DepthwiseConv2d(VariantLayer):
         return self._buffers
 
     def allowed(self, variant: tuple[int, ...]) -> bool:
-        if len(variant) != 4 or variant[0] not in PIXELS or not {*variant[2:]} <= {0, 1}:
+        if len(variant) != 4 or variant[0] not in PIXELS or variant[3] not in (0, 1):
             return False
-        return variant[1] in (STRIP_ROWS if variant[2] else ROWS)
+        pixels, rows, kind, _ = variant
+        if kind not in (0, 1, 2) or rows not in (ROWS, STRIP_ROWS, TILE_ROWS)[kind]:
+            return False
+        return kind != 2 or (
+            TILE_W * rows <= self._device.max_work_group_size
+            and 16 * self._region(pixels, rows) <= self._device.local_mem_size
+        )
+
+    def _region(self, pixels: int, rows: int) -> int:
+        """Texels of the input region of a tile (the tiled kernel's local memory / 16)."""
+        (kh, kw), (sh, sw), (dh, dw) = (
+            self.geometry.kernel,
+            self.geometry.stride,
+            self.geometry.dilation,
+        )
+        width = (TILE_W * pixels - 1) * sw + (kw - 1) * dw + 1
+        return width * ((rows - 1) * sh + (kh - 1) * dh + 1)
 
     def space(self, shape: Sequence[int]) -> list[tuple[int, ...]]:
-        """Every (pixels, rows, strip) whose block is not larger than the output needs
-        (a strip at most twice the output's height)."""
+        """Every variant whose block is not larger than the output needs (a strip or a
+        tile at most twice the output's height, a tile at most twice its width), with the
+        weights from images and from buffers."""
         _, _, oh, ow = self.output_shape(shape)
         unrolled = [(r, 0) for r in ROWS if r <= _pow2_at_least(oh)]
         strips = [(r, 1) for r in STRIP_ROWS if r <= 2 * oh]
+        tiles = [(r, 2) for r in TILE_ROWS if r <= 2 * oh]
         pixels = [p for p in PIXELS if p <= _pow2_at_least(ow)]
-        return [(p, r, s, b) for b in (0, 1) for r, s in unrolled + strips for p in pixels]
+        space = [
+            (p, r, k, b)
+            for b in (0, 1)
+            for r, k in unrolled + strips + tiles
+            for p in pixels
+            if k != 2 or TILE_W * p <= 2 * ow
+        ]
+        return [v for v in space if self.allowed(v)]
 
     def default_variant(self, shape: Sequence[int]) -> tuple[int, ...]:
         return DEFAULT
@@ -184,14 +234,19 @@ class DepthwiseConv2d(VariantLayer):
                 f"tensors must be {self.dtype.name} like the layer, got "
                 f"{x.dtype.name} -> {out.dtype.name}"
             )
-        pixels, rows, _, buffers = variant
+        pixels, rows, kind, buffers = variant
         n, c, h, w = x.shape
         _, _, oh, ow = out.shape
-        blocks, out_w_blocks = -(-c // 4), -(-ow // pixels)
+        across = TILE_W * pixels if kind == 2 else pixels  # outputs a work-item (group) spans
+        blocks, out_w_blocks = -(-c // 4), -(-ow // across)
         (ph, pw) = self.geometry.padding
         ints = (np.int32(v) for v in (w, h, ow, oh, pw, ph, blocks, out_w_blocks, n))
         weights = self._weight_buffers() if buffers else (self.weights.image, self.bias.image)
         args = [x.image, *weights, out.image, *ints, self.slope]
+        if kind == 2:
+            local = (TILE_W, rows)
+            global_size = (out_w_blocks * blocks * TILE_W, -(-oh // rows) * n * rows)
+            return self.build(variant), global_size, args, local
         global_size = (out_w_blocks * blocks, -(-oh // rows) * n)
         return self.build(variant), global_size, args, "tuned"
 
@@ -213,6 +268,7 @@ def depthwise_conv2d(
     pixels: int | None = None,
     rows: int | None = None,
     strip: bool | None = None,
+    tiled: bool | None = None,
     weight_buffer: bool | None = None,
 ) -> Any:
     """Depthwise conv2d of ``x`` (numpy NCHW/NHWC array -> array of the same layout;
@@ -223,8 +279,9 @@ def depthwise_conv2d(
     ``dtype``: float32 or float16 storage for a numpy input (default: its own);
     ``pixels`` x ``rows``: the outputs one work-item computes (4 x 1: the MNN design;
     more read fewer texels per output, fewer give more work-items); ``strip``: rows is
-    the length of a sliding-window strip; none of them: the variant tuned for this
-    shape (see :class:`DepthwiseConv2d`).
+    the length of a sliding-window strip; ``tiled``: rows is the height of a
+    local-memory tile; ``weight_buffer``: weights and bias from buffers; none of them:
+    the variant tuned for this shape (see :class:`DepthwiseConv2d`).
     """
     options = ConvOptions(
         stride=stride,
@@ -246,6 +303,7 @@ def depthwise_conv2d(
             pixels=pixels,
             rows=rows,
             strip=strip,
+            tiled=tiled,
             weight_buffer=weight_buffer,
             options=options,
             dtype=storage,

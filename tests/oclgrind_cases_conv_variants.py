@@ -3,11 +3,12 @@ harness): the variants issue 18 added to the depthwise and 1x1 convolutions, aga
 the float64 numpy reference of the conv tests (tests/conv_reference.py), at shapes that
 reach every path.
 
-* ``conv_depthwise_strips``: the sliding-window strip (``depthwise_conv2d_strip``) with
-  strides 1 and 2 (and a stride larger than the window), dilation, strips shorter and
-  longer than the output, channel counts not multiples of 4, widths not multiples of
-  the block, weights from images and from buffers (``WEIGHTS_BUFFER``), half storage;
-  the unrolled kernel with weight buffers and 8 rows.
+* ``conv_depthwise_strips``: the sliding-window strip (``depthwise_conv2d_strip``) and
+  the local-memory tile (``depthwise_conv2d_tiled``) with strides 1 and 2 (and a stride
+  larger than the window), dilation, strips and tiles shorter and longer than the
+  output, channel counts not multiples of 4, widths not multiples of the block, weights
+  from images and from buffers (``WEIGHTS_BUFFER``), half storage; the unrolled kernel
+  with weight buffers and 8 rows.
 * ``conv_1x1_staged``: the staged GEMM (``conv2d_1x1_staged``) with every work-group of
   ``GROUPS``, tiles of 1 to 8 pixels and 4 or 8 channels, Ci with and without a tail of
   4 and of the K step (16), several K steps, Co tails, pixel tails, strides, half.
@@ -27,8 +28,9 @@ from qcom_ext import ops
 
 
 def depthwise(t: Trial, variants: Any) -> None:
-    """(shape N C H W, kernel, stride, dilation, pixels, rows, strip, weight buffer, dtype)"""
-    for shape, kernel, stride, dilation, pixels, rows, strip, buffers, dtype in variants:
+    """(shape N C H W, kernel, stride, dilation, pixels, rows, kind, weight buffer, dtype):
+    kind None (unrolled), "strip" or "tiled"."""
+    for shape, kernel, stride, dilation, pixels, rows, kind, buffers, dtype in variants:
         x = t.rng.standard_normal(shape).astype(np.float32)
         w = t.rng.standard_normal((shape[1], 1, *kernel)).astype(np.float32)
         b = t.rng.standard_normal(shape[1]).astype(np.float32)
@@ -43,8 +45,8 @@ def depthwise(t: Trial, variants: Any) -> None:
             activation="relu6",
             pixels=pixels,
             rows=rows,
-            strip=strip,
             weight_buffer=buffers,
+            **({kind: True} if kind else {}),
         )
         hx, hw = x.astype(dtype).astype(np.float64), w.astype(dtype).astype(np.float64)
         want = conv2d(
@@ -93,13 +95,16 @@ def staged(t: Trial, variants: Any) -> None:
 
 F32, F16 = np.float32, np.float16
 DEPTHWISE = [
-    ((1, 5, 9, 7), (3, 3), 1, 1, 4, 4, True, False, F32),  # 3 strips, the last one short
-    ((2, 6, 7, 9), (3, 3), 2, 1, 2, 8, True, True, F32),  # stride 2, one strip per image
-    ((1, 3, 10, 6), (3, 3), 1, 2, 8, 16, True, False, F32),  # dilation, longer than H
-    ((1, 7, 8, 5), (1, 2), (3, 1), 1, 1, 4, True, True, F32),  # stride past the window
-    ((1, 5, 6, 7), (3, 3), 1, 1, 4, 8, True, True, F16),
-    ((2, 5, 6, 7), (3, 3), 1, 1, 8, 8, False, True, F32),  # unrolled, weight buffers
-    ((1, 9, 5, 6), (3, 2), 2, 1, 2, 1, False, True, F32),
+    ((1, 5, 9, 7), (3, 3), 1, 1, 4, 4, "strip", False, F32),  # 3 strips, the last short
+    ((2, 6, 7, 9), (3, 3), 2, 1, 2, 8, "strip", True, F32),  # stride 2, a strip an image
+    ((1, 3, 10, 6), (3, 3), 1, 2, 8, 16, "strip", False, F32),  # dilation, longer than H
+    ((1, 7, 8, 5), (1, 2), (3, 1), 1, 1, 4, "strip", True, F32),  # stride past the window
+    ((1, 5, 6, 7), (3, 3), 1, 1, 4, 8, "strip", True, F16),
+    ((2, 5, 6, 7), (3, 3), 1, 1, 8, 8, None, True, F32),  # unrolled, weight buffers
+    ((1, 9, 5, 6), (3, 2), 2, 1, 2, 1, None, True, F32),
+    ((1, 5, 9, 19), (3, 3), 1, 1, 2, 4, "tiled", True, F32),  # 2 x 3 tiles, both short
+    ((2, 6, 7, 9), (3, 3), 2, 1, 1, 8, "tiled", False, F32),  # stride 2, one tile an image
+    ((1, 3, 6, 6), (2, 3), (1, 3), 2, 4, 4, "tiled", True, F16),  # dilation, half
 ]
 STAGED = [
     ((1, 3, 5, 5), 6, (1, 4), (4, 16), 1, F32),  # Ci < 4: one short step
@@ -123,5 +128,5 @@ def case_conv_1x1_staged(t: Trial) -> None:
 @case("image-reads")
 def case_conv_variants_mad24(t: Trial) -> None:
     with adreno_index_maths():
-        depthwise(t, [DEPTHWISE[0], DEPTHWISE[1]])
+        depthwise(t, [DEPTHWISE[0], DEPTHWISE[1], DEPTHWISE[7]])
         staged(t, [STAGED[1]])

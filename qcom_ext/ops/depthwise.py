@@ -43,6 +43,19 @@ TILE_W = 8
 KERNELS = ("depthwise_conv2d", "depthwise_conv2d_strip", "depthwise_conv2d_tiled")
 #: The (pixels, rows, kind, weight buffer) an untuned input shape runs with.
 DEFAULT = (4, 1, 0, 0)
+#: The variants :meth:`DepthwiseConv2d.tune` tries (those the shape has room for): the
+#: unrolled blocks of 1 and 2 rows with weights from images and from buffers (the
+#: fastest on the H100: 8 x 1 or 4 x 1 with buffers, docs/ops.md), 4 rows, and strips
+#: and tiles, which read fewest texels per output (and won at small sizes on pocl).
+TUNE_SPACE = (
+    *((p, r, 0, b) for b in (0, 1) for r in (1, 2) for p in (1, 2, 4, 8)),
+    (4, 4, 0, 1),
+    (8, 4, 0, 1),
+    (1, 8, 1, 1),
+    (2, 16, 1, 1),
+    (1, 8, 2, 1),
+    (2, 8, 2, 1),
+)
 
 
 def _pow2_at_least(value: int) -> int:
@@ -187,22 +200,19 @@ class DepthwiseConv2d(VariantLayer):
         return width * ((rows - 1) * sh + (kh - 1) * dh + 1)
 
     def space(self, shape: Sequence[int]) -> list[tuple[int, ...]]:
-        """Every variant whose block is not larger than the output needs (a strip or a
-        tile at most twice the output's height, a tile at most twice its width), with the
-        weights from images and from buffers."""
+        """The :data:`TUNE_SPACE` variants the device can run whose block is not larger
+        than the output needs: at most the next power of two of its width across (twice
+        its width for a tile), of its height down (twice its height for a strip or a
+        tile)."""
         _, _, oh, ow = self.output_shape(shape)
-        unrolled = [(r, 0) for r in ROWS if r <= _pow2_at_least(oh)]
-        strips = [(r, 1) for r in STRIP_ROWS if r <= 2 * oh]
-        tiles = [(r, 2) for r in TILE_ROWS if r <= 2 * oh]
-        pixels = [p for p in PIXELS if p <= _pow2_at_least(ow)]
-        space = [
+        wide, high = _pow2_at_least(ow), _pow2_at_least(oh)
+        return [
             (p, r, k, b)
-            for b in (0, 1)
-            for r, k in unrolled + strips + tiles
-            for p in pixels
-            if k != 2 or TILE_W * p <= 2 * ow
+            for p, r, k, b in TUNE_SPACE
+            if (TILE_W * p <= 2 * ow if k == 2 else p <= wide)
+            and (r <= high if k == 0 else r <= 2 * oh)
+            and self.allowed((p, r, k, b))
         ]
-        return [v for v in space if self.allowed(v)]
 
     def default_variant(self, shape: Sequence[int]) -> tuple[int, ...]:
         return DEFAULT

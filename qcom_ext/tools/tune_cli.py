@@ -161,10 +161,16 @@ def _spill_lines(console: Console, layer: str) -> Iterator[None]:
 
 
 def _row(queue: Any, layer: Any, op: Any, x: Any, report: Any) -> dict[str, Any]:
+    from qcom_ext.ops._variants import VariantLayer
+
+    out = op.output_for(queue, x)
+    variant = op.variant_for(x.shape) if isinstance(op, VariantLayer) else None
+    launcher = op.launcher if variant is None else op.plan(variant, x, out)[0]
     return {
         "layer": layer.name,
-        "kernel": op.launcher.identity.kernel,
-        "global_size": list(op.global_size(x, op.output_for(queue, x))),
+        "kernel": launcher.identity.kernel,
+        "variant": variant,
+        "global_size": list(op.global_size(x, out)),
         "local_size": report.local_size,
         "driver_ns": report.driver_ns,
         "best_ns": report.best_ns,

@@ -79,3 +79,46 @@ def test_without_a_cache_the_choice_lives_in_the_process(tmp_path, monkeypatch):
     assert not list(tmp_path.rglob("*.json"))
     tuning.forget()
     assert cached_variant(KEY, ALLOWED) is None
+
+
+@pytest.mark.slow
+def test_qcom_ext_tune_searches_the_variants_and_later_layers_run_them(
+    device_caps, kernel_context, tmp_path, monkeypatch
+):
+    """``qcom-ext tune`` (its default, ``--variants search``) on the 1x1 layers at a size
+    where two have room for several variants: each row names its variant, the cache keeps
+    one variant entry per layer with a choice, layers made later run those variants, and
+    a second run is served from the cache."""
+    import numpy as np
+    import pyopencl as cl
+    from test_samples import device_spec
+    from test_tune_cli import run
+
+    from qcom_ext.ops.conv_1x1 import TUNE_SPACE
+    from qcom_ext.ops.suite import prepare, suite
+
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
+    args = ["tune", "--device", device_spec(device_caps), "--kinds", "1x1", "--scale", "0.02"]
+    args += ["--budget-s", "0.2", "--repeats", "1"]
+    env = {"QCOM_EXT_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    first = run(*args, "--json", str(tmp_path / "a.json"), env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    rows = json.loads((tmp_path / "a.json").read_text())["results"]
+    assert all(tuple(r["variant"]) in TUNE_SPACE for r in rows)
+    queue = cl.CommandQueue(kernel_context)
+    tuning.forget()
+    choices = 0
+    for layer, row in zip(suite(["1x1"], scale=0.02), rows, strict=True):
+        op, x = prepare(queue, layer)
+        choices += len(op.space(x.shape)) > 1
+        assert op.variant_for(x.shape) == tuple(row["variant"]), layer.name
+    assert choices == 2
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "cache" / "tuning").glob("*")]
+    assert sum(e["format"] == "qcom_ext-variant" for e in entries) == choices
+    second = run(*args, "--json", str(tmp_path / "b.json"), env=env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    again = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert all(r["from_cache"] for r in again)
+    assert [r["variant"] for r in again] == [r["variant"] for r in rows]
+    assert np.all([r["kernel"] == "conv2d_1x1" for r in rows])  # no room for the staged

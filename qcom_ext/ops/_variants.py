@@ -116,8 +116,8 @@ class VariantLayer(Layer):
         A layer made with a variant tunes its local size. One made without times
         ``variants`` (default :meth:`space`), each with its local size tuned in
         ``budget_s`` seconds at most, and remembers the fastest for this shape (the
-        tuning cache); later calls with this shape run it. Returns the winner's
-        :class:`TuningResult`; :meth:`variant_for` names it. ``options`` go to
+        tuning cache; not for one variant alone); later calls with this shape run it.
+        Returns the winner's :class:`TuningResult`; :meth:`variant_for` names it. ``options`` go to
         :func:`~qcom_ext.ops.tuning.tune_report` (``repeats``, ``force``, ...).
         """
         out = self._checked(queue, x, out)
@@ -137,8 +137,9 @@ class VariantLayer(Layer):
         if not timed:
             return results[0][1]
         variant, best = min(timed, key=lambda item: item[1].best_ns)
-        measured = [(v, float(r.best_ns)) for v, r in timed]
-        store_variant(self.variant_key(x.shape), variant, float(best.best_ns), measured)
+        if len(space) > 1:  # a choice was made
+            measured = [(v, float(r.best_ns)) for v, r in timed]
+            store_variant(self.variant_key(x.shape), variant, float(best.best_ns), measured)
         return best
 
     def _tune_variant(
@@ -151,7 +152,8 @@ class VariantLayer(Layer):
         options: dict[str, Any],
     ) -> TuningResult:
         launcher, global_size, args, required = self.plan(variant, x, out)
-        candidates = None if required == "tuned" else [required]
+        options = dict(options)
+        candidates = options.pop("candidates", None) if required == "tuned" else [required]
         return tune_report(
             launcher.kernel,
             global_size,

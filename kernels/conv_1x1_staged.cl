@@ -17,8 +17,9 @@
  * channels; stored transposed, As[k][m], rows padded by a float4) and the DEPTH x TN
  * weight tile (float4 loads) into local memory, then every work-item runs DEPTH rank-1
  * updates of its tile from there: per k, PIX / 4 (PIX >= 4) or PIX (PIX < 4) local reads
- * of its pixels and COV float4 reads of weights for 4 * PIX * COV multiply-adds. The next step's tiles are loaded
- * into registers before this step's updates, so global loads overlap the arithmetic.
+ * of its pixels and COV float4 reads of weights for 4 * PIX * COV multiply-adds. The
+ * next step's tiles are loaded into registers before this step's updates, so global
+ * loads overlap the arithmetic.
  * Bytes from global memory per multiply-add: 1 / TN of an input float and 1 / TM of a
  * weight (the input is read Co / TN times, the weights P / TM times, mostly from cache).
  *

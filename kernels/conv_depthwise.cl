@@ -276,7 +276,8 @@ depthwise_conv2d_tiled(__read_only image2d_t input, WEIGHT_ARGS, __write_only im
     for (int i = IMAD(ly, TILE_W, lx); i < RH * RW; i += TILE_W * ROWS) {
         const int r = i / RW, y = iy0 + r;
         const int row = (y >= 0 && y < in_h) ? IMAD(n, in_h, y) : -1;
-        region[i] = read_imagef(input, CONV_SAMPLER, (int2)(column(ix0 + i - r * RW, cb, in_w), row));
+        const int x = column(ix0 + i - r * RW, cb, in_w);
+        region[i] = read_imagef(input, CONV_SAMPLER, (int2)(x, row));
     }
     float4 w[KH][KW];
 #pragma unroll

@@ -10,17 +10,21 @@ layer's variant space; each variant's local size is tuned too, as for any kernel
 
 from __future__ import annotations
 
+import functools
+import logging
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from qcom_ext.errors import ConfigError
+from qcom_ext.errors import BuildError, ConfigError
 from qcom_ext.ops._layer import Layer
 from qcom_ext.ops._programs import Launcher, source_digest
 from qcom_ext.ops.tuning import TuningResult, tune_report
 from qcom_ext.ops.variant_cache import Variant, VariantKey, cached_variant, store_variant
 
 __all__ = ["Plan", "VariantLayer"]
+
+log = logging.getLogger(__name__)
 
 #: (launcher, global size, kernel arguments, local size: "tuned" or a required tuple)
 Plan = tuple[Launcher, Sequence[int], list[Any], Any]
@@ -60,19 +64,23 @@ class VariantLayer(Layer):
         """The layer's own fixed settings that a tuned variant depends on (the build
         options of every variant but the variant's own, the weight shape)."""
 
-    def variant_key(self, shape: Sequence[int]) -> VariantKey:
-        """The variant cache's key for an input of ``shape``."""
+    @functools.cached_property
+    def _key_fields(self) -> tuple[str, ...]:
+        """Every field of :meth:`variant_key` but the shape (asked once: every launch
+        of a layer made without a variant looks its key up)."""
         device = self.launcher.device
-        digest = "".join(source_digest(name) for name in self.files)
-        return VariantKey(
+        return (
             device.platform.name.strip(),
             device.name.strip(),
             device.driver_version.strip(),
             self.op_name,
-            digest,
+            "".join(source_digest(name) for name in self.files),
             self.key_options(),
-            tuple(int(v) for v in shape),
         )
+
+    def variant_key(self, shape: Sequence[int]) -> VariantKey:
+        """The variant cache's key for an input of ``shape``."""
+        return VariantKey(*self._key_fields, tuple(int(v) for v in shape))
 
     def variant_for(self, shape: Sequence[int]) -> Variant:
         """The variant an input of ``shape`` runs with: the one asked for, else the tuned
@@ -129,12 +137,18 @@ class VariantLayer(Layer):
                 raise ConfigError(f"variant {variant} is not one {self.op_name} can build")
         if not space:
             raise ConfigError("no variant to tune")
-        results = [
-            (variant, self._tune_variant(queue, variant, x, out, budget_s, options))
-            for variant in space
-        ]
+        results = []
+        for variant in space:
+            try:
+                results.append(
+                    (variant, self._tune_variant(queue, variant, x, out, budget_s, options))
+                )
+            except BuildError as exc:  # e.g. more registers or local memory than the device has
+                log.info("%s variant %s not tuned: %s", self.op_name, variant, exc)
         timed = [(v, r) for v, r in results if r.best_ns is not None]
         if not timed:
+            if not results:
+                raise ConfigError(f"no variant of {self.op_name} builds on this device")
             return results[0][1]
         variant, best = min(timed, key=lambda item: item[1].best_ns)
         if len(space) > 1:  # a choice was made

@@ -28,6 +28,7 @@ from typing import Any
 
 import _oclgrind
 import oclgrind_cases_builtins  # noqa: F401 (registers its cases)
+import oclgrind_cases_conv_variants  # noqa: F401 (registers its cases)
 import oclgrind_cases_convolve  # noqa: F401 (registers its cases)
 import oclgrind_cases_images  # noqa: F401 (registers its cases)
 import oclgrind_cases_kernels  # noqa: F401 (registers its cases)

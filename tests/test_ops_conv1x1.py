@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qcom_ext import ConfigError, ops
-from qcom_ext.ops.conv_1x1 import TILES
+from qcom_ext.ops.conv_1x1 import GROUPS, TILES, TUNE_SPACE
 
 
 @pytest.fixture
@@ -114,6 +114,8 @@ def test_buffer_tensors_in_and_out_and_exact_output_bounds(queue):
         ({"weight": np.ones((4, 3, 3, 3), np.float32)}, "use ops.conv2d"),
         ({"weight": np.ones((4, 5), np.float32)}, "input has 3 channels"),
         ({"tile": (3, 4)}, r"tile \(3, 4\) is not one of"),
+        ({"group": (3, 3)}, r"group \(3, 3\) is not one of"),
+        ({"tile": (4, 4), "group": (8.0, 8)}, r"group \(8.0, 8\) is not one of"),
         ({"stride": (1, 0)}, "stride must be at least 1"),
         ({"bias": np.ones((4, 1), np.float32)}, r"bias must have shape \(4,\)"),
     ],
@@ -133,3 +135,125 @@ def test_nchw_buffers_are_refused(queue):
         queue, buf, np.ones((4, 3), np.float32), shape=(1, 4, 4, 3), layout="NHWC"
     )
     assert tensor.shape == (1, 4, 4, 4)
+
+
+staged_cases = st.fixed_dictionaries(
+    {
+        "n": st.integers(1, 2),
+        "h": st.integers(1, 9),
+        "w": st.integers(1, 11),
+        "ci": st.integers(1, 40),
+        "co": st.integers(1, 40),
+        "stride": st.tuples(st.integers(1, 2), st.integers(1, 3)),
+        "tile": st.sampled_from(TILES),
+        "group": st.sampled_from(GROUPS),
+        "activation": st.sampled_from(list(ops.ACTIVATIONS)),
+        "bias": st.booleans(),
+        "dtype": st.sampled_from([np.float32, np.float16]),
+    }
+)
+
+
+def test_staged_gemm_against_numpy(queue):
+    """The staged kernel: every group and tile, Ci over several K steps and with tails
+    (Ci % 4, Ci % 16), pixel and channel tails, strides, half storage."""
+    rng = np.random.default_rng(12)
+
+    @settings(max_examples=12, deadline=None)  # each a new build: a minute on pocl at 20
+    @given(staged_cases)
+    def check(case):
+        dtype = case["dtype"]
+        x = rng.standard_normal((case["n"], case["ci"], case["h"], case["w"])).astype(dtype)
+        w = rng.standard_normal((case["co"], case["ci"])).astype(dtype)
+        b = rng.standard_normal(case["co"]).astype(np.float32) if case["bias"] else None
+        want = conv2d(
+            rounded(x, dtype),
+            rounded(w, dtype)[:, :, None, None],
+            b,
+            stride=case["stride"],
+            activation=case["activation"],
+            slope=0.2,
+        )
+        got = ops.conv2d_1x1(
+            queue,
+            x,
+            w,
+            b,
+            stride=case["stride"],
+            tile=case["tile"],
+            group=case["group"],
+            activation=case["activation"],
+            negative_slope=0.2,
+        )
+        assert got.dtype == dtype and got.shape == want.shape
+        assert_close(got, want, dtype)
+
+    check()
+
+
+@pytest.mark.parametrize("variant", [v for v in TUNE_SPACE if v[2]])
+def test_staged_variants_write_only_the_output(queue, variant):
+    """Each staged variant of the tune space on 2 x 3 x 7 pixels (not a multiple of any
+    group tile), 37 -> 21 channels (tails in every direction), inside a guarded buffer."""
+    rng = np.random.default_rng(sum(variant))
+    x = rng.standard_normal((2, 3, 7, 37)).astype(np.float32)  # NHWC
+    w = rng.standard_normal((21, 37)).astype(np.float32)
+    layer = ops.Conv2d1x1(queue, w, tile=variant[:2], group=variant[2:])
+    assert layer.fixed == variant and layer.launcher.identity.kernel == "conv2d_1x1_staged"
+    mf = cl.mem_flags
+    src = ops.BufferTensor.from_numpy(queue.context, x, "NHWC")
+    size = 2 * 3 * 7 * 21
+    guard = np.full(size + 64, 99.0, np.float32)
+    big = cl.Buffer(queue.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=guard)
+    layer(queue, src, ops.BufferTensor(big, (2, 3, 7, 21), np.dtype(np.float32), "NHWC"))
+    result = np.empty_like(guard)
+    cl.enqueue_copy(queue, result, big)
+    np.testing.assert_array_equal(result[size:], 99.0)
+    want = conv2d(x.transpose(0, 3, 1, 2), w[:, :, None, None]).transpose(0, 2, 3, 1)
+    assert_close(result[:size].reshape(2, 3, 7, 21), want, np.float32)
+
+
+@pytest.fixture
+def tuning_cache(tmp_path, monkeypatch):
+    from qcom_ext.ops import tuning
+
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
+    tuning.forget()
+    yield tmp_path / "tuning"
+    tuning.forget()
+
+
+def test_tuning_picks_a_variant_and_later_layers_run_it(queue, tuning_cache, device_caps):
+    from qcom_ext.ops import tuning
+    from qcom_ext.ops.conv_1x1 import STAGED_DEFAULT, default_tile
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 6, 5, 20)).astype(np.float32)  # NHWC
+    w = rng.standard_normal((12, 20)).astype(np.float32)
+    layer = ops.Conv2d1x1(queue, w)
+    untuned = layer.variant_for(x.shape)
+    gpu = default_tile(queue.device) == (4, 8)
+    assert untuned == (STAGED_DEFAULT if gpu else (*default_tile(queue.device), 0, 0))
+    src = ops.BufferTensor.from_numpy(queue.context, x, "NHWC")
+    space = [(2, 4, 0, 0), (4, 4, 8, 8)]
+    report = layer.tune(queue, src, variants=space, budget_s=0.2)
+    chosen = layer.variant_for(x.shape)
+    assert chosen in space and report.best_ns > 0
+    want = conv2d(x.transpose(0, 3, 1, 2), w[:, :, None, None]).transpose(0, 2, 3, 1)
+    assert_close(layer(queue, src).to_numpy(queue), want, np.float32)
+    tuning.forget()
+    again = ops.Conv2d1x1(queue, w)
+    assert again.variant_for(x.shape) == chosen
+    assert_close(again(queue, src).to_numpy(queue), want, np.float32)
+    assert ops.Conv2d1x1(queue, w[:, :19]).variant_for((1, 6, 5, 19)) == untuned
+    assert ops.Conv2d1x1(queue, w, tile=(8, 8)).variant_for(x.shape) == (8, 8, 0, 0)
+
+
+def test_the_tune_space_fits_the_output_and_the_device(queue):
+    layer = ops.Conv2d1x1(queue, np.ones((6, 40), np.float32), tile=(2, 4))
+    space = layer.space((1, 2, 3, 40))  # 6 pixels, 6 channels: no 16-row groups
+    assert (2, 4, 0, 0) in space and (4, 4, 0, 0) in space
+    assert not [v for v in space if v[0] * max(1, v[2]) > 12 or v[1] * max(1, v[3]) > 16]
+    wide = layer.space((32, 16, 16, 40))
+    assert set(wide) == {v for v in TUNE_SPACE if v[1] * max(1, v[3]) <= 16}

@@ -42,6 +42,8 @@ def test_tune_small_suite_then_served_from_the_cache(kernel_context, device_caps
         "0.5",
         "--repeats",
         "2",
+        "--variants",
+        "default",  # tests/test_ops_variants.py runs the variant search
     ]
     first = run(*args, "--json", str(tmp_path / "a.json"), env=env)
     assert first.returncode == 0, first.stdout + first.stderr

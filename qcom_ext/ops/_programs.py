@@ -15,7 +15,7 @@ from qcom_ext import _context_cache
 from qcom_ext._resources import kernels_dir
 from qcom_ext.ops.tuning import KernelIdentity, cached_local_size, kernel_identity, padded
 
-__all__ = ["Launcher", "kernel_for"]
+__all__ = ["Launcher", "kernel_for", "source_digest"]
 
 
 @cache
@@ -27,6 +27,11 @@ def _source(filename: str) -> tuple[str, str]:
     for header in sorted(folder.glob("*.h")) + sorted((folder / "compat").glob("*.h")):
         digest.update(header.name.encode() + b"\0" + header.read_bytes())
     return text, digest.hexdigest()
+
+
+def source_digest(filename: str) -> str:
+    """The hash of ``kernels/<filename>`` and the headers it may include."""
+    return _source(filename)[1]
 
 
 @dataclass

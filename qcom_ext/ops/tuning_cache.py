@@ -47,6 +47,7 @@ __all__ = [
     "TuningResult",
     "cached_local_size",
     "forget",
+    "generation",
     "kernel_identity",
     "open_cache",
     "remember",
@@ -223,10 +224,20 @@ _memory: dict[tuple[KernelIdentity, tuple[int, ...], bool], TuningResult | None]
 _memory_lock = threading.Lock()
 
 
+_generation = [0]
+
+
 def forget() -> None:
-    """Drop the in-process memo of cache lookups (files are re-read on the next lookup)."""
+    """Drop the in-process memo of cache lookups (files are re-read on the next lookup),
+    the tuned variants' too (:mod:`qcom_ext.ops.variant_cache`)."""
     with _memory_lock:
         _memory.clear()
+        _generation[0] += 1
+
+
+def generation() -> int:
+    """How many times :func:`forget` ran: memos of other lookups compare it with theirs."""
+    return _generation[0]
 
 
 def open_cache() -> TuningCache | None:

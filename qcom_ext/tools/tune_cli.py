@@ -53,6 +53,13 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per candidate")
     parser.add_argument("--force", action="store_true", help="tune even what is cached")
+    parser.add_argument(
+        "--variants",
+        choices=("search", "default"),
+        default="search",
+        help="search the kernel variants of the depthwise and 1x1 layers for each shape "
+        "(default), or tune only the local size of each layer's default variant",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.set_defaults(run=run)
 
@@ -112,6 +119,7 @@ def _tune(queue: Any, layers: list[Any], args: argparse.Namespace, console: Cons
     """Tune each layer with a progress bar; one result row per layer."""
     import numpy as np
 
+    from qcom_ext.ops._variants import VariantLayer
     from qcom_ext.ops.suite import prepare
 
     rows: list[dict[str, Any]] = []
@@ -130,6 +138,8 @@ def _tune(queue: Any, layers: list[Any], args: argparse.Namespace, console: Cons
             def step(done: int, total: int, task: Any = task) -> None:
                 progress.update(task, completed=done, total=total)
 
+            only = args.variants == "default" and isinstance(op, VariantLayer)
+            narrowed = {"variants": [op.default_variant(x.shape)]} if only else {}
             with _spill_lines(console, layer.name):
                 report = op.tune(
                     queue,
@@ -138,6 +148,7 @@ def _tune(queue: Any, layers: list[Any], args: argparse.Namespace, console: Cons
                     repeats=args.repeats,
                     force=args.force,
                     progress=step,
+                    **narrowed,
                 )
             progress.update(task, completed=progress.tasks[task].total)
             progress.advance(overall)
@@ -161,10 +172,16 @@ def _spill_lines(console: Console, layer: str) -> Iterator[None]:
 
 
 def _row(queue: Any, layer: Any, op: Any, x: Any, report: Any) -> dict[str, Any]:
+    from qcom_ext.ops._variants import VariantLayer
+
+    out = op.output_for(queue, x)
+    variant = op.variant_for(x.shape) if isinstance(op, VariantLayer) else None
+    launcher = op.launcher if variant is None else op.plan(variant, x, out)[0]
     return {
         "layer": layer.name,
-        "kernel": op.launcher.identity.kernel,
-        "global_size": list(op.global_size(x, op.output_for(queue, x))),
+        "kernel": launcher.identity.kernel,
+        "variant": variant,
+        "global_size": list(op.global_size(x, out)),
         "local_size": report.local_size,
         "driver_ns": report.driver_ns,
         "best_ns": report.best_ns,

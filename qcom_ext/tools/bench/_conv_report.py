@@ -25,7 +25,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     best_1x1 = _best_per_layer([r for r in rows if r["kind"] == "1x1"], "vs_torch")
     mace = [r["vs_torch"] for r in rows if r["variant"] == "tile 2x4" and "vs_torch" in r]
     best_depthwise = _best_per_layer(rows, "bandwidth_fraction")
-    gains = [r["gain"] for r in rows if r["variant"] != "tiled"]
+    gains = [r["gain"] for r in rows if not r.get("required_local", r["variant"] == "tiled")]
     slowest = min(best_1x1.values(), key=lambda r: r["vs_torch"], default=None)
     values = {
         "pointwise_vs_torch": _median([r["vs_torch"] for r in best_1x1.values()]),

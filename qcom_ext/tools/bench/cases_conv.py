@@ -6,11 +6,12 @@
         --markdown conv.md --json conv.json
 
 For every layer of :func:`qcom_ext.ops.suite.suite` (conv0 3x3/2, depthwise 3x3, 1x1,
-int8 1x1) and kernel variant (1x1: register tiles 2x4 (MACE), 4x8 and 8x8; KxK: image
-layout and local-memory tiles; depthwise: 4 (MNN) and 8 outputs per work-item), the
-device time of one launch (median of ``--rounds`` profiling events) with the
-driver-chosen local size and with the tuned one (``layer.tune``, cached in the tuning
-cache), as GFLOP/s; depthwise layers also as GB/s (input + output tensors), as a share
+int8 1x1) and kernel variant (1x1: register tiles 2x4 (MACE), 4x8 and 8x8, the staged
+GEMM 4x4 in 8x8 groups; KxK: image layout and local-memory tiles; depthwise: 4 (MNN)
+and 8 outputs per work-item; "tuned": the variant ``layer.tune`` picks), the device
+time of one launch (median of ``--rounds`` profiling events) with the driver-chosen
+local size and with the tuned one (``layer.tune``, cached in the tuning cache), as
+GFLOP/s; depthwise layers also as GB/s (input + output tensors), as a share
 of the device's peak buffer-copy bandwidth (a copy of at least 256 MiB, best of the
 rounds: :mod:`._profiling`) and as a share of a copy of the layer's own bytes
 (``clEnqueueCopyBuffer``, which for small layers reaches only part of the peak). Where
@@ -45,6 +46,7 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext import ops
+from qcom_ext.ops._variants import VariantLayer
 from qcom_ext.ops.suite import SuiteLayer, prepare, suite
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
 from qcom_ext.tools.bench._conv_report import (
@@ -140,12 +142,21 @@ def torch_ns(layer: SuiteLayer, batch: int, rounds: int) -> float | None:
 def _variants(layer: SuiteLayer) -> list[tuple[str, dict[str, Any]]]:
     """(variant name, the options that make it) of ``layer``'s kind (see the module)."""
     if layer.kind == "1x1":
-        return [(f"tile {p}x{c}", {"tile": (p, c)}) for p, c in TILES_1X1]
+        tiles = [(f"tile {p}x{c}", {"tile": (p, c)}) for p, c in TILES_1X1]
+        return [*tiles, ("staged 4x4 8x8", {"tile": (4, 4), "group": (8, 8)}), ("tuned", {})]
     if layer.kind == "conv":
         return [("image", {}), ("tiled", {"method": "tiled"})]
     if layer.kind == "depthwise":
-        return [(f"{p} px", {"pixels": p}) for p in DEPTHWISE_PIXELS]
+        return [*((f"{p} px", {"pixels": p}) for p in DEPTHWISE_PIXELS), ("tuned", {})]
     return [("", {})]
+
+
+def _plan(op: Any, x: Any, out: Any) -> tuple[Any, Any, list[Any], Any]:
+    """(launcher, global size, arguments, "tuned" or a required local size) of ``x``."""
+    if isinstance(op, VariantLayer):
+        return op.plan(op.variant_for(x.shape), x, out)
+    local = (op.block, op.block, 1) if isinstance(op, ops.TiledConv2d) else "tuned"
+    return (op.launcher, *op.launch_args(x, out), local)
 
 
 def measure_layer(
@@ -162,21 +173,20 @@ def measure_layer(
     """Driver-chosen and tuned device times of one layer variant."""
     op, x = prepare(queue, layer, batch=batch, dtype=dtype, **options)
     out = op.output_for(queue, x)
-    global_size, args = op.launch_args(x, out)
-    launcher = op.launcher
+    tiled = isinstance(op, ops.TiledConv2d)  # tune: the local size, and the variant if any
+    tuning = None if tiled else op.tune(queue, x, out, budget_s=budget_s, force=retune)
+    launcher, global_size, args, local = _plan(op, x, out)
 
     def launch_ns(local: Any) -> float:
         return median_ns(
             queue, lambda: launcher(queue, global_size, *args, local_size=local), rounds
         )
 
-    if isinstance(op, ops.TiledConv2d):  # a required local size: nothing to tune
-        local: Any = (op.block, op.block, 1)
-        driver = tuned = launch_ns(local)
-    else:
-        driver = launch_ns(None)
-        local = op.tune(queue, x, out, budget_s=budget_s, force=retune).local_size
-        tuned = launch_ns(local)
+    required = local != "tuned" or tuning is None  # a required local size: no tuning gain
+    driver = launch_ns(local if required else None)
+    local = local if required else tuning.local_size
+    tuned = driver if required else launch_ns(local)
+    variant += " " + "x".join(map(str, op.variant_for(x.shape))) if variant == "tuned" else ""
     itemsize = 1 if layer.kind == "int8" else np.dtype(dtype).itemsize
     return {
         "layer": layer.name,
@@ -189,6 +199,7 @@ def measure_layer(
         "global_size": list(global_size),
         "local_size": None if local is None else list(local),
         "driver_ns": driver,
+        "required_local": required,
         "tuned_ns": tuned,
         "gain": driver / tuned,
         "flops": layer.flops(batch),

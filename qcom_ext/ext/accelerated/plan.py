@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_LOCALS",
+    "DEFAULT_METHOD",
     "MAX_RADIUS",
     "METHODS",
+    "SOURCES",
+    "SOURCE_FILE",
     "MotionField",
     "Plan",
     "SearchPlan",
@@ -45,10 +48,17 @@ __all__ = [
 #: How the portable path computes a whole-image filter (natively the builtin always runs
 #: per pixel): "blocked" reads each work-item's input rows straight from the image,
 #: "tiled" first copies the work-group's input into local memory, "per_pixel" calls the
-#: portable builtin once per pixel (for comparison).
-METHODS = ("blocked", "tiled", "per_pixel")
-DEFAULT_BLOCKS = {"blocked": (4, 4), "tiled": (1, 4), "per_pixel": (1, 1)}
-DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8)}  # H100 sweep
+#: portable builtin once per pixel (for comparison), "strips" copies the input into local
+#: memory like "tiled", then each work-item walks a long vertical strip of outputs with a
+#: ring of accumulators (``kernels/filter_strips.cl``). All give the builtin's sums.
+METHODS = ("blocked", "tiled", "per_pixel", "strips")
+DEFAULT_METHOD = "strips"
+DEFAULT_BLOCKS = {"blocked": (4, 4), "tiled": (1, 4), "per_pixel": (1, 1), "strips": (1, 16)}
+DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8), "strips": (32, 4)}
+#: The kernel file of each method's portable path (natively every method calls the
+#: builtins of ``kernels/accelerated_image_ops.cl`` per pixel).
+SOURCES = {"strips": "filter_strips.cl"}
+SOURCE_FILE = "accelerated_image_ops.cl"
 MAX_RADIUS = 127
 
 
@@ -92,6 +102,11 @@ class Plan:
     block: tuple[int, int]
     local: tuple[int, int]
     exact_local: bool  # the tiled kernels are compiled for exactly this work-group size
+    source: str = SOURCE_FILE  # the kernel file, in kernels/
+
+    def kernel_name(self, op: str) -> str:
+        """The kernel of ``op`` ("convolve" or "box_filter") in :attr:`source`."""
+        return f"qe_{op}_{'strips' if self.source == SOURCES['strips'] else 'image'}"
 
     def sizes(self, shape: tuple[int, int], device: Any) -> tuple[tuple[int, ...], ...]:
         """(global, local) sizes covering an image of ``shape`` (width, height)."""
@@ -105,7 +120,11 @@ class Plan:
 
 
 def _tiled_defines(
-    device: Any, local: tuple[int, int], block: tuple[int, int], taps: tuple[int, int]
+    device: Any,
+    local: tuple[int, int],
+    block: tuple[int, int],
+    taps: tuple[int, int],
+    method: str = "tiled",
 ) -> dict[str, Any]:
     if local[0] * local[1] > device.max_work_group_size:
         raise ConfigError(
@@ -115,7 +134,7 @@ def _tiled_defines(
     tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
     if tile > device.local_mem_size:
         raise ConfigError(
-            f"method='tiled' needs {tile} bytes of local memory for a "
+            f"method={method!r} needs {tile} bytes of local memory for a "
             f"{local[0]}x{local[1]} group of {block[0]}x{block[1]} blocks; "
             f"the device has {device.local_mem_size}: use a smaller "
             "local_size or block, or method='blocked'"
@@ -150,10 +169,12 @@ def filter_plan(
         "QE_SEPARABLE": int(separable),
         "QE_PER_PIXEL": method == "per_pixel",
     }
-    tiled = method == "tiled" and context_path(queue.context) == "fallback"
+    portable = context_path(queue.context) == "fallback"
+    tiled = method in ("tiled", "strips") and portable
     if tiled:
-        defines.update(_tiled_defines(queue.device, local, block, taps))
-    return Plan(defines, block, local, tiled)
+        defines.update(_tiled_defines(queue.device, local, block, taps, method))
+    source = SOURCES.get(method, SOURCE_FILE) if portable else SOURCE_FILE
+    return Plan(defines, block, local, tiled, source)
 
 
 def box_window(size: float) -> tuple[int, int]:

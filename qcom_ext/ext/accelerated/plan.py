@@ -22,6 +22,7 @@ import numpy as np
 
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.support import accelerated_limits, context_path
+from qcom_ext.ext.variant import positive_pair
 
 if TYPE_CHECKING:
     import pyopencl
@@ -60,17 +61,6 @@ DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8), "s
 SOURCES = {"strips": "filter_strips.cl"}
 SOURCE_FILE = "accelerated_image_ops.cl"
 MAX_RADIUS = 127
-
-
-def positive_pair(name: str, value: Any) -> tuple[int, int]:
-    """``value`` as a pair of positive ints, or ConfigError naming ``name``."""
-    try:
-        a, b = (int(v) for v in value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a pair of positive integers, got {value!r}") from None
-    if a < 1 or b < 1 or (a, b) != tuple(value):
-        raise ConfigError(f"{name} must be a pair of positive integers, got {value!r}")
-    return a, b
 
 
 def image_shape(name: str, image: Any, context: Any) -> tuple[int, int]:

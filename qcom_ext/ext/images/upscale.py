@@ -1,0 +1,231 @@
+"""A whole-image 2x bicubic upscale (cl_qcom_filter_bicubic's Catmull-Rom filter), by one
+of three kernels (:data:`METHODS`):
+
+* ``"sampler"``: ``kernels/bicubic.cl`` ``upscale2x``, one ``qcom_read_imagef_bicubic``
+  per output pixel through a sampler from :func:`~qcom_ext.create_sampler` (the texture
+  unit's bicubic filter on Adreno with the extension; the formula from 16 reads elsewhere);
+* ``"blocks"``: ``upscale2x_blocks``, the formula specialised for 2x, 2x2 outputs from the
+  5x5 texels around their source texel;
+* ``"strips"``: ``kernels/bicubic_strips.cl``, the same sums as ``"blocks"`` (bit for bit)
+  with each work-item walking down ``block`` = (columns, rows) source texels and reading
+  each texel about once.
+
+Output pixel (X, Y) is the filter at texel-space ((X + 0.5) / 2, (Y + 0.5) / 2) of the
+source; texels outside it are the border colour (0), as
+:func:`qcom_ext.reference.bicubic.upscale2x` has it. The default method is the hardware
+filter where the devices have cl_qcom_filter_bicubic natively, ``"strips"`` elsewhere
+(:func:`default_method`); :func:`upscale2x_variants` lists what a tuner can time.
+
+>>> import numpy as np, pyopencl as cl, qcom_ext
+>>> from qcom_ext.ext.accelerated.rgba import empty_rgba_image, read_rgba_image, rgba_image
+>>> from qcom_ext.reference.bicubic import upscale2x
+>>> ctx = cl.Context([qcom_ext.probe().device()])
+>>> queue = cl.CommandQueue(ctx)
+>>> pixels = np.random.default_rng(0).random((6, 5, 4), dtype=np.float32)
+>>> src, dst = rgba_image(ctx, pixels), empty_rgba_image(ctx, 10, 12)
+>>> _ = qcom_ext.upscale2x_image(queue, src, dst, method="strips")
+>>> bool(np.allclose(read_rgba_image(queue, dst), upscale2x(pixels), atol=1e-5))
+True
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from qcom_ext import _context_cache
+from qcom_ext.errors import ConfigError, QcomExtWarning
+from qcom_ext.ext.images.sampler import create_sampler, sampler_path
+from qcom_ext.ext.variant import Variant, positive_pair
+
+if TYPE_CHECKING:
+    import pyopencl
+
+__all__ = [
+    "DEFAULT_BLOCK",
+    "DEFAULT_LOCAL",
+    "METHODS",
+    "default_method",
+    "upscale2x_image",
+    "upscale2x_launch",
+    "upscale2x_variants",
+]
+
+METHODS = ("sampler", "blocks", "strips")
+KERNELS = {"sampler": "upscale2x", "blocks": "upscale2x_blocks", "strips": "upscale2x_strips"}
+#: Source texels (columns, rows) a work-item of ``"strips"`` takes, by default.
+DEFAULT_BLOCK = (2, 8)
+#: Work-group sizes by default (``"sampler"`` and ``"blocks"`` launch one work-item per
+#: output pixel and per source texel, without bounds checks: their local size must divide
+#: the global size, else the driver chooses).
+DEFAULT_LOCAL = {"sampler": (16, 16), "blocks": (16, 16), "strips": (32, 4)}
+#: What :func:`upscale2x_variants` offers a tuner for ``"strips"``: blocks x work-groups.
+STRIPS_BLOCKS = ((1, 4), (1, 8), (2, 4), (2, 8), (2, 16), (4, 4), (4, 8))
+STRIPS_LOCALS = ((32, 4), (32, 8), (64, 2), (16, 8), (64, 4))
+
+_launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
+
+
+def default_method(context: Any) -> str:
+    """``"sampler"`` where every device of ``context`` filters bicubic in hardware
+    (cl_qcom_filter_bicubic native), else ``"strips"``."""
+    return "sampler" if sampler_path(context) == "native" else "strips"
+
+
+def _shapes(queue: Any, src: Any, dst: Any) -> tuple[int, int]:
+    """(width, height) of ``src``; ``dst`` must be twice as wide and high."""
+    import pyopencl as cl
+
+    for name, image in (("src", src), ("dst", dst)):
+        if not isinstance(image, cl.Image) or image.type != cl.mem_object_type.IMAGE2D:
+            raise ConfigError(f"{name} must be a 2-D pyopencl.Image, got {type(image).__name__}")
+        if image.context != queue.context:
+            raise ConfigError(f"{name} belongs to another context than the queue")
+    width, height = int(src.width), int(src.height)
+    if (int(dst.width), int(dst.height)) != (2 * width, 2 * height):
+        raise ConfigError(
+            f"dst is {dst.width}x{dst.height}, src {width}x{height}: expected dst "
+            f"{2 * width}x{2 * height}"
+        )
+    return width, height
+
+
+def _kernel(queue: Any, method: str, block: tuple[int, int]) -> Any:
+    """The kernel of ``method``, built and cached per context (qcom_ext._context_cache):
+    one shared object, so launches set its arguments and enqueue under a lock."""
+    from qcom_ext._resources import kernels_dir
+    from qcom_ext.ext.program.build import build_program, kernels
+
+    if method == "strips":
+        source, defines = "bicubic_strips.cl", {"QE_BX": block[0], "QE_BY": block[1]}
+    else:
+        source, defines = "bicubic.cl", {"QCOM_EXT_BICUBIC_NORMALIZED": 1}
+
+    def build(private: Any) -> dict[str, Any]:
+        text = (kernels_dir() / source).read_text()
+        return kernels(build_program(private, text, defines=defines))
+
+    key = (__name__, source, tuple(sorted(defines.items())))
+    return _context_cache.cached(queue, key, build)[KERNELS[method]]
+
+
+def _sampler(queue: Any) -> Any:
+    """The normalized, clamping bicubic sampler of ``"sampler"`` (nearest plus the formula
+    where the extension is not native: that is this method's contract, so no warning)."""
+
+    def build(private: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QcomExtWarning)
+            return create_sampler(private, normalized=True, addressing="clamp")
+
+    return _context_cache.cached(queue, (__name__, "sampler"), build)
+
+
+def _local(method: str, local_size: Any, global_size: tuple[int, int]) -> Any:
+    if local_size is not None:
+        local = positive_pair("local_size", local_size)
+        if method != "strips" and (global_size[0] % local[0] or global_size[1] % local[1]):
+            raise ConfigError(
+                f"method={method!r} launches {global_size[0]}x{global_size[1]} work-items: "
+                f"local_size {local[0]}x{local[1]} must divide that"
+            )
+        return local
+    default = DEFAULT_LOCAL[method]
+    if method != "strips" and (global_size[0] % default[0] or global_size[1] % default[1]):
+        return None  # the driver chooses
+    return default
+
+
+def upscale2x_launch(
+    queue: Any,
+    src: Any,
+    dst: Any,
+    *,
+    method: str | None = None,
+    block: Any = None,
+    local_size: Any = None,
+) -> tuple[Any, tuple[Any, ...], tuple[Any, Any]]:
+    """(kernel, arguments, (global, local) sizes) of :func:`upscale2x_image`, checked and
+    built but not enqueued."""
+    width, height = _shapes(queue, src, dst)
+    method = default_method(queue.context) if method is None else method
+    if method not in METHODS:
+        raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if block is not None and method != "strips":
+        raise ConfigError(f"block is an option of method='strips', not {method!r}")
+    block = positive_pair("block", DEFAULT_BLOCK if block is None else block)
+    kernel = _kernel(queue, method, block)
+    if method == "strips":
+        args: tuple[Any, ...] = (src, dst, np.int32(width), np.int32(height))
+        items = (-(-width // block[0]), -(-height // block[1]))
+    elif method == "blocks":
+        args, items = (src, dst), (width, height)
+    else:
+        args, items = (src, _sampler(queue), dst), (2 * width, 2 * height)
+    local = _local(method, local_size, items)
+    if local is None:
+        return kernel, args, (items, None)
+    padded = tuple(-(-g // size) * size for g, size in zip(items, local, strict=True))
+    return kernel, args, (padded, local)
+
+
+def upscale2x_image(
+    queue: pyopencl.CommandQueue,
+    src: pyopencl.Image,
+    dst: pyopencl.Image,
+    *,
+    method: str | None = None,
+    block: tuple[int, int] | None = None,
+    local_size: tuple[int, int] | None = None,
+    wait_for: Sequence[Any] | None = None,
+) -> pyopencl.Event:
+    """``dst`` (2W x 2H) = the 2x bicubic upscale of ``src`` (W x H), both RGBA float
+        2-D images of the queue's context (see the module docstring for the methods).
+
+        ``method``: one of :data:`METHODS` (default :func:`default_method`); ``block``:
+        source (columns, rows) per work-item of ``"strips"`` (default :data:`DEFAULT_BLOCK`);
+        ``local_size``: the work-group size (default :data:`DEFAULT_LOCAL`).
+
+        >>> import numpy as np, pyopencl as cl, qcom_ext
+    >>> from qcom_ext.ext.accelerated.rgba import empty_rgba_image, read_rgba_image, rgba_image
+        >>> ctx = cl.Context([qcom_ext.probe().device()])
+        >>> queue = cl.CommandQueue(ctx)
+        >>> src = rgba_image(ctx, np.ones((3, 4, 4), np.float32))
+        >>> dst = empty_rgba_image(ctx, 8, 6)
+        >>> _ = qcom_ext.upscale2x_image(queue, src, dst, method="blocks")
+        >>> float(read_rgba_image(queue, dst)[2, 3, 0])  # inside: a flat image stays 1
+        1.0
+    """
+    import pyopencl as cl
+
+    kernel, args, (global_size, local) = upscale2x_launch(
+        queue, src, dst, method=method, block=block, local_size=local_size
+    )
+    with _launch_lock:
+        kernel.set_args(*args)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
+
+
+def upscale2x_variants(
+    queue: pyopencl.CommandQueue, src: pyopencl.Image, dst: pyopencl.Image
+) -> list[Variant]:
+    """Every method, ``"strips"`` with each block of :data:`STRIPS_BLOCKS` and work-group
+    of :data:`STRIPS_LOCALS` the device runs: what
+    :func:`qcom_ext.ops.variant_tuning.choose_variant` times."""
+    limit = queue.device.max_work_group_size
+    choices: list[dict[str, Any]] = [
+        {"method": "strips", "block": block, "local_size": local}
+        for block in STRIPS_BLOCKS
+        for local in STRIPS_LOCALS
+        if local[0] * local[1] <= limit
+    ]
+    choices += [{"method": "blocks"}, {"method": "sampler"}]
+    found = []
+    for options in choices:
+        kernel, args, (global_size, local) = upscale2x_launch(queue, src, dst, **options)
+        found.append(Variant(options, kernel, args, global_size, local))
+    return found

@@ -22,6 +22,9 @@
  *   QE_LX, QE_LY   the work-group size the kernels are compiled for
  *   QE_SEPARABLE   1 when the weight image is separable
  */
+#if defined(QCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops)
+#error "filter_strips.cl is the portable path: natively qcom_ext calls the builtins (accelerated_image_ops.cl)"
+#endif
 #ifndef QE_FX
 #define QE_FX 1
 #endif

@@ -51,14 +51,29 @@ __all__ = [
 #: "tiled" first copies the work-group's input into local memory, "per_pixel" calls the
 #: portable builtin once per pixel (for comparison), "strips" copies the input into local
 #: memory like "tiled", then each work-item walks a long vertical strip of outputs with a
-#: ring of accumulators (``kernels/filter_strips.cl``). All give the builtin's sums.
-METHODS = ("blocked", "tiled", "per_pixel", "strips")
-DEFAULT_METHOD = "strips"
-DEFAULT_BLOCKS = {"blocked": (4, 4), "tiled": (1, 4), "per_pixel": (1, 1), "strips": (1, 16)}
-DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8), "strips": (32, 4)}
+#: ring of accumulators (``kernels/filter_strips.cl``), "bands" has a work-group walk down
+#: a band of columns, one output column a work-item, the input rows double-buffered in
+#: local memory in chunks (``kernels/filter_bands.cl``: block (1, rows walked), local size
+#: (columns, 1)). All give the builtin's sums, in its order.
+METHODS = ("blocked", "tiled", "per_pixel", "strips", "bands")
+DEFAULT_METHOD = "bands"
+DEFAULT_BLOCKS = {
+    "blocked": (4, 4),
+    "tiled": (1, 4),
+    "per_pixel": (1, 1),
+    "strips": (1, 4),
+    "bands": (1, 32),
+}
+DEFAULT_LOCALS = {
+    "blocked": (16, 8),
+    "tiled": (16, 8),
+    "per_pixel": (16, 8),
+    "strips": (16, 16),
+    "bands": (64, 1),
+}
 #: The kernel file of each method's portable path (natively every method calls the
 #: builtins of ``kernels/accelerated_image_ops.cl`` per pixel).
-SOURCES = {"strips": "filter_strips.cl"}
+SOURCES = {"strips": "filter_strips.cl", "bands": "filter_bands.cl"}
 SOURCE_FILE = "accelerated_image_ops.cl"
 MAX_RADIUS = 127
 
@@ -96,7 +111,8 @@ class Plan:
 
     def kernel_name(self, op: str) -> str:
         """The kernel of ``op`` ("convolve" or "box_filter") in :attr:`source`."""
-        return f"qe_{op}_{'strips' if self.source == SOURCES['strips'] else 'image'}"
+        suffix = {source: method for method, source in SOURCES.items()}.get(self.source, "image")
+        return f"qe_{op}_{suffix}"
 
     def sizes(self, shape: tuple[int, int], device: Any) -> tuple[tuple[int, ...], ...]:
         """(global, local) sizes covering an image of ``shape`` (width, height)."""
@@ -132,6 +148,34 @@ def _tiled_defines(
     return {"QE_TILED": True, "QE_LX": local[0], "QE_LY": local[1]}
 
 
+def _bands_defines(
+    device: Any, local: tuple[int, int], block: tuple[int, int], taps: tuple[int, int]
+) -> dict[str, Any]:
+    """-D values of ``kernels/filter_bands.cl``: chunks of at least 6 input rows where
+    local memory allows (two chunks of ``local[0] + fx - 1`` pixels a row)."""
+    if block[0] != 1 or local[1] != 1:
+        raise ConfigError(
+            f"method='bands' takes block (1, rows) and local_size (columns, 1), got block "
+            f"{block[0]}x{block[1]} and local_size {local[0]}x{local[1]}"
+        )
+    if local[0] > min(device.max_work_group_size, device.max_work_item_sizes[0]):
+        raise ConfigError(
+            f"local_size {local[0]}x1 is more than the device's "
+            f"{device.max_work_group_size} work-items a group"
+        )
+    row = 16 * (local[0] + taps[0] - 1)
+    multiple = -(-6 // taps[1])
+    while multiple > 1 and 2 * multiple * taps[1] * row > device.local_mem_size // 2:
+        multiple -= 1
+    if 2 * multiple * taps[1] * row > device.local_mem_size:
+        raise ConfigError(
+            f"method='bands' needs {2 * taps[1] * row} bytes of local memory for a band of "
+            f"{local[0]} columns; the device has {device.local_mem_size}: use a smaller "
+            "local_size"
+        )
+    return {"QE_LX": local[0], "QE_SEG": block[1], "QE_CM": multiple}
+
+
 def filter_plan(
     queue: Any,
     method: str,
@@ -160,8 +204,10 @@ def filter_plan(
         "QE_PER_PIXEL": method == "per_pixel",
     }
     portable = context_path(queue.context) == "fallback"
-    tiled = method in ("tiled", "strips") and portable
-    if tiled:
+    tiled = method in ("tiled", "strips", "bands") and portable
+    if tiled and method == "bands":
+        defines.update(_bands_defines(queue.device, local, block, taps))
+    elif tiled:
         defines.update(_tiled_defines(queue.device, local, block, taps, method))
     source = SOURCES.get(method, SOURCE_FILE) if portable else SOURCE_FILE
     return Plan(defines, block, local, tiled, source)

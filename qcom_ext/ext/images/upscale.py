@@ -6,14 +6,14 @@ of three kernels (:data:`METHODS`):
   unit's bicubic filter on Adreno with the extension; the formula from 16 reads elsewhere);
 * ``"blocks"``: ``upscale2x_blocks``, the formula specialised for 2x, 2x2 outputs from the
   5x5 texels around their source texel;
-* ``"strips"``: ``kernels/bicubic_strips.cl``, the same sums as ``"blocks"`` (bit for bit)
-  with each work-item walking down ``block`` = (columns, rows) source texels and reading
-  each texel about once.
+* ``"tiles"``: ``kernels/bicubic_tiles.cl``, the same sums as ``"blocks"`` (bit for bit):
+  a work-group copies its source tile into local memory (each texel read from the image
+  about once), then each work-item walks down ``block`` = (columns, rows) source texels.
 
 Output pixel (X, Y) is the filter at texel-space ((X + 0.5) / 2, (Y + 0.5) / 2) of the
 source; texels outside it are the border colour (0), as
 :func:`qcom_ext.reference.bicubic.upscale2x` has it. The default method is the hardware
-filter where the devices have cl_qcom_filter_bicubic natively, ``"strips"`` elsewhere
+filter where the devices have cl_qcom_filter_bicubic natively, ``"tiles"`` elsewhere
 (:func:`default_method`); :func:`upscale2x_variants` lists what a tuner can time.
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
@@ -23,7 +23,7 @@ filter where the devices have cl_qcom_filter_bicubic natively, ``"strips"`` else
 >>> queue = cl.CommandQueue(ctx)
 >>> pixels = np.random.default_rng(0).random((6, 5, 4), dtype=np.float32)
 >>> src, dst = rgba_image(ctx, pixels), empty_rgba_image(ctx, 10, 12)
->>> _ = qcom_ext.upscale2x_image(queue, src, dst, method="strips")
+>>> _ = qcom_ext.upscale2x_image(queue, src, dst, method="tiles")
 >>> bool(np.allclose(read_rgba_image(queue, dst), upscale2x(pixels), atol=1e-5))
 True
 """
@@ -55,25 +55,25 @@ __all__ = [
     "upscale2x_variants",
 ]
 
-METHODS = ("sampler", "blocks", "strips")
-KERNELS = {"sampler": "upscale2x", "blocks": "upscale2x_blocks", "strips": "upscale2x_strips"}
-#: Source texels (columns, rows) a work-item of ``"strips"`` takes, by default.
-DEFAULT_BLOCK = (2, 8)
+METHODS = ("sampler", "blocks", "tiles")
+KERNELS = {"sampler": "upscale2x", "blocks": "upscale2x_blocks", "tiles": "upscale2x_tiles"}
+#: Source texels (columns, rows) a work-item of ``"tiles"`` takes, by default.
+DEFAULT_BLOCK = (1, 4)
 #: Work-group sizes by default (``"sampler"`` and ``"blocks"`` launch one work-item per
 #: output pixel and per source texel, without bounds checks: their local size must divide
 #: the global size, else the driver chooses).
-DEFAULT_LOCAL = {"sampler": (16, 16), "blocks": (16, 16), "strips": (32, 4)}
-#: What :func:`upscale2x_variants` offers a tuner for ``"strips"``: blocks x work-groups.
-STRIPS_BLOCKS = ((1, 4), (1, 8), (2, 4), (2, 8), (2, 16), (4, 4), (4, 8))
-STRIPS_LOCALS = ((32, 4), (32, 8), (64, 2), (16, 8), (64, 4))
+DEFAULT_LOCAL = {"sampler": (16, 16), "blocks": (16, 16), "tiles": (32, 8)}
+#: What :func:`upscale2x_variants` offers a tuner for ``"tiles"``: blocks x work-groups.
+TILES_BLOCKS = ((1, 2), (1, 4), (1, 8), (2, 2), (2, 4))
+TILES_LOCALS = ((32, 4), (32, 8), (64, 2), (64, 4), (16, 8), (16, 16))
 
 _launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
 
 
 def default_method(context: Any) -> str:
     """``"sampler"`` where every device of ``context`` filters bicubic in hardware
-    (cl_qcom_filter_bicubic native), else ``"strips"``."""
-    return "sampler" if sampler_path(context) == "native" else "strips"
+    (cl_qcom_filter_bicubic native), else ``"tiles"``."""
+    return "sampler" if sampler_path(context) == "native" else "tiles"
 
 
 def _shapes(queue: Any, src: Any, dst: Any) -> tuple[int, int]:
@@ -94,16 +94,14 @@ def _shapes(queue: Any, src: Any, dst: Any) -> tuple[int, int]:
     return width, height
 
 
-def _kernel(queue: Any, method: str, block: tuple[int, int]) -> Any:
-    """The kernel of ``method``, built and cached per context (qcom_ext._context_cache):
-    one shared object, so launches set its arguments and enqueue under a lock."""
+def _kernel(queue: Any, method: str, defines: dict[str, Any]) -> Any:
+    """The kernel of ``method`` built with ``defines``, cached per context
+    (qcom_ext._context_cache): one shared object, so launches set its arguments and
+    enqueue under a lock."""
     from qcom_ext._resources import kernels_dir
     from qcom_ext.ext.program.build import build_program, kernels
 
-    if method == "strips":
-        source, defines = "bicubic_strips.cl", {"QE_BX": block[0], "QE_BY": block[1]}
-    else:
-        source, defines = "bicubic.cl", {"QCOM_EXT_BICUBIC_NORMALIZED": 1}
+    source = "bicubic_tiles.cl" if method == "tiles" else "bicubic.cl"
 
     def build(private: Any) -> dict[str, Any]:
         text = (kernels_dir() / source).read_text()
@@ -111,6 +109,24 @@ def _kernel(queue: Any, method: str, block: tuple[int, int]) -> Any:
 
     key = (__name__, source, tuple(sorted(defines.items())))
     return _context_cache.cached(queue, key, build)[KERNELS[method]]
+
+
+def _tiles_defines(device: Any, block: tuple[int, int], local: tuple[int, int]) -> dict[str, Any]:
+    """-D values of ``upscale2x_tiles`` (compiled for its work-group size), checked
+    against the device's work-group and local-memory limits."""
+    if local[0] * local[1] > device.max_work_group_size:
+        raise ConfigError(
+            f"local_size {local[0]}x{local[1]} is more than the device's "
+            f"{device.max_work_group_size} work-items a group"
+        )
+    tile = 16 * (local[0] * block[0] + 4) * (local[1] * block[1] + 4)
+    if tile > device.local_mem_size:
+        raise ConfigError(
+            f"method='tiles' needs {tile} bytes of local memory for a {local[0]}x{local[1]} "
+            f"group of {block[0]}x{block[1]} blocks; the device has {device.local_mem_size}: "
+            "use a smaller local_size or block"
+        )
+    return {"QE_BX": block[0], "QE_BY": block[1], "QE_LX": local[0], "QE_LY": local[1]}
 
 
 def _sampler(queue: Any) -> Any:
@@ -126,16 +142,18 @@ def _sampler(queue: Any) -> Any:
 
 
 def _local(method: str, local_size: Any, global_size: tuple[int, int]) -> Any:
+    """The work-group size: ``local_size`` or the default; for the kernels without bounds
+    checks it must divide ``global_size`` (the default gives way to the driver's)."""
     if local_size is not None:
         local = positive_pair("local_size", local_size)
-        if method != "strips" and (global_size[0] % local[0] or global_size[1] % local[1]):
+        if method != "tiles" and (global_size[0] % local[0] or global_size[1] % local[1]):
             raise ConfigError(
                 f"method={method!r} launches {global_size[0]}x{global_size[1]} work-items: "
                 f"local_size {local[0]}x{local[1]} must divide that"
             )
         return local
     default = DEFAULT_LOCAL[method]
-    if method != "strips" and (global_size[0] % default[0] or global_size[1] % default[1]):
+    if method != "tiles" and (global_size[0] % default[0] or global_size[1] % default[1]):
         return None  # the driver chooses
     return default
 
@@ -155,18 +173,22 @@ def upscale2x_launch(
     method = default_method(queue.context) if method is None else method
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if block is not None and method != "strips":
-        raise ConfigError(f"block is an option of method='strips', not {method!r}")
+    if block is not None and method != "tiles":
+        raise ConfigError(f"block is an option of method='tiles', not {method!r}")
     block = positive_pair("block", DEFAULT_BLOCK if block is None else block)
-    kernel = _kernel(queue, method, block)
-    if method == "strips":
-        args: tuple[Any, ...] = (src, dst, np.int32(width), np.int32(height))
+    args: tuple[Any, ...]
+    if method == "tiles":
+        args = (src, dst, np.int32(width), np.int32(height))
         items = (-(-width // block[0]), -(-height // block[1]))
     elif method == "blocks":
         args, items = (src, dst), (width, height)
     else:
         args, items = (src, _sampler(queue), dst), (2 * width, 2 * height)
     local = _local(method, local_size, items)
+    if method == "tiles":
+        kernel = _kernel(queue, method, _tiles_defines(queue.device, block, local))
+    else:
+        kernel = _kernel(queue, method, {"QCOM_EXT_BICUBIC_NORMALIZED": 1})
     if local is None:
         return kernel, args, (items, None)
     padded = tuple(-(-g // size) * size for g, size in zip(items, local, strict=True))
@@ -187,7 +209,7 @@ def upscale2x_image(
     2-D images of the queue's context (see the module docstring for the methods).
 
     ``method``: one of :data:`METHODS` (default :func:`default_method`); ``block``:
-    source (columns, rows) per work-item of ``"strips"`` (default :data:`DEFAULT_BLOCK`);
+    source (columns, rows) per work-item of ``"tiles"`` (default :data:`DEFAULT_BLOCK`);
     ``local_size``: the work-group size (default :data:`DEFAULT_LOCAL`).
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
@@ -214,19 +236,22 @@ def upscale2x_image(
 def upscale2x_variants(
     queue: pyopencl.CommandQueue, src: pyopencl.Image, dst: pyopencl.Image
 ) -> list[Variant]:
-    """Every method, ``"strips"`` with each block of :data:`STRIPS_BLOCKS` and work-group
-    of :data:`STRIPS_LOCALS` the device runs: what
+    """Every method, ``"tiles"`` with each block of :data:`TILES_BLOCKS` and work-group
+    of :data:`TILES_LOCALS` the device runs: what
     :func:`qcom_ext.ops.variant_tuning.choose_variant` times."""
     limit = queue.device.max_work_group_size
     choices: list[dict[str, Any]] = [
-        {"method": "strips", "block": block, "local_size": local}
-        for block in STRIPS_BLOCKS
-        for local in STRIPS_LOCALS
+        {"method": "tiles", "block": block, "local_size": local}
+        for block in TILES_BLOCKS
+        for local in TILES_LOCALS
         if local[0] * local[1] <= limit
     ]
     choices += [{"method": "blocks"}, {"method": "sampler"}]
     found = []
     for options in choices:
-        kernel, args, (global_size, local) = upscale2x_launch(queue, src, dst, **options)
+        try:
+            kernel, args, (global_size, local) = upscale2x_launch(queue, src, dst, **options)
+        except ConfigError:
+            continue  # more local memory than the device has
         found.append(Variant(options, kernel, args, global_size, local))
     return found

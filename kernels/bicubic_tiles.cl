@@ -1,6 +1,6 @@
-/* 2x bicubic upscale, method "strips" (qcom_ext.upscale2x_image launches it): the same
- * result as kernels/bicubic.cl upscale2x_blocks, bit for bit, with each source texel read
- * about once instead of 25 times.
+/* 2x bicubic upscale, method "tiles" (qcom_ext.upscale2x_image launches it): the result of
+ * kernels/bicubic.cl upscale2x_blocks, bit for bit, with each source texel read from the
+ * image about once instead of 25 times.
  *
  * Source texel (X, Y) owns the 2x2 outputs (2X..2X+1, 2Y..2Y+1). An even output sits at
  * texel-space X + 0.25 (Catmull-Rom weights at a = 0.75 over texels X-2..X+1), an odd one
@@ -8,23 +8,32 @@
  * the four columns the vertical sum c = t0 * wv0 + t1 * wv1 + t2 * wv2 + t3 * wv3, then
  * sum_i wu_i * c_i. Texels outside the image are the border colour (CLK_ADDRESS_CLAMP).
  *
- * A work-item takes QE_BX adjacent source columns and walks down QE_BY source rows. It
- * keeps the five source rows Y-2..Y+2 of its QE_BX + 4 columns in registers and reads one
- * new row a step: (QE_BX + 4) / (4 * QE_BX) reads an output instead of 25 / 4. Per row it
- * forms the even and odd vertical sums of each column once and shares them between the
- * outputs that use them.
+ * A work-group of QE_LX x QE_LY work-items first copies the source texels its outputs need
+ * into local memory, (QE_LX * QE_BX + 4) x (QE_LY * QE_BY + 4), one image read each. Then
+ * each work-item takes QE_BX adjacent source columns and walks down QE_BY source rows,
+ * keeping five rows of its QE_BX + 4 columns in registers (one new row from local memory a
+ * step), and forms each column's even and odd vertical sums once for the outputs that
+ * share them.
  *
- * Launch: global size (ceil(width / QE_BX), ceil(height / QE_BY)) (padded to the local
- * size), width and height of the source as arguments (Oclgrind 21.10 reports branches on
- * image-size queries as depending on uninitialized values).
+ * Launch: global size (ceil(width / QE_BX), ceil(height / QE_BY)) padded to the local
+ * size (QE_LX, QE_LY), the source's width and height as arguments (Oclgrind 21.10 reports
+ * branches on image-size queries as depending on uninitialized values).
  */
 #ifndef QE_BX
-#define QE_BX 2
+#define QE_BX 1
 #endif
 #ifndef QE_BY
-#define QE_BY 8
+#define QE_BY 4
 #endif
-#define QE_CX (QE_BX + 4) /* source columns one work-item reads */
+#ifndef QE_LX
+#define QE_LX 32
+#endif
+#ifndef QE_LY
+#define QE_LY 8
+#endif
+#define QE_CX (QE_BX + 4)                /* source columns one work-item reads */
+#define QE_TW (QE_LX * QE_BX + 4)        /* the work-group's tile */
+#define QE_TH (QE_LY * QE_BY + 4)
 
 __constant float4 QE_BICUBIC_EVEN = (float4)(-0.0234375f, 0.2265625f, 0.8671875f, -0.0703125f);
 __constant float4 QE_BICUBIC_ODD = (float4)(-0.0703125f, 0.8671875f, 0.2265625f, -0.0234375f);
@@ -51,35 +60,39 @@ float4 qe_bicubic_column(float4 t0, float4 t1, float4 t2, float4 t3, float4 w)
     return c;
 }
 
-__kernel void upscale2x_strips(read_only image2d_t src, write_only image2d_t dst, int width,
-                               int height)
+__kernel __attribute__((reqd_work_group_size(QE_LX, QE_LY, 1))) void
+upscale2x_tiles(read_only image2d_t src, write_only image2d_t dst, int width, int height)
 {
     const sampler_t texels = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
-    int x0 = (int)get_global_id(0) * QE_BX, y0 = (int)get_global_id(1) * QE_BY;
+    __local float4 tile[QE_TW * QE_TH]; /* texel (gx0 - 2 + c, gy0 - 2 + r) at r * QE_TW + c */
+    int gx0 = (int)get_group_id(0) * QE_LX * QE_BX, gy0 = (int)get_group_id(1) * QE_LY * QE_BY;
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    for (int i = ly * QE_LX + lx; i < QE_TW * QE_TH; i += QE_LX * QE_LY)
+        tile[i] = read_imagef(src, texels, (int2)(gx0 - 2 + i % QE_TW, gy0 - 2 + i / QE_TW));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int x0 = gx0 + lx * QE_BX, y0 = gy0 + ly * QE_BY;
     if (x0 >= width || y0 >= height)
         return;
+    __local const float4 *origin = tile + ly * QE_BY * QE_TW + lx * QE_BX; /* (x0-2, y0-2) */
     float4 even = QE_BICUBIC_EVEN, odd = QE_BICUBIC_ODD;
     float4 win[5][QE_CX]; /* win[k][c]: texel (x0 - 2 + c, y - 2 + k) at source row y */
 #pragma unroll
     for (int k = 1; k < 5; k++)
 #pragma unroll
         for (int c = 0; c < QE_CX; c++)
-            win[k][c] = read_imagef(src, texels, (int2)(x0 - 2 + c, y0 - 3 + k));
+            win[k][c] = origin[(k - 1) * QE_TW + c];
 #pragma unroll
     for (int s = 0; s < QE_BY; s++) {
         int y = y0 + s;
         if (y >= height)
             break;
+        float4 ce[QE_CX], co[QE_CX]; /* vertical sums for output rows 2y and 2y + 1 */
 #pragma unroll
         for (int c = 0; c < QE_CX; c++) {
 #pragma unroll
             for (int k = 0; k < 4; k++)
                 win[k][c] = win[k + 1][c];
-            win[4][c] = read_imagef(src, texels, (int2)(x0 - 2 + c, y + 2));
-        }
-        float4 ce[QE_CX], co[QE_CX]; /* vertical sums for output rows 2y and 2y + 1 */
-#pragma unroll
-        for (int c = 0; c < QE_CX; c++) {
+            win[4][c] = origin[(s + 4) * QE_TW + c];
             ce[c] = qe_bicubic_column(win[0][c], win[1][c], win[2][c], win[3][c], even);
             co[c] = qe_bicubic_column(win[1][c], win[2][c], win[3][c], win[4][c], odd);
         }

@@ -53,7 +53,13 @@
 #define QE_SEPARABLE 0
 #endif
 
+#ifndef QE_STAGE
+#define QE_STAGE 0
+#endif
 #define QE_RX (QE_BX + QE_FX - 1)             /* input pixels of one strip row */
+#define QE_OW (QE_LX * QE_BX)                 /* the work-group's outputs */
+#define QE_OH (QE_LY * QE_BY)
+#define QE_GROUP (QE_LX * QE_LY)
 #define QE_TW (QE_LX * QE_BX + QE_FX - 1)     /* the work-group's input tile */
 #define QE_TH (QE_LY * QE_BY + QE_FY - 1)
 #define QE_ROWS (QE_BY + QE_FY - 1)           /* input rows one strip reads */
@@ -79,23 +85,58 @@ void qe_strips_load(__read_only image2d_t src, sampler_t sampler, __local float4
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+#if QE_STAGE
+/* With QE_STAGE the outputs go to local memory first (`staged`, the group's QE_OW x QE_OH
+ * outputs) and qe_strips_flush writes them, one pixel a work-item a round. */
+__local float4 *qe_staged(__local float4 *staged, int x, int y)
+{
+    return staged + (y - (int)get_group_id(1) * QE_OH) * QE_OW + x -
+           (int)get_group_id(0) * QE_OW;
+}
+
+/* Where the shapes allow, the 32 work-items of a sub-group write 16 x 2 adjacent pixels a
+ * round; else rows in order. */
+QCOM_EXT_ACCELERATED_INLINE
+void qe_strips_flush(__write_only image2d_t dst, __local const float4 *staged, int width,
+                     int height)
+{
+    int gx0 = (int)get_group_id(0) * QE_OW, gy0 = (int)get_group_id(1) * QE_OH;
+    int tid = (int)get_local_id(1) * QE_LX + (int)get_local_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int p = tid; p < QE_OW * QE_OH; p += QE_GROUP) {
+#if QE_OW % 16 == 0 && QE_OH % 2 == 0 && QE_GROUP % 32 == 0
+        int w = p / 32, lane = p % 32;
+        int x = (w % (QE_OW / 16)) * 16 + lane % 16, y = (w / (QE_OW / 16)) * 2 + lane / 16;
+#else
+        int x = p % QE_OW, y = p / QE_OW;
+#endif
+        if (gx0 + x < width && gy0 + y < height)
+            write_imagef(dst, (int2)(gx0 + x, gy0 + y), staged[y * QE_OW + x]);
+    }
+}
+#endif
+
 /* Output row oy of the strip, written when inside the image: acc / divisor. */
 QCOM_EXT_ACCELERATED_INLINE
-void qe_strips_write(__write_only image2d_t dst, int x0, int y, int width,
-                     const float4 *acc, float divisor)
+void qe_strips_write(__write_only image2d_t dst, __local float4 *staged, int x0, int y,
+                     int width, const float4 *acc, float divisor)
 {
 #pragma unroll
     for (int ox = 0; ox < QE_BX; ox++)
+#if QE_STAGE
+        *qe_staged(staged, x0 + ox, y) = acc[ox] / divisor;
+#else
         if (x0 + ox < width)
             write_imagef(dst, (int2)(x0 + ox, y), acc[ox] / divisor);
+#endif
 }
 
 /* The strip of a separable filter: for each input row r, hs = sum_i h[i] * row[ox + i],
  * then acc[oy] += v[r - oy] * hs for the outputs oy the row feeds (the builtin's order). */
 QCOM_EXT_ACCELERATED_INLINE
-void qe_strips_separable(__local const float4 *strip, __write_only image2d_t dst, int x0,
-                         int y0, int width, int height, const float *h, const float *v,
-                         float divisor)
+void qe_strips_separable(__local const float4 *strip, __write_only image2d_t dst,
+                         __local float4 *staged, int x0, int y0, int width, int height,
+                         const float *h, const float *v, float divisor)
 {
     float4 acc[QE_FY][QE_BX]; /* output oy accumulates in acc[oy % QE_FY] */
 #pragma unroll
@@ -127,14 +168,15 @@ void qe_strips_separable(__local const float4 *strip, __write_only image2d_t dst
         }
         int done = r - (QE_FY - 1); /* the output whose last row this was */
         if (done >= 0 && done < QE_BY && y0 + done < height)
-            qe_strips_write(dst, x0, y0 + done, width, acc[done % QE_FY], divisor);
+            qe_strips_write(dst, staged, x0, y0 + done, width, acc[done % QE_FY], divisor);
     }
 }
 
 /* The strip of a 2-D filter: acc[oy] += sum_i w[r - oy][i] * row[ox + i], tap by tap. */
 QCOM_EXT_ACCELERATED_INLINE
-void qe_strips_filter2d(__local const float4 *strip, __write_only image2d_t dst, int x0,
-                        int y0, int width, int height, float w[QE_FY][QE_FX])
+void qe_strips_filter2d(__local const float4 *strip, __write_only image2d_t dst,
+                        __local float4 *staged, int x0, int y0, int width, int height,
+                        float w[QE_FY][QE_FX])
 {
     float4 acc[QE_FY][QE_BX];
 #pragma unroll
@@ -161,7 +203,7 @@ void qe_strips_filter2d(__local const float4 *strip, __write_only image2d_t dst,
         }
         int done = r - (QE_FY - 1);
         if (done >= 0 && done < QE_BY && y0 + done < height)
-            qe_strips_write(dst, x0, y0 + done, width, acc[done % QE_FY], 1.0f);
+            qe_strips_write(dst, staged, x0, y0 + done, width, acc[done % QE_FY], 1.0f);
     }
 }
 
@@ -185,14 +227,25 @@ void qe_strips_filter2d(__local const float4 *strip, __write_only image2d_t dst,
 /* The start of both kernels: image size, the tile loaded, and the work-item's strip
  * origin (x0, y0); a work-item whose strip starts outside the image returns once it has
  * helped load the tile. */
+#if QE_STAGE
+#define QE_STAGED_TILE __local float4 staged[QE_OW * QE_OH]
+#define QE_STRIPS_END() qe_strips_flush(dst, staged, width, height)
+#define QE_OUTSIDE_RETURNS 0 /* every work-item reaches the flush's barrier */
+#else
+#define QE_STAGED_TILE __local float4 *staged = 0
+#define QE_STRIPS_END()
+#define QE_OUTSIDE_RETURNS 1
+#endif
+
 #define QE_STRIPS_BEGIN()                                                                  \
     __local float4 tile[QE_TW * QE_TH];                                                    \
+    QE_STAGED_TILE;                                                                        \
     int width = get_image_width(dst), height = get_image_height(dst);                      \
     int gx0 = (int)get_group_id(0) * QE_LX * QE_BX;                                        \
     int gy0 = (int)get_group_id(1) * QE_LY * QE_BY;                                        \
     qe_strips_load(src, sampler, tile, gx0, gy0, width, height);                           \
     int x0 = gx0 + (int)get_local_id(0) * QE_BX, y0 = gy0 + (int)get_local_id(1) * QE_BY; \
-    if (x0 >= width || y0 >= height)                                                       \
+    if (QE_OUTSIDE_RETURNS && (x0 >= width || y0 >= height))                               \
         return;                                                                            \
     __local const float4 *strip =                                                          \
         tile + (int)get_local_id(1) * QE_BY * QE_TW + (int)get_local_id(0) * QE_BX
@@ -206,14 +259,15 @@ qe_convolve_strips(__read_only image2d_t src, sampler_t sampler,
     float h[QE_FX], v[QE_FY];
     QE_STRIPS_WEIGHTS(weights, 1, QE_FX, h); /* slice 0: horizontal row, then vertical */
     QE_STRIPS_WEIGHTS(weights, 2, QE_FY, v);
-    qe_strips_separable(strip, dst, x0, y0, width, height, h, v, 1.0f);
+    qe_strips_separable(strip, dst, staged, x0, y0, width, height, h, v, 1.0f);
 #else
     float w[QE_FY][QE_FX];
 #pragma unroll
     for (int j = 0; j < QE_FY; j++)
         QE_STRIPS_WEIGHTS(weights, 1 + j, QE_FX, w[j]);
-    qe_strips_filter2d(strip, dst, x0, y0, width, height, w);
+    qe_strips_filter2d(strip, dst, staged, x0, y0, width, height, w);
 #endif
+    QE_STRIPS_END();
 }
 
 __kernel __attribute__((reqd_work_group_size(QE_LX, QE_LY, 1))) void
@@ -230,5 +284,6 @@ qe_box_filter_strips(__read_only image2d_t src, sampler_t sampler, const qcom_bo
 #pragma unroll
     for (int j = 0; j < QE_FY; j++)
         v[j] = qcom_ext_accelerated_cover(QE_OY + j, lo.y, hi.y);
-    qe_strips_separable(strip, dst, x0, y0, width, height, h, v, size.x * size.y);
+    qe_strips_separable(strip, dst, staged, x0, y0, width, height, h, v, size.x * size.y);
+    QE_STRIPS_END();
 }

@@ -138,6 +138,8 @@ def _tiled_defines(
             f"{device.max_work_group_size} work-items a group"
         )
     tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
+    if method == "strips":  # and the outputs, staged for compact writes
+        tile += 16 * local[0] * block[0] * local[1] * block[1]
     if tile > device.local_mem_size:
         raise ConfigError(
             f"method={method!r} needs {tile} bytes of local memory for a "
@@ -209,6 +211,8 @@ def filter_plan(
         defines.update(_bands_defines(queue.device, local, block, taps))
     elif tiled:
         defines.update(_tiled_defines(queue.device, local, block, taps, method))
+        if method == "strips":
+            defines["QE_STAGE"] = 1
     source = SOURCES.get(method, SOURCE_FILE) if portable else SOURCE_FILE
     return Plan(defines, block, local, tiled, source)
 

@@ -120,6 +120,7 @@ def _tiles_defines(device: Any, block: tuple[int, int], local: tuple[int, int]) 
             f"{device.max_work_group_size} work-items a group"
         )
     tile = 16 * (local[0] * block[0] + 4) * (local[1] * block[1] + 4)
+    tile += 16 * 4 * local[0] * block[0] * local[1] * block[1]  # the outputs, staged
     if tile > device.local_mem_size:
         raise ConfigError(
             f"method='tiles' needs {tile} bytes of local memory for a {local[0]}x{local[1]} "

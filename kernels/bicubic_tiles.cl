@@ -34,8 +34,14 @@
 #ifndef QE_LY
 #define QE_LY 8
 #endif
+#ifndef QE_FLUSH_W /* pixels across of the block 32 work-items write a round: 8, 16 or 32 */
+#define QE_FLUSH_W 16
+#endif
 #ifndef QE_STAGE
 #define QE_STAGE 1
+#endif
+#ifndef QE_DIRECT
+#define QE_DIRECT 0
 #endif
 #define QE_CX (QE_BX + 4)                /* source columns one work-item reads */
 #define QE_TW (QE_LX * QE_BX + 4)        /* the work-group's tile */
@@ -62,9 +68,10 @@ void qe_tiles_flush(__write_only image2d_t dst, __local const float4 *staged, in
     int tid = (int)get_local_id(1) * QE_LX + (int)get_local_id(0);
 #pragma unroll
     for (int p = tid; p < QE_OW * QE_OH; p += QE_GROUP) {
-#if QE_OW % 16 == 0 && QE_OH % 2 == 0 && QE_GROUP % 32 == 0
+#if QE_OW % QE_FLUSH_W == 0 && QE_OH % (32 / QE_FLUSH_W) == 0 && QE_GROUP % 32 == 0
         int w = p / 32, lane = p % 32;
-        int x = (w % (QE_OW / 16)) * 16 + lane % 16, y = (w / (QE_OW / 16)) * 2 + lane / 16;
+        int x = (w % (QE_OW / QE_FLUSH_W)) * QE_FLUSH_W + lane % QE_FLUSH_W;
+        int y = (w / (QE_OW / QE_FLUSH_W)) * (32 / QE_FLUSH_W) + lane / QE_FLUSH_W;
 #else
         int x = p % QE_OW, y = p / QE_OW;
 #endif
@@ -103,24 +110,31 @@ __kernel __attribute__((reqd_work_group_size(QE_LX, QE_LY, 1))) void
 upscale2x_tiles(read_only image2d_t src, write_only image2d_t dst, int width, int height)
 {
     const sampler_t texels = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+#if QE_DIRECT /* texels straight from the image (each read by up to 25 work-items) */
+#define QE_TEXEL(r, c) read_imagef(src, texels, (int2)(x0 - 2 + (c), y0 - 2 + (r)))
+#else
+#define QE_TEXEL(r, c) origin[(r) * QE_TW + (c)]
     __local float4 tile[QE_TW * QE_TH]; /* texel (gx0 - 2 + c, gy0 - 2 + r) at r * QE_TW + c */
+#endif
 #if QE_STAGE
     __local float4 staged[QE_OW * QE_OH];
 #endif
     int gx0 = (int)get_group_id(0) * QE_LX * QE_BX, gy0 = (int)get_group_id(1) * QE_LY * QE_BY;
     int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
+    int x0 = gx0 + lx * QE_BX, y0 = gy0 + ly * QE_BY;
+#if !QE_DIRECT
     for (int i = ly * QE_LX + lx; i < QE_TW * QE_TH; i += QE_LX * QE_LY)
         tile[i] = read_imagef(src, texels, (int2)(gx0 - 2 + i % QE_TW, gy0 - 2 + i / QE_TW));
     barrier(CLK_LOCAL_MEM_FENCE);
-    int x0 = gx0 + lx * QE_BX, y0 = gy0 + ly * QE_BY;
     __local const float4 *origin = tile + ly * QE_BY * QE_TW + lx * QE_BX; /* (x0-2, y0-2) */
+#endif
     float4 even = QE_BICUBIC_EVEN, odd = QE_BICUBIC_ODD;
     float4 win[5][QE_CX]; /* win[k][c]: texel (x0 - 2 + c, y - 2 + k) at source row y */
 #pragma unroll
     for (int k = 1; k < 5; k++)
 #pragma unroll
         for (int c = 0; c < QE_CX; c++)
-            win[k][c] = origin[(k - 1) * QE_TW + c];
+            win[k][c] = QE_TEXEL(k - 1, c);
 #pragma unroll
     for (int s = 0; s < QE_BY; s++) {
         int y = y0 + s; /* below the image: computed, never written */
@@ -130,7 +144,7 @@ upscale2x_tiles(read_only image2d_t src, write_only image2d_t dst, int width, in
 #pragma unroll
             for (int k = 0; k < 4; k++)
                 win[k][c] = win[k + 1][c];
-            win[4][c] = origin[(s + 4) * QE_TW + c];
+            win[4][c] = QE_TEXEL(s + 4, c);
             ce[c] = qe_bicubic_column(win[0][c], win[1][c], win[2][c], win[3][c], even);
             co[c] = qe_bicubic_column(win[1][c], win[2][c], win[3][c], win[4][c], odd);
         }

@@ -53,6 +53,9 @@
 #define QE_SEPARABLE 0
 #endif
 
+#ifndef QE_FLUSH_W /* pixels across of the block 32 work-items write a round: 8, 16 or 32 */
+#define QE_FLUSH_W 16
+#endif
 #ifndef QE_STAGE
 #define QE_STAGE 0
 #endif
@@ -104,9 +107,10 @@ void qe_strips_flush(__write_only image2d_t dst, __local const float4 *staged, i
     int tid = (int)get_local_id(1) * QE_LX + (int)get_local_id(0);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int p = tid; p < QE_OW * QE_OH; p += QE_GROUP) {
-#if QE_OW % 16 == 0 && QE_OH % 2 == 0 && QE_GROUP % 32 == 0
+#if QE_OW % QE_FLUSH_W == 0 && QE_OH % (32 / QE_FLUSH_W) == 0 && QE_GROUP % 32 == 0
         int w = p / 32, lane = p % 32;
-        int x = (w % (QE_OW / 16)) * 16 + lane % 16, y = (w / (QE_OW / 16)) * 2 + lane / 16;
+        int x = (w % (QE_OW / QE_FLUSH_W)) * QE_FLUSH_W + lane % QE_FLUSH_W;
+        int y = (w / (QE_OW / QE_FLUSH_W)) * (32 / QE_FLUSH_W) + lane / QE_FLUSH_W;
 #else
         int x = p % QE_OW, y = p / QE_OW;
 #endif

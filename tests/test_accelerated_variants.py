@@ -103,7 +103,6 @@ def test_strips_box_filter_up_to_the_largest_box(kernel_context, queue, block, l
 
 def test_strips_plan_uses_its_own_kernel_file(kernel_context, queue):
     plan = plan_module.filter_plan(queue, "strips", (7, 7), (-3, -3), None, None)
-    assert plan.block == plan_module.DEFAULT_BLOCKS["strips"]
     assert plan.local == plan_module.DEFAULT_LOCALS["strips"]
     if context_path(kernel_context) == "native":
         assert plan.source == plan_module.SOURCE_FILE and not plan.exact_local
@@ -112,7 +111,25 @@ def test_strips_plan_uses_its_own_kernel_file(kernel_context, queue):
     assert plan.source == "filter_strips.cl" and plan.exact_local
     assert plan.kernel_name("box_filter") == "qe_box_filter_strips"
     assert plan.defines["QE_LX"] == plan.local[0] and plan.defines["QE_BY"] == plan.block[1]
-    assert plan.sizes((100, 70), queue.device) == ((128, 8), (32, 4))  # 4x2 groups of strips
+    (lx, ly), rows = plan.local, plan.block[1]
+    groups = (-(-100 // lx), -(-(-(-70 // rows)) // ly))
+    assert plan.sizes((100, 70), queue.device) == ((groups[0] * lx, groups[1] * ly), (lx, ly))
+
+
+@pytest.mark.parametrize(("local_mem", "rows"), [(1 << 20, 8), (32768, 4), (16384, 1)])
+def test_default_strips_shrink_to_the_local_memory(kernel_context, queue, local_mem, rows):
+    """The default block's rows halve until the tile and the staged outputs fit (the 16x16
+    box on a device with Adreno's 32 KB of local memory, say); a given block never does."""
+    from types import SimpleNamespace
+
+    if context_path(kernel_context) == "native":
+        pytest.skip("natively every method runs the builtins per pixel")
+    device = SimpleNamespace(local_mem_size=local_mem, max_work_group_size=1024)
+    small = SimpleNamespace(context=kernel_context, device=device)
+    plan = plan_module.filter_plan(small, "strips", (16, 16), (-8, -8), None, None)
+    assert plan.block == (1, rows)
+    with pytest.raises(ConfigError, match="method='strips' needs"):
+        plan_module.filter_plan(small, "strips", (16, 16), (-8, -8), (1, 256), None)
 
 
 def test_strips_refuses_what_the_device_cannot_run(kernel_context, queue):

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_LOCALS",
-    "DEFAULT_METHOD",
+    "DEFAULT_METHODS",
     "MAX_RADIUS",
     "METHODS",
     "SOURCES",
@@ -56,20 +56,25 @@ __all__ = [
 #: local memory in chunks (``kernels/filter_bands.cl``: block (1, rows walked), local size
 #: (columns, 1)). All give the builtin's sums, in its order.
 METHODS = ("blocked", "tiled", "per_pixel", "strips", "bands")
-DEFAULT_METHOD = "bands"
+#: The method each op takes by default: the fastest on the H100 at 4K (docs/BENCHMARKS.md,
+#: issue 18: 5x5 convolution "tiled" 134 us, "strips" 138; 7x7 box "strips" 135 us,
+#: "tiled" 156), both with tiles in local memory, which Adreno's 32 KB also holds.
+DEFAULT_METHODS = {"convolve": "tiled", "box_filter": "strips"}
+#: Blocks (outputs per work-item) and work-group sizes by default; "tiled" and "strips"
+#: halve the block's rows where the tile would not fit the device's local memory.
 DEFAULT_BLOCKS = {
     "blocked": (4, 4),
     "tiled": (1, 4),
     "per_pixel": (1, 1),
-    "strips": (1, 4),
-    "bands": (1, 32),
+    "strips": (1, 8),
+    "bands": (1, 16),
 }
 DEFAULT_LOCALS = {
     "blocked": (16, 8),
     "tiled": (16, 8),
     "per_pixel": (16, 8),
-    "strips": (16, 16),
-    "bands": (64, 1),
+    "strips": (16, 8),
+    "bands": (32, 1),
 }
 #: The kernel file of each method's portable path (natively every method calls the
 #: builtins of ``kernels/accelerated_image_ops.cl`` per pixel).
@@ -125,6 +130,29 @@ class Plan:
         return (-(-items[0] // lx) * lx, -(-items[1] // ly) * ly), (lx, ly)
 
 
+def _tile_bytes(
+    local: tuple[int, int], block: tuple[int, int], taps: tuple[int, int], method: str
+) -> int:
+    """Local memory of a "tiled" or "strips" group: its input tile (float4 pixels) and,
+    for "strips", its outputs (staged there for compact image writes)."""
+    tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
+    if method == "strips":
+        tile += 16 * local[0] * block[0] * local[1] * block[1]
+    return tile
+
+
+def _default_block(
+    device: Any, method: str, local: tuple[int, int], taps: tuple[int, int]
+) -> tuple[int, int]:
+    """The default block of ``method``, its rows halved until the group's tile fits the
+    device's local memory (large filters, or 32 KB of local memory as on Adreno)."""
+    block = DEFAULT_BLOCKS[method]
+    if method in ("tiled", "strips"):
+        while block[1] > 1 and _tile_bytes(local, block, taps, method) > device.local_mem_size:
+            block = (block[0], block[1] // 2)
+    return block
+
+
 def _tiled_defines(
     device: Any,
     local: tuple[int, int],
@@ -137,9 +165,7 @@ def _tiled_defines(
             f"local_size {local[0]}x{local[1]} is more than the device's "
             f"{device.max_work_group_size} work-items a group"
         )
-    tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
-    if method == "strips":  # and the outputs, staged for compact writes
-        tile += 16 * local[0] * block[0] * local[1] * block[1]
+    tile = _tile_bytes(local, block, taps, method)
     if tile > device.local_mem_size:
         raise ConfigError(
             f"method={method!r} needs {tile} bytes of local memory for a "
@@ -191,10 +217,12 @@ def filter_plan(
     output pixel, for ``method`` (see :data:`METHODS`), ``block`` and ``local_size``."""
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    block = positive_pair("block", block if block is not None else DEFAULT_BLOCKS[method])
     local = positive_pair(
         "local_size", local_size if local_size is not None else DEFAULT_LOCALS[method]
     )
+    if block is None:
+        block = _default_block(queue.device, method, local, taps)
+    block = positive_pair("block", block)
     defines = {
         "QE_FX": taps[0],
         "QE_FY": taps[1],

@@ -34,7 +34,7 @@ import numpy as np
 from qcom_ext import _context_cache
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.plan import (
-    DEFAULT_METHOD,
+    DEFAULT_METHODS,
     METHODS,
     SOURCE_FILE,
     MotionField,
@@ -160,7 +160,7 @@ def convolve_image(
     dst: pyopencl.Image,
     *,
     sampler: Any = None,
-    method: str = DEFAULT_METHOD,
+    method: str | None = None,
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
@@ -168,11 +168,11 @@ def convolve_image(
     """``dst(x, y) = qcom_convolve_imagef(src, sampler, (x, y), weights)`` for every pixel.
 
     ``sampler``: a pyopencl.Sampler with unnormalized coordinates, or an addressing name
-    (default "clamp_to_edge"). ``method`` ("strips", "tiled", "blocked", "per_pixel"; see
-    :data:`METHODS`; default :data:`.plan.DEFAULT_METHOD`), ``block`` (outputs per
-    work-item) and ``local_size`` tune the portable kernels; defaults in
-    :data:`.plan.DEFAULT_BLOCKS` and :data:`.plan.DEFAULT_LOCALS`, the fastest for a device
-    from :func:`qcom_ext.ops.variant_tuning.choose_variant`.
+    (default "clamp_to_edge"). ``method`` (one of :data:`METHODS`; default
+    :data:`.plan.DEFAULT_METHODS`), ``block`` (outputs per work-item) and ``local_size``
+    tune the portable kernels; defaults in :data:`.plan.DEFAULT_BLOCKS` and
+    :data:`.plan.DEFAULT_LOCALS`; the fastest for a device from
+    :func:`qcom_ext.ops.variant_tuning.choose_variant`.
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -204,7 +204,7 @@ def convolve_launch(
     dst: Any,
     *,
     sampler: Any,
-    method: str,
+    method: str | None,
     block: Any,
     local_size: Any,
 ) -> tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...]]:
@@ -222,6 +222,7 @@ def convolve_launch(
             "make the WeightImage again"
         )
     cx, cy = weights.center
+    method = DEFAULT_METHODS["convolve"] if method is None else method
     plan = filter_plan(
         queue, method, weights.filter_size, (-cx, -cy), block, local_size, weights.separable
     )
@@ -237,7 +238,7 @@ def box_filter_image(
     dst: pyopencl.Image,
     *,
     sampler: Any = None,
-    method: str = DEFAULT_METHOD,
+    method: str | None = None,
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
@@ -269,7 +270,7 @@ def box_filter_launch(
     dst: Any,
     *,
     sampler: Any,
-    method: str,
+    method: str | None,
     block: Any,
     local_size: Any,
 ) -> tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...]]:
@@ -277,6 +278,7 @@ def box_filter_launch(
     shape = same_shape(queue, src, dst)
     packed = box_size(*box_extent(size), device=queue.context)
     (ox, nx), (oy, ny) = box_window(float(packed["x"])), box_window(float(packed["y"]))
+    method = DEFAULT_METHODS["box_filter"] if method is None else method
     plan = filter_plan(queue, method, (nx, ny), (ox, oy), block, local_size)
     kernel = _kernel(queue, plan.kernel_name("box_filter"), plan.defines, plan.source)
     args = (src, _check_sampler(sampler, queue), packed, dst)

@@ -14,9 +14,10 @@ the method, so there is one variant.
 >>> queue = cl.CommandQueue(ctx)
 >>> src = rgba_image(ctx, np.ones((16, 16, 4), np.float32))
 >>> dst = empty_rgba_image(ctx, 16, 16)
->>> found = filter_variants(queue, src, dst, size=(3, 3))
->>> {v.options["method"] for v in found} <= {"strips", "tiled", "blocked"}
-True
+>>> space = {"strips": (((1, 4),), ((8, 2), (4, 4))), "bands": (((1, 8),), ((16, 1),))}
+>>> found = filter_variants(queue, src, dst, size=(3, 3), space=space)
+>>> sorted(v.describe() for v in found) if context_path(ctx) == "fallback" else 3
+['bands block 1x8 local 16x1', 'strips block 1x4 local 4x4', 'strips block 1x4 local 8x2']
 """
 
 from __future__ import annotations
@@ -33,15 +34,13 @@ if TYPE_CHECKING:
 
 __all__ = ["SPACE", "filter_variants"]
 
-#: method -> (blocks, work-group sizes) to time: "strips" around its default (long strips
-#: of one or two columns), "tiled" and "blocked" at their best shapes of the H100 sweep
-#: (docs/BENCHMARKS.md, accelerated).
+#: method -> (blocks, work-group sizes) to time: around each method's best shapes on the
+#: H100 (docs/accelerated_image_ops.md, "Performance of the portable path"); shapes whose
+#: tile does not fit the device's local memory are left out.
 SPACE: dict[str, tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]] = {
-    "strips": (
-        ((1, 8), (1, 16), (1, 32), (2, 8), (2, 16)),
-        ((32, 4), (32, 8), (64, 2), (64, 4), (16, 8)),
-    ),
     "tiled": (((1, 4), (1, 8)), ((16, 8), (16, 16))),
+    "strips": (((1, 4), (1, 8), (1, 16)), ((16, 8), (32, 4), (16, 16), (64, 2))),
+    "bands": (((1, 16), (1, 32)), ((32, 1), (64, 1), (128, 1))),
     "blocked": (((2, 2), (2, 4)), ((16, 8), (8, 8))),
 }
 

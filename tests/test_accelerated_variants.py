@@ -112,7 +112,8 @@ def test_strips_plan_uses_its_own_kernel_file(kernel_context, queue):
     assert plan.kernel_name("box_filter") == "qe_box_filter_strips"
     assert plan.defines["QE_LX"] == plan.local[0] and plan.defines["QE_BY"] == plan.block[1]
     (lx, ly), rows = plan.local, plan.block[1]
-    groups = (-(-100 // lx), -(-(-(-70 // rows)) // ly))
+    strips = -(-70 // rows)  # per column
+    groups = (-(-100 // lx), -(-strips // ly))
     assert plan.sizes((100, 70), queue.device) == ((groups[0] * lx, groups[1] * ly), (lx, ly))
 
 

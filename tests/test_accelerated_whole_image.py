@@ -38,6 +38,8 @@ METHODS = [
     ("strips", None, None),
     ("strips", (4, 2), (2, 3)),  # many groups, strips that end below the image
     ("strips", (8, 2), (1, 5)),
+    ("bands", None, (1, 16)),  # block (1, rows), local (columns, 1)
+    ("bands", (4, 1), (1, 3)),  # many bands and segments, the last cut by the image
 ]
 METHOD_IDS = [
     "blocked",
@@ -47,6 +49,8 @@ METHOD_IDS = [
     "strips",
     "strips-4x2-2x3",
     "strips-8x2-1x5",
+    "bands",
+    "bands-4x1-1x3",
 ]
 
 

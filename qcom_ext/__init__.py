@@ -96,6 +96,7 @@ _EXPORTS: dict[str, str] = {
         ("Nv12Image", "PlanarImage", "nv12_image", "planar_image"), "qcom_ext.ext.images.planar"
     ),
     "create_sampler": "qcom_ext.ext.images.sampler",
+    "upscale2x_image": "qcom_ext.ext.images.upscale",
     # accelerated image ops (HofLimits, hof_limits: former names of the limits, kept)
     **dict.fromkeys(
         ("AcceleratedLimits", "HofLimits", "accelerated_limits", "hof_limits"),
@@ -185,6 +186,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from qcom_ext.ext.images.info import ImageInfo, query_image_info
     from qcom_ext.ext.images.planar import Nv12Image, PlanarImage, nv12_image, planar_image
     from qcom_ext.ext.images.sampler import create_sampler
+    from qcom_ext.ext.images.upscale import upscale2x_image
     from qcom_ext.ext.memory.host_ptr import (
         CACHE_POLICIES,
         ExternalMemory,

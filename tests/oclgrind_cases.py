@@ -33,6 +33,7 @@ import oclgrind_cases_convolve  # noqa: F401 (registers its cases)
 import oclgrind_cases_images  # noqa: F401 (registers its cases)
 import oclgrind_cases_kernels  # noqa: F401 (registers its cases)
 import oclgrind_cases_matmul  # noqa: F401 (registers its cases)
+import oclgrind_cases_variants  # noqa: F401 (registers its cases)
 import pyopencl as cl
 from oclgrind_trial import CASES, Kept, Mismatch, Recorder, Trial
 

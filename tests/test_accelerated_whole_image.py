@@ -35,14 +35,26 @@ METHODS = [
     ("tiled", None, None),
     ("tiled", (8, 4), (2, 2)),
     ("per_pixel", None, None),
+    ("strips", None, None),
+    ("strips", (4, 2), (2, 3)),  # many groups, strips that end below the image
+    ("strips", (8, 2), (1, 5)),
+    ("bands", None, (1, 16)),  # block (1, rows), local (columns, 1)
+    ("bands", (4, 1), (1, 3)),  # many bands and segments, the last cut by the image
+]
+METHOD_IDS = [
+    "blocked",
+    "tiled",
+    "tiled-8x4-2x2",
+    "per-pixel",
+    "strips",
+    "strips-4x2-2x3",
+    "strips-8x2-1x5",
+    "bands",
+    "bands-4x1-1x3",
 ]
 
 
-@pytest.mark.parametrize(
-    ("method", "local", "method_block"),
-    METHODS,
-    ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"],
-)
+@pytest.mark.parametrize(("method", "local", "method_block"), METHODS, ids=METHOD_IDS)
 @pytest.mark.parametrize(
     ("shape", "separable", "center", "size", "block"),
     [
@@ -109,9 +121,7 @@ def test_convolve_image_matches_numpy(
     np.testing.assert_allclose(download(queue, dst), expected, atol=tolerance(w.weights))
 
 
-@pytest.mark.parametrize(
-    ("method", "local", "block"), METHODS, ids=["blocked", "tiled", "tiled-8x4-2x2", "per-pixel"]
-)
+@pytest.mark.parametrize(("method", "local", "block"), METHODS, ids=METHOD_IDS)
 @pytest.mark.parametrize("size", [(7.0, 7.0), (2.0, 2.0), (2.5, 3.25), (0.5, 1.0), (16.0, 15.9)])
 def test_box_filter_image_matches_numpy(
     device_caps, kernel_context, queue, method, local, block, size

@@ -455,3 +455,103 @@ def test_no_images_no_bicubic(fake_adreno):
     unavailable = pytest.raises(ExtensionUnavailable, match="CL_DEVICE_IMAGE_SUPPORT is 0")
     with fake_block([], info=info), unavailable:
         qcom_ext.create_sampler(FakeCLObject(CTX), normalized=True, addressing="clamp")
+
+
+# ---- upscale2x_image: the whole-image 2x upscale, every method ----------------------
+
+UPSCALES = [
+    ("sampler", None, None),
+    ("blocks", None, None),
+    ("tiles", None, None),
+    ("tiles", (2, 3), (4, 2)),  # several groups, blocks that overhang right and bottom
+    ("tiles", (1, 1), (8, 8)),
+    ("tiles", (1, 2), (16, 8)),
+]
+
+
+def upscale_images(context, pixels):
+    from qcom_ext.ext.accelerated.points import empty, upload
+
+    h, w = pixels.shape[:2]
+    return upload(context, pixels), empty(context, 2 * w, 2 * h)
+
+
+@pytest.mark.parametrize(
+    ("method", "block", "local"),
+    UPSCALES,
+    ids=["sampler", "blocks", "tiles", "tiles-2x3-4x2", "tiles-1x1-8x8", "tiles-1x2-16x8"],
+)
+@pytest.mark.parametrize("shape", [(9, 13), (16, 32), (1, 1), (40, 5)])
+def test_upscale2x_image_matches_numpy(device_caps, kernel_context, method, block, local, shape):
+    """Every method against the guide's formula in float64; "tiles" bit for bit with
+    "blocks" (the same sums in the same order)."""
+    from qcom_ext.ext.accelerated.points import download
+    from qcom_ext.reference.bicubic import upscale2x
+
+    _require_images(device_caps)
+    queue = cl.CommandQueue(kernel_context)
+    pixels = np.random.default_rng(sum(shape)).random((*shape, 4), dtype=np.float32)
+    src, dst = upscale_images(kernel_context, pixels)
+    qcom_ext.upscale2x_image(queue, src, dst, method=method, block=block, local_size=local)
+    got = download(queue, dst)
+    np.testing.assert_allclose(got, upscale2x(pixels), atol=tolerance(pixels), rtol=0)
+    if method == "tiles":
+        qcom_ext.upscale2x_image(queue, src, dst, method="blocks")
+        np.testing.assert_array_equal(got, download(queue, dst))
+
+
+def test_upscale2x_image_default_is_the_texture_filter_where_native(device_caps, kernel_context):
+    from qcom_ext.ext.images import upscale
+
+    expected = "sampler" if device_caps.path("cl_qcom_filter_bicubic") == "native" else "tiles"
+    assert upscale.default_method(kernel_context) == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "dst_shape", "match"),
+    [
+        ({}, (10, 12), "expected dst 16x12"),
+        ({"method": "bilinear"}, (16, 12), "method must be one of sampler, blocks, tiles"),
+        ({"method": "blocks", "block": (2, 2)}, (16, 12), "block is an option of method='tiles'"),
+        ({"method": "blocks", "local_size": (3, 3)}, (16, 12), "must divide that"),
+        ({"method": "tiles", "block": (0, 2)}, (16, 12), "block must be a pair"),
+        ({"method": "tiles", "local_size": (1 << 20, 1)}, (16, 12), "work-items a group"),
+        ({"method": "tiles", "block": (64, 64)}, (16, 12), "bytes of local memory"),
+    ],
+)
+def test_upscale2x_image_bad_arguments(device_caps, kernel_context, kwargs, dst_shape, match):
+    from qcom_ext.ext.accelerated.points import empty
+
+    _require_images(device_caps)
+    queue = cl.CommandQueue(kernel_context)
+    src, dst = empty(kernel_context, 8, 6), empty(kernel_context, *dst_shape)
+    with pytest.raises(ConfigError, match=match):
+        qcom_ext.upscale2x_image(queue, src, dst, **kwargs)
+    with pytest.raises(ConfigError, match=r"src must be a 2-D pyopencl\.Image"):
+        qcom_ext.upscale2x_image(
+            queue, cl.Buffer(kernel_context, cl.mem_flags.READ_WRITE, 64), dst
+        )
+
+
+def test_upscale2x_variants_each_upscale(device_caps, kernel_context):
+    """What a tuner chooses from: every variant's options give the upscale."""
+    from qcom_ext.ext.accelerated.points import download
+    from qcom_ext.ext.images.upscale import upscale2x_variants
+    from qcom_ext.reference.bicubic import upscale2x
+
+    _require_images(device_caps)
+    queue = cl.CommandQueue(kernel_context)
+    pixels = np.random.default_rng(3).random((16, 32, 4), dtype=np.float32)
+    src, dst = upscale_images(kernel_context, pixels)
+    variants = upscale2x_variants(queue, src, dst)
+    methods = {v.options["method"] for v in variants}
+    assert methods == {"sampler", "blocks", "tiles"}
+    for variant in variants[::5] + variants[-2:]:
+        qcom_ext.upscale2x_image(queue, src, dst, **variant.options)
+        np.testing.assert_allclose(
+            download(queue, dst),
+            upscale2x(pixels),
+            atol=tolerance(pixels),
+            rtol=0,
+            err_msg=variant.describe(),
+        )

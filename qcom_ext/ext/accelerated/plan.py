@@ -23,6 +23,7 @@ import numpy as np
 
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.support import accelerated_limits, context_path
+from qcom_ext.ext.variant import positive_pair
 
 if TYPE_CHECKING:
     import pyopencl
@@ -30,8 +31,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_LOCALS",
+    "DEFAULT_METHODS",
     "MAX_RADIUS",
     "METHODS",
+    "SOURCES",
+    "SOURCE_FILE",
     "MotionField",
     "Plan",
     "SearchPlan",
@@ -46,22 +50,38 @@ __all__ = [
 #: How the portable path computes a whole-image filter (natively the builtin always runs
 #: per pixel): "blocked" reads each work-item's input rows straight from the image,
 #: "tiled" first copies the work-group's input into local memory, "per_pixel" calls the
-#: portable builtin once per pixel (for comparison).
-METHODS = ("blocked", "tiled", "per_pixel")
-DEFAULT_BLOCKS = {"blocked": (4, 4), "tiled": (1, 4), "per_pixel": (1, 1)}
-DEFAULT_LOCALS = {"blocked": (16, 8), "tiled": (16, 8), "per_pixel": (16, 8)}  # H100 sweep
+#: portable builtin once per pixel (for comparison), "strips" copies the input into local
+#: memory like "tiled", then each work-item walks a long vertical strip of outputs with a
+#: ring of accumulators (``kernels/filter_strips.cl``), "bands" has a work-group walk down
+#: a band of columns, one output column a work-item, the input rows double-buffered in
+#: local memory in chunks (``kernels/filter_bands.cl``: block (1, rows walked), local size
+#: (columns, 1)). All give the builtin's sums, in its order.
+METHODS = ("blocked", "tiled", "per_pixel", "strips", "bands")
+#: The method each op takes by default: the fastest on the H100 at 4K (docs/BENCHMARKS.md,
+#: issue 18: 5x5 convolution "tiled" 134 us, "strips" 138; 7x7 box "strips" 135 us,
+#: "tiled" 156), both with tiles in local memory, which Adreno's 32 KB also holds.
+DEFAULT_METHODS = {"convolve": "tiled", "box_filter": "strips"}
+#: Blocks (outputs per work-item) and work-group sizes by default; "tiled" and "strips"
+#: halve the block's rows where the tile would not fit the device's local memory.
+DEFAULT_BLOCKS = {
+    "blocked": (4, 4),
+    "tiled": (1, 4),
+    "per_pixel": (1, 1),
+    "strips": (1, 8),
+    "bands": (1, 16),
+}
+DEFAULT_LOCALS = {
+    "blocked": (16, 8),
+    "tiled": (16, 8),
+    "per_pixel": (16, 8),
+    "strips": (16, 8),
+    "bands": (32, 1),
+}
+#: The kernel file of each method's portable path (natively every method calls the
+#: builtins of ``kernels/accelerated_image_ops.cl`` per pixel).
+SOURCES = {"strips": "filter_strips.cl", "bands": "filter_bands.cl"}
+SOURCE_FILE = "accelerated_image_ops.cl"
 MAX_RADIUS = 127
-
-
-def positive_pair(name: str, value: Any) -> tuple[int, int]:
-    """``value`` as a pair of positive ints, or ConfigError naming ``name``."""
-    try:
-        a, b = (int(v) for v in value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a pair of positive integers, got {value!r}") from None
-    if a < 1 or b < 1 or (a, b) != tuple(value):
-        raise ConfigError(f"{name} must be a pair of positive integers, got {value!r}")
-    return a, b
 
 
 def image_shape(name: str, image: Any, context: Any) -> tuple[int, int]:
@@ -93,6 +113,12 @@ class Plan:
     block: tuple[int, int]
     local: tuple[int, int]
     exact_local: bool  # the tiled kernels are compiled for exactly this work-group size
+    source: str = SOURCE_FILE  # the kernel file, in kernels/
+
+    def kernel_name(self, op: str) -> str:
+        """The kernel of ``op`` ("convolve" or "box_filter") in :attr:`source`."""
+        suffix = {source: method for method, source in SOURCES.items()}.get(self.source, "image")
+        return f"qe_{op}_{suffix}"
 
     def sizes(self, shape: tuple[int, int], device: Any) -> tuple[tuple[int, ...], ...]:
         """(global, local) sizes covering an image of ``shape`` (width, height)."""
@@ -105,23 +131,78 @@ class Plan:
         return (-(-items[0] // lx) * lx, -(-items[1] // ly) * ly), (lx, ly)
 
 
+def _tile_bytes(
+    local: tuple[int, int], block: tuple[int, int], taps: tuple[int, int], method: str
+) -> int:
+    """Local memory of a "tiled" or "strips" group: its input tile (float4 pixels) and,
+    for "strips", its outputs (staged there for compact image writes)."""
+    tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
+    if method == "strips":
+        tile += 16 * local[0] * block[0] * local[1] * block[1]
+    return tile
+
+
+def _default_block(
+    device: Any, method: str, local: tuple[int, int], taps: tuple[int, int]
+) -> tuple[int, int]:
+    """The default block of ``method``, its rows halved until the group's tile fits the
+    device's local memory (large filters, or 32 KB of local memory as on Adreno)."""
+    block = DEFAULT_BLOCKS[method]
+    if method in ("tiled", "strips"):
+        while block[1] > 1 and _tile_bytes(local, block, taps, method) > device.local_mem_size:
+            block = (block[0], block[1] // 2)
+    return block
+
+
 def _tiled_defines(
-    device: Any, local: tuple[int, int], block: tuple[int, int], taps: tuple[int, int]
+    device: Any,
+    local: tuple[int, int],
+    block: tuple[int, int],
+    taps: tuple[int, int],
+    method: str = "tiled",
 ) -> dict[str, Any]:
     if local[0] * local[1] > device.max_work_group_size:
         raise ConfigError(
             f"local_size {local[0]}x{local[1]} is more than the device's "
             f"{device.max_work_group_size} work-items a group"
         )
-    tile = 16 * (local[0] * block[0] + taps[0] - 1) * (local[1] * block[1] + taps[1] - 1)
+    tile = _tile_bytes(local, block, taps, method)
     if tile > device.local_mem_size:
         raise ConfigError(
-            f"method='tiled' needs {tile} bytes of local memory for a "
+            f"method={method!r} needs {tile} bytes of local memory for a "
             f"{local[0]}x{local[1]} group of {block[0]}x{block[1]} blocks; "
             f"the device has {device.local_mem_size}: use a smaller "
             "local_size or block, or method='blocked'"
         )
     return {"QE_TILED": True, "QE_LX": local[0], "QE_LY": local[1]}
+
+
+def _bands_defines(
+    device: Any, local: tuple[int, int], block: tuple[int, int], taps: tuple[int, int]
+) -> dict[str, Any]:
+    """-D values of ``kernels/filter_bands.cl``: chunks of at least 6 input rows where
+    local memory allows (two chunks of ``local[0] + fx - 1`` pixels a row)."""
+    if block[0] != 1 or local[1] != 1:
+        raise ConfigError(
+            f"method='bands' takes block (1, rows) and local_size (columns, 1), got block "
+            f"{block[0]}x{block[1]} and local_size {local[0]}x{local[1]}"
+        )
+    if local[0] > min(device.max_work_group_size, device.max_work_item_sizes[0]):
+        raise ConfigError(
+            f"local_size {local[0]}x1 is more than the device's "
+            f"{device.max_work_group_size} work-items a group"
+        )
+    row = 16 * (local[0] + taps[0] - 1)
+    multiple = -(-6 // taps[1])
+    while multiple > 1 and 2 * multiple * taps[1] * row > device.local_mem_size // 2:
+        multiple -= 1
+    if 2 * multiple * taps[1] * row > device.local_mem_size:
+        raise ConfigError(
+            f"method='bands' needs {2 * taps[1] * row} bytes of local memory for a band of "
+            f"{local[0]} columns; the device has {device.local_mem_size}: use a smaller "
+            "local_size"
+        )
+    return {"QE_LX": local[0], "QE_SEG": block[1], "QE_CM": multiple}
 
 
 def filter_plan(
@@ -137,10 +218,12 @@ def filter_plan(
     output pixel, for ``method`` (see :data:`METHODS`), ``block`` and ``local_size``."""
     if method not in METHODS:
         raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    block = positive_pair("block", block if block is not None else DEFAULT_BLOCKS[method])
     local = positive_pair(
         "local_size", local_size if local_size is not None else DEFAULT_LOCALS[method]
     )
+    if block is None:
+        block = _default_block(queue.device, method, local, taps)
+    block = positive_pair("block", block)
     defines = {
         "QE_FX": taps[0],
         "QE_FY": taps[1],
@@ -151,10 +234,16 @@ def filter_plan(
         "QE_SEPARABLE": int(separable),
         "QE_PER_PIXEL": method == "per_pixel",
     }
-    tiled = method == "tiled" and context_path(queue.context) == "fallback"
-    if tiled:
-        defines.update(_tiled_defines(queue.device, local, block, taps))
-    return Plan(defines, block, local, tiled)
+    portable = context_path(queue.context) == "fallback"
+    tiled = method in ("tiled", "strips", "bands") and portable
+    if tiled and method == "bands":
+        defines.update(_bands_defines(queue.device, local, block, taps))
+    elif tiled:
+        defines.update(_tiled_defines(queue.device, local, block, taps, method))
+        if method == "strips":
+            defines["QE_STAGE"] = 1
+    source = SOURCES.get(method, SOURCE_FILE) if portable else SOURCE_FILE
+    return Plan(defines, block, local, tiled, source)
 
 
 def box_window(size: float) -> tuple[int, int]:

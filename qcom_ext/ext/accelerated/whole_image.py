@@ -35,7 +35,9 @@ import numpy as np
 from qcom_ext import _context_cache
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.plan import (
+    DEFAULT_METHODS,
     METHODS,
+    SOURCE_FILE,
     MotionField,
     SearchPlan,
     box_extent,
@@ -64,8 +66,10 @@ __all__ = [
     "block_match_image",
     "block_match_tuning",
     "box_filter_image",
+    "box_filter_launch",
     "context_path",
     "convolve_image",
+    "convolve_launch",
     "empty_rgba_image",
     "read_rgba_image",
     "rgba_image",
@@ -73,15 +77,15 @@ __all__ = [
     "sampler",
 ]
 
-SOURCE_FILE = "accelerated_image_ops.cl"
 _ADDRESSING = ("clamp", "clamp_to_edge", "none")
 
 _launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
 
 
-def _kernel(owner: Any, name: str, defines: dict[str, Any]) -> Any:
-    """The kernel ``name`` of the program built with ``defines``, cached for the context
-    of ``owner`` (the queue or context the caller holds: see qcom_ext._context_cache)."""
+def _kernel(owner: Any, name: str, defines: dict[str, Any], source: str = SOURCE_FILE) -> Any:
+    """The kernel ``name`` of ``kernels/<source>`` built with ``defines``, cached for the
+    context of ``owner`` (the queue or context the caller holds: see
+    qcom_ext._context_cache)."""
     import pyopencl as cl
 
     from qcom_ext._resources import kernels_dir
@@ -90,11 +94,11 @@ def _kernel(owner: Any, name: str, defines: dict[str, Any]) -> Any:
     context = owner if isinstance(owner, cl.Context) else owner.context
     # The probe's -D flags are part of the key: QCOM_EXT_DISABLE may change them in-process.
     flags = tuple(program_options(list(context.devices)))
-    key = (__name__, "kernels", tuple(sorted(defines.items())), flags)
+    key = (__name__, "kernels", source, tuple(sorted(defines.items())), flags)
 
     def build(private: Any) -> dict[str, Any]:
-        source = (kernels_dir() / SOURCE_FILE).read_text()
-        return kernels(build_program(private, source, defines=defines))
+        text = (kernels_dir() / source).read_text()
+        return kernels(build_program(private, text, defines=defines))
 
     return _context_cache.cached(owner, key, build)[name]
 
@@ -161,7 +165,7 @@ def convolve_image(
     dst: pyopencl.Image,
     *,
     sampler: Any = None,
-    method: str = "tiled",
+    method: str | None = None,
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
@@ -169,9 +173,11 @@ def convolve_image(
     """``dst(x, y) = qcom_convolve_imagef(src, sampler, (x, y), weights)`` for every pixel.
 
     ``sampler``: a pyopencl.Sampler with unnormalized coordinates, or an addressing name
-    (default "clamp_to_edge"). ``method`` ("blocked", "tiled", "per_pixel"; see
-    :data:`METHODS`), ``block`` (outputs per work-item) and ``local_size`` tune the portable
-    kernels; defaults in :data:`.plan.DEFAULT_BLOCKS` and :data:`.plan.DEFAULT_LOCALS`.
+    (default "clamp_to_edge"). ``method`` (one of :data:`METHODS`; default
+    :data:`.plan.DEFAULT_METHODS`), ``block`` (outputs per work-item) and ``local_size``
+    tune the portable kernels; defaults in :data:`.plan.DEFAULT_BLOCKS` and
+    :data:`.plan.DEFAULT_LOCALS`; the fastest for a device from
+    :func:`qcom_ext.ops.variant_tuning.choose_variant`.
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -183,6 +189,32 @@ def convolve_image(
     >>> float(read_rgba_image(queue, dst)[:, :, 0].sum())  # 9 taps of 1/8
     1.125
     """
+    kernel, args, sizes = convolve_launch(
+        queue,
+        src,
+        weights,
+        dst,
+        sampler=sampler,
+        method=method,
+        block=block,
+        local_size=local_size,
+    )
+    return _enqueue(queue, kernel, args, sizes, wait_for)
+
+
+def convolve_launch(
+    queue: Any,
+    src: Any,
+    weights: Any,
+    dst: Any,
+    *,
+    sampler: Any,
+    method: str | None,
+    block: Any,
+    local_size: Any,
+) -> tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...]]:
+    """(kernel, arguments, (global, local) sizes) of :func:`convolve_image`, checked and
+    built but not enqueued (what :mod:`.variants` times)."""
     shape = same_shape(queue, src, dst)
     if not isinstance(weights, WeightImage):
         raise ConfigError(f"weights must be a qcom_ext.WeightImage, got {type(weights).__name__}")
@@ -195,12 +227,13 @@ def convolve_image(
             "make the WeightImage again"
         )
     cx, cy = weights.center
+    method = DEFAULT_METHODS["convolve"] if method is None else method
     plan = filter_plan(
         queue, method, weights.filter_size, (-cx, -cy), block, local_size, weights.separable
     )
-    kernel = _kernel(queue, "qe_convolve_image", plan.defines)
+    kernel = _kernel(queue, plan.kernel_name("convolve"), plan.defines, plan.source)
     args = (src, _check_sampler(sampler, queue), weights.image, dst)
-    return _enqueue(queue, kernel, args, plan.sizes(shape, queue.device), wait_for)
+    return kernel, args, plan.sizes(shape, queue.device)
 
 
 def box_filter_image(
@@ -210,7 +243,7 @@ def box_filter_image(
     dst: pyopencl.Image,
     *,
     sampler: Any = None,
-    method: str = "tiled",
+    method: str | None = None,
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
@@ -229,13 +262,32 @@ def box_filter_image(
     >>> bool(np.allclose(read_rgba_image(queue, dst), 1.0))  # a flat image stays flat
     True
     """
+    kernel, args, sizes = box_filter_launch(
+        queue, src, size, dst, sampler=sampler, method=method, block=block, local_size=local_size
+    )
+    return _enqueue(queue, kernel, args, sizes, wait_for)
+
+
+def box_filter_launch(
+    queue: Any,
+    src: Any,
+    size: Any,
+    dst: Any,
+    *,
+    sampler: Any,
+    method: str | None,
+    block: Any,
+    local_size: Any,
+) -> tuple[Any, tuple[Any, ...], tuple[tuple[int, ...], ...]]:
+    """(kernel, arguments, sizes) of :func:`box_filter_image`, as :func:`convolve_launch`."""
     shape = same_shape(queue, src, dst)
     packed = box_size(*box_extent(size), device=queue.context)
     (ox, nx), (oy, ny) = box_window(float(packed["x"])), box_window(float(packed["y"]))
+    method = DEFAULT_METHODS["box_filter"] if method is None else method
     plan = filter_plan(queue, method, (nx, ny), (ox, oy), block, local_size)
-    kernel = _kernel(queue, "qe_box_filter_image", plan.defines)
+    kernel = _kernel(queue, plan.kernel_name("box_filter"), plan.defines, plan.source)
     args = (src, _check_sampler(sampler, queue), packed, dst)
-    return _enqueue(queue, kernel, args, plan.sizes(shape, queue.device), wait_for)
+    return kernel, args, plan.sizes(shape, queue.device)
 
 
 def block_match_image(

@@ -79,6 +79,8 @@ MODULES = [
     "qcom_ext.ops.kxk",
     "qcom_ext.ops.conv_int8",
     "qcom_ext.ops.suite",
+    "qcom_ext.ops.quant",
+    "qcom_ext.ops.gguf_weights",
     "qcom_ext._isolation",
     "qcom_ext.device.location",
     "qcom_ext.device.choice",
@@ -123,9 +125,16 @@ NEEDS_DEVICE = {
 }
 
 
+#: Modules whose examples need an optional package (the extra that installs it).
+NEEDS_PACKAGE = {"qcom_ext.ops.gguf_weights": ("gguf", "qcom_ext[gguf]")}
+
+
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
+    if name in NEEDS_PACKAGE:
+        package, extra = NEEDS_PACKAGE[name]
+        pytest.importorskip(package, reason=f"needs the {package} package ({extra})")
     if name in NEEDS_DEVICE:
         try:
             importlib.import_module("qcom_ext").probe()

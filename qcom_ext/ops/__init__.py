@@ -9,6 +9,10 @@ one (the driver's choice otherwise). Prepared layers (:class:`DepthwiseConv2d`,
 their shared options (stride, padding, dilation, activation, storage) come as keywords
 or as one :class:`ConvOptions`.
 
+Quantized weights in ggml's q8_0 and q4_0 (:func:`quantize`, :func:`dequantize`,
+:class:`QuantizedWeights`) load from and save to GGUF files (:func:`load_weight`,
+:func:`save_weights`, :func:`weight_names`; the optional ``gguf`` package).
+
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext import ops
 >>> queue = cl.CommandQueue(cl.Context([qcom_ext.probe().device()]))
@@ -24,9 +28,17 @@ from qcom_ext.ops._tensor import BufferTensor, ImageTensor
 from qcom_ext.ops.conv_1x1 import Conv2d1x1, conv2d_1x1
 from qcom_ext.ops.conv_int8 import Conv2dInt8, Quantisation, conv2d_int8
 from qcom_ext.ops.depthwise import DepthwiseConv2d, depthwise_conv2d
+from qcom_ext.ops.gguf_weights import load_weight, save_weights, weight_names
 from qcom_ext.ops.kxk import Conv2d, TiledConv2d, conv2d
 from qcom_ext.ops.layout import from_image, to_image
 from qcom_ext.ops.options import ACTIVATIONS, ConvOptions
+from qcom_ext.ops.quant import (
+    QuantizedWeights,
+    dequantize,
+    quantize,
+    quantize_q4_0,
+    quantize_q8_0,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -38,11 +50,19 @@ __all__ = [
     "DepthwiseConv2d",
     "ImageTensor",
     "Quantisation",
+    "QuantizedWeights",
     "TiledConv2d",
     "conv2d",
     "conv2d_1x1",
     "conv2d_int8",
     "depthwise_conv2d",
+    "dequantize",
     "from_image",
+    "load_weight",
+    "quantize",
+    "quantize_q4_0",
+    "quantize_q8_0",
+    "save_weights",
     "to_image",
+    "weight_names",
 ]

@@ -1,0 +1,200 @@
+"""Weight tensors in GGUF files (llama.cpp's format), through the optional ``gguf`` package.
+
+``pip install 'qcom_ext[gguf]'`` adds it; it is imported on the first call, so importing
+:mod:`qcom_ext.ops` never needs it. :func:`load_weight` returns F32 and F16 tensors as
+numpy arrays and Q8_0 and Q4_0 tensors as :class:`~qcom_ext.ops.quant.QuantizedWeights`
+(the bytes of the file are ggml's blocks: :meth:`QuantizedWeights.from_ggml`);
+:func:`save_weights` writes both kinds, :func:`weight_names` lists a file's tensors.
+
+GGUF lists a tensor's dimensions fastest-varying first (ggml's ``ne``): a weight of
+``ne = [K, N]`` is the numpy ``(N, K)`` matrix, N rows of K, the layout of ``y = x @ W.T``.
+gguf-py's ``ReaderTensor.shape`` is ``ne``; its ``data.shape`` is the numpy order (for
+quantized types, the last dimension counted in bytes).
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> from qcom_ext.ops import load_weight, quantize, save_weights, weight_names
+>>> w = np.linspace(-1, 1, 2 * 64, dtype=np.float32).reshape(2, 64)
+>>> layer = {"fc.weight": quantize(w, "q4_0"), "fc.bias": np.ones(2, np.float32)}
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     path = os.path.join(tmp, "fc.gguf")
+...     save_weights(path, layer)
+...     names, q = weight_names(path), load_weight(path, "fc.weight")
+...     bias = load_weight(path, "fc.bias")
+>>> names, q.format, q.shape, bias
+(['fc.weight', 'fc.bias'], 'q4_0', (2, 64), array([1., 1.], dtype=float32))
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qcom_ext.errors import ConfigError, QcomExtError
+from qcom_ext.ops.quant import QuantizedWeights
+
+__all__ = [
+    "SUPPORTED_TYPES",
+    "GGUFFileError",
+    "GGUFUnavailable",
+    "TensorNotFound",
+    "load_weight",
+    "save_weights",
+    "weight_names",
+]
+
+#: The GGML tensor types qcom_ext reads and writes.
+SUPPORTED_TYPES = ("F32", "F16", "Q8_0", "Q4_0")
+#: numpy dtypes written as F32 / F16.
+_FLOAT_TYPES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+#: ggml's GGML_MAX_NAME counts the terminating NUL; GGML_MAX_DIMS.
+_MAX_NAME_BYTES, _MAX_DIMS = 63, 4
+#: What gguf-py raises on a file that is not a well-formed GGUF file.
+_PARSE_ERRORS = (ValueError, IndexError, KeyError, TypeError, OverflowError, EOFError)
+
+
+class GGUFUnavailable(QcomExtError, ImportError):
+    """The optional ``gguf`` package is not installed: ``pip install 'qcom_ext[gguf]'``."""
+
+
+class GGUFFileError(QcomExtError, ValueError):
+    """A GGUF file that cannot be read (absent, unreadable, truncated, corrupt) or written."""
+
+
+class TensorNotFound(QcomExtError, KeyError):
+    """No tensor of that name in the file; the message lists the names it has."""
+
+    def __str__(self) -> str:  # KeyError's str() would show the message's repr
+        return str(self.args[0]) if self.args else ""
+
+
+def _gguf() -> Any:
+    try:
+        import gguf
+    except ImportError as exc:
+        raise GGUFUnavailable(
+            f"GGUF files need the gguf package ({exc}): pip install 'qcom_ext[gguf]'"
+        ) from exc
+    return gguf
+
+
+def _path(path: object) -> str:
+    try:
+        return os.fspath(path)  # type: ignore[call-overload]
+    except TypeError:
+        raise ConfigError(f"path {path!r}: a str or os.PathLike expected") from None
+
+
+def _reader(path: str | os.PathLike[str]) -> Any:
+    gguf = _gguf()
+    try:
+        return gguf.GGUFReader(_path(path))
+    except OSError as exc:
+        raise GGUFFileError(f"{_path(path)}: cannot be read ({exc})") from exc
+    except _PARSE_ERRORS as exc:
+        raise GGUFFileError(f"{_path(path)}: not a well-formed GGUF file ({exc})") from exc
+
+
+def weight_names(path: str | os.PathLike[str]) -> list[str]:
+    """The names of the tensors in the GGUF file ``path``, in file order."""
+    return [tensor.name for tensor in _reader(path).tensors]
+
+
+def load_weight(path: str | os.PathLike[str], name: str) -> QuantizedWeights | np.ndarray:
+    """Tensor ``name`` of the GGUF file ``path``: a numpy array (F32, F16; numpy order, the
+    reverse of ggml's ``ne``) or :class:`QuantizedWeights` (Q8_0, Q4_0: ``ne = [K, N]`` is
+    the ``(N, K)`` matrix). Copied out of the file, which is closed on return."""
+    reader = _reader(path)
+    found = {tensor.name: tensor for tensor in reader.tensors}
+    if name not in found:
+        raise TensorNotFound(
+            f"no tensor {name!r} in {os.fspath(path)}; it has {list(found) or 'none'}"
+        )
+    tensor = found[name]
+    kind = tensor.tensor_type.name
+    where = f"tensor {name!r} of {os.fspath(path)}"
+    if kind not in SUPPORTED_TYPES:
+        raise ConfigError(f"{where} is GGML type {kind}: qcom_ext reads {SUPPORTED_TYPES}")
+    if kind in ("F32", "F16"):
+        return np.array(tensor.data, dtype=np.float32 if kind == "F32" else np.float16)
+    if reader.byte_order != "I":
+        raise ConfigError(f"{where}: quantized tensors are read from little-endian files only")
+    ne = [int(size) for size in tensor.shape]
+    if len(ne) > 2 and any(size != 1 for size in ne[2:]):
+        raise ConfigError(f"{where} has ggml shape ne = {ne}: a matrix (ne = [K, N]) expected")
+    n = ne[1] if len(ne) > 1 else 1
+    try:
+        return QuantizedWeights.from_ggml(tensor.data, kind.lower(), (n, ne[0]))
+    except ConfigError as exc:
+        raise ConfigError(f"{where} (ne = {ne}): {exc}") from exc
+
+
+def save_weights(
+    path: str | os.PathLike[str],
+    weights: Mapping[str, QuantizedWeights | np.ndarray],
+    arch: str = "qcom_ext",
+) -> None:
+    """Write ``weights`` (name -> :class:`QuantizedWeights`, or a float32 / float16 array)
+    to the GGUF file ``path`` with ``general.architecture = arch``, replacing it whole: a
+    failure leaves no file (or the old one) behind."""
+    gguf = _gguf()
+    if not isinstance(arch, str) or not arch:
+        raise ConfigError(f"arch {arch!r}: a non-empty string expected")
+    if not isinstance(weights, Mapping):
+        raise ConfigError(f"weights of type {type(weights).__name__}: a mapping name -> tensor")
+    entries = [_entry(name, value) for name, value in weights.items()]
+    target = Path(_path(path))
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        _write(gguf, partial, arch, entries)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise GGUFFileError(f"{os.fspath(path)}: cannot be written ({exc})") from exc
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _entry(name: object, value: object) -> tuple[str, np.ndarray, str | None]:
+    """(name, the array to write, its GGML type for quantized blocks), checked."""
+    if not isinstance(name, str) or not 0 < len(name.encode()) <= _MAX_NAME_BYTES:
+        raise ConfigError(
+            f"tensor name {name!r}: a string of 1 to {_MAX_NAME_BYTES} UTF-8 bytes expected "
+            "(ggml's GGML_MAX_NAME)"
+        )
+    if isinstance(value, QuantizedWeights):
+        return name, value.to_ggml(), value.format.upper()
+    if not isinstance(value, np.ndarray):
+        raise ConfigError(
+            f"tensor {name!r} of type {type(value).__name__}: QuantizedWeights or a float32 "
+            "or float16 numpy array expected"
+        )
+    native = value.dtype.newbyteorder("=")
+    if native not in _FLOAT_TYPES:
+        raise ConfigError(
+            f"tensor {name!r} of dtype {value.dtype}: GGUF F32 / F16 take float32 or float16 "
+            "(astype one of them, or quantize)"
+        )
+    if not 1 <= value.ndim <= _MAX_DIMS or value.size == 0:
+        raise ConfigError(
+            f"tensor {name!r} of shape {value.shape}: 1 to {_MAX_DIMS} dimensions, not empty"
+        )
+    return name, np.ascontiguousarray(value, dtype=native), None  # the writer orders bytes
+
+
+def _write(gguf: Any, path: Path, arch: str, entries: list) -> None:
+    writer = gguf.GGUFWriter(path, arch)
+    try:
+        for name, data, quantized in entries:
+            raw = getattr(gguf.GGMLQuantizationType, quantized) if quantized else None
+            writer.add_tensor(name, data, raw_dtype=raw)
+        if any(quantized for _, _, quantized in entries):
+            writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+    finally:
+        writer.close()

@@ -155,23 +155,14 @@ def read_scalar(routine: str, call: Any) -> int:
 def _native(
     query: Any, device: int, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
 ) -> ImageInfo:
-    cfmt, desc = fmt.cdata(), image_desc(kind, extent)
     dev = ffi.cast("cl_device_id", device)
-
-    def ask(name: str) -> int:
-        param = getattr(C, name)
-        try:
-            return read_scalar(
-                "clQueryImageInfoQCOM",
-                lambda size, value, ret: query(dev, flags, cfmt, desc, param, size, value, ret),
-            )
-        except CLError as exc:
-            raise CLError(
-                exc.routine,
-                exc.code,
-                f"{name} of a {kind} {fmt.name} image {_shape_text(kind, extent)}"
-                + (f" ({exc.detail})" if exc.detail else ""),
-            ) from None
+    ask = _asker(
+        "clQueryImageInfoQCOM",
+        lambda cfmt, desc, *rest: query(dev, flags, cfmt, desc, *rest),
+        fmt,
+        kind,
+        extent,
+    )
 
     sliced = kind in _SLICED
     return ImageInfo(
@@ -205,7 +196,14 @@ def _requirements(
     element = fmt.element_size  # a Qualcomm format has none here: refused before any call
     context = _query_context(caps.device_id)
     try:
-        ask = _asker(query, context, flags, fmt, kind, extent)
+        ctx = ffi.cast("cl_context", context)
+        ask = _asker(
+            "clGetImageRequirementsInfoEXT",
+            lambda cfmt, desc, *rest: query(ctx, ffi.NULL, flags, cfmt, desc, *rest),
+            fmt,
+            kind,
+            extent,
+        )
         for axis in IMAGE_TYPES[kind][1]:
             limit, value = ask(_MAX_QUERIES[axis]), getattr(extent, axis)
             if limit and value > limit:  # 0: the driver names no limit
@@ -251,22 +249,18 @@ def _query_context(device: int) -> int:
     return check_handle(handle, err, "clCreateContext", detail, driver.clReleaseContext)
 
 
-def _asker(
-    query: Any, context: int, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
-) -> Any:
-    """``ask(token name)``: one ``clGetImageRequirementsInfoEXT`` scalar (no properties),
-    a CLError naming the query and the image where the driver refuses."""
+def _asker(routine: str, call: Any, fmt: ImageFormat, kind: str, extent: ImageExtent) -> Any:
+    """``ask(token name)``: one scalar answer of ``routine`` about this image, through
+    ``call(cl_image_format*, cl_image_desc*, param, size, value, size_ret)``; a CLError
+    naming the query and the image where the driver refuses. The one query loop of
+    both ways of asking (clQueryImageInfoQCOM, clGetImageRequirementsInfoEXT)."""
     cfmt, desc = fmt.cdata(), image_desc(kind, extent)
-    ctx = ffi.cast("cl_context", context)
 
     def ask(name: str) -> int:
         param = getattr(C, name)
         try:
             return read_scalar(
-                "clGetImageRequirementsInfoEXT",
-                lambda size, value, ret: query(
-                    ctx, ffi.NULL, flags, cfmt, desc, param, size, value, ret
-                ),
+                routine, lambda size, value, ret: call(cfmt, desc, param, size, value, ret)
             )
         except CLError as exc:
             raise CLError(

@@ -16,6 +16,7 @@ import pytest
 from conftest import DEVICES
 from fakes.claiming import claiming
 from fakes.driver import addr
+from fakes.image_requirements import answer, image_bytes
 
 from qcom_ext import CLError, ImageInfo, QcomExtWarning, query_image_info
 from qcom_ext.binding.lib import C, ffi
@@ -30,7 +31,6 @@ pytestmark = [
     ),
 ]
 EXTENSION = "cl_qcom_extended_query_image_info"
-DESC = struct.Struct("<I4x6Q2IQ")  # cl_image_desc, LP64: 72 bytes
 ANSWERS = {  # param -> (value, width in bytes)
     C.CL_IMAGE_ROW_PITCH: (2560, 8),
     C.CL_IMAGE_SLICE_PITCH: (2560 * 480, 8),
@@ -59,19 +59,10 @@ class FakeQuery:
                 "flags": int(flags),
                 "param": int(param),
                 "size": int(size),
-                "format": ffi.buffer(ffi.cast("char *", fmt), 8)[:],
-                "desc": DESC.unpack(ffi.buffer(ffi.cast("char *", desc), DESC.size)[:]),
+                **image_bytes(fmt, desc),
             }
         )
-        if self.status:
-            return self.status
-        number, width = self.answers[int(param)]
-        if size < width:
-            return C.CL_INVALID_VALUE
-        ffi.memmove(value, number.to_bytes(width, "little"), width)
-        if size_ret != ffi.NULL:
-            size_ret[0] = width
-        return 0
+        return self.status or answer(self.answers, param, size, value, size_ret)
 
 
 def test_2d_marshalling(device):

@@ -32,6 +32,26 @@ ANSWERS = {
 }
 
 
+def image_bytes(fmt, desc) -> dict:
+    """The raw ``cl_image_format`` bytes and the unpacked ``cl_image_desc`` of a call."""
+    return {
+        "format": ffi.buffer(ffi.cast("char *", fmt), 8)[:],
+        "desc": DESC.unpack(ffi.buffer(ffi.cast("char *", desc), DESC.size)[:]),
+    }
+
+
+def answer(answers: dict, param, size, value, size_ret) -> int:
+    """Write ``answers[param]`` (value, width) as a driver would: CL_INVALID_VALUE when
+    ``size`` is too small, else the little-endian value and its width."""
+    number, width = answers[int(param)]
+    if size < width:
+        return C.CL_INVALID_VALUE
+    ffi.memmove(value, number.to_bytes(width, "little"), width)
+    if size_ret != ffi.NULL:
+        size_ret[0] = width
+    return 0
+
+
 def context_devices(context) -> list[int]:
     """The devices the real driver says ``context`` holds (CL_INVALID_CONTEXT: [])."""
     size = ffi.new("size_t *")
@@ -60,19 +80,10 @@ class FakeRequirements:
                 "flags": int(flags),
                 "param": int(param),
                 "size": int(size),
-                "format": ffi.buffer(ffi.cast("char *", fmt), 8)[:],
-                "desc": DESC.unpack(ffi.buffer(ffi.cast("char *", desc), DESC.size)[:]),
+                **image_bytes(fmt, desc),
             }
         )
-        if self.status:
-            return self.status
-        number, width = self.answers[int(param)]
-        if size < width:
-            return C.CL_INVALID_VALUE
-        ffi.memmove(value, number.to_bytes(width, "little"), width)
-        if size_ret != ffi.NULL:
-            size_ret[0] = width
-        return 0
+        return self.status or answer(self.answers, param, size, value, size_ret)
 
     @property
     def params(self) -> list[int]:

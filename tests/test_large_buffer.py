@@ -9,7 +9,6 @@ the result is a working pyopencl.Buffer.
 
 from __future__ import annotations
 
-import struct
 import sys
 import warnings
 
@@ -18,7 +17,7 @@ import pyopencl as cl
 import pytest
 from conftest import DEVICES
 from fakes.claiming import claiming, real
-from fakes.driver import addr, u32, u64
+from fakes.driver import addr, mem_properties, u32, u64
 from fakes.ledger import Ledger
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -240,16 +239,6 @@ def test_a_failed_chunk_releases_the_ones_made(monkeypatch):
 # ---- the native path, through a substitute ----------------------------------------------
 
 
-def properties(pointer) -> tuple[int, ...]:
-    """A zero-terminated cl_mem_properties list, read from its raw bytes."""
-    words = ffi.cast("cl_mem_properties *", pointer)
-    count = 0
-    while words[count] != 0:
-        count += 2
-    raw = ffi.buffer(ffi.cast("char *", pointer), (count + 1) * 8)[:]
-    return struct.unpack(f"<{count + 1}Q", raw)
-
-
 class FakeCreate:
     """clCreateBufferWithProperties: records its arguments; makes a real buffer (with
     the same flags and host pointer, without the property), or fails with ``status``
@@ -260,7 +249,9 @@ class FakeCreate:
         self._create = real("clCreateBuffer")
 
     def __call__(self, ctx, props, flags, size, host_ptr, errcode):
-        self.calls.append((addr(ctx), properties(props), int(flags), int(size), addr(host_ptr)))
+        self.calls.append(
+            (addr(ctx), mem_properties(props), int(flags), int(size), addr(host_ptr))
+        )
         if self.status and not self.leak_handle:
             errcode[0] = self.status
             return ffi.NULL

@@ -8,7 +8,6 @@ made without the properties, so the result is a working pyopencl.Buffer.
 
 from __future__ import annotations
 
-import struct
 import sys
 import warnings
 
@@ -16,7 +15,7 @@ import pyopencl as cl
 import pytest
 from conftest import DEVICES
 from fakes.claiming import claiming, real
-from fakes.driver import addr, u32, u64
+from fakes.driver import addr, mem_properties, u32, u64
 
 from qcom_ext import CLError, ConfigError, QcomExtWarning, onchip_buffer, scrub_onchip
 from qcom_ext.binding.lib import C, driver, ffi
@@ -45,23 +44,13 @@ def context(device):
     return cl.Context([device.device()])
 
 
-def properties(pointer) -> tuple[int, ...]:
-    """A zero-terminated cl_mem_properties list, read from its raw bytes."""
-    words = ffi.cast("cl_mem_properties *", pointer)
-    count = 0
-    while words[count] != 0:
-        count += 2
-    raw = ffi.buffer(ffi.cast("char *", pointer), (count + 1) * 8)[:]
-    return struct.unpack(f"<{count + 1}Q", raw)
-
-
 class FakeCreate:
     def __init__(self, status: int = 0):
         self.status, self.calls = status, []
         self._create = real("clCreateBuffer")
 
     def __call__(self, ctx, props, flags, size, host_ptr, errcode):
-        self.calls.append((addr(ctx), properties(props), int(flags), int(size), host_ptr))
+        self.calls.append((addr(ctx), mem_properties(props), int(flags), int(size), host_ptr))
         if self.status:
             errcode[0] = self.status
             return ffi.NULL

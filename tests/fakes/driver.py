@@ -41,6 +41,17 @@ def raw(pointer, size: int) -> bytes:
     return ffi.buffer(ffi.cast("char *", pointer), size)[:] if size else b""
 
 
+def mem_properties(pointer) -> tuple[int, ...]:
+    """A zero-terminated ``cl_mem_properties`` list as a driver reads it: the pairs, then
+    the terminating 0 (``()`` for NULL)."""
+    if pointer == ffi.NULL:
+        return ()
+    words, count = ffi.cast("cl_mem_properties *", pointer), 0
+    while words[count] != 0:
+        count += 2
+    return tuple(int(words[i]) for i in range(count + 1))
+
+
 def answer_info(data: bytes, size: int, value, size_ret) -> int:
     """What a clGet*Info entry point does with the answer ``data``: the size to
     ``size_ret``, the bytes to ``value`` (CL_INVALID_VALUE when ``size`` is too small)."""

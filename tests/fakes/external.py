@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from qcom_ext.binding.lib import C, ffi
 
-from .driver import addr, answer_info, raw
+from .driver import addr, answer_info, mem_properties, raw
 from .memory import CTX, FakeMemDriver, decode_desc
 
 KHR_DMA_BUF = "cl_khr_external_memory cl_khr_external_memory_dma_buf"
@@ -31,14 +31,7 @@ QUEUE = 0xD0
 
 def properties(pointer) -> list[int]:
     """The ``cl_mem_properties`` list up to its terminating 0 (the pairs, flattened)."""
-    found, i = [], 0
-    while pointer != ffi.NULL:
-        key = int(ffi.cast("cl_mem_properties *", pointer)[i])
-        if key == 0:
-            return found
-        found += [key, int(ffi.cast("cl_mem_properties *", pointer)[i + 1])]
-        i += 2
-    return found
+    return list(mem_properties(pointer)[:-1])
 
 
 @dataclass

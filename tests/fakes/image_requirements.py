@@ -15,7 +15,7 @@ import struct
 
 from qcom_ext.binding.lib import C, driver, ffi
 
-from .driver import addr
+from .driver import addr, answer_info
 
 DESC = struct.Struct("<I4x6Q2IQ")  # cl_image_desc, LP64: 72 bytes
 
@@ -41,15 +41,9 @@ def image_bytes(fmt, desc) -> dict:
 
 
 def answer(answers: dict, param, size, value, size_ret) -> int:
-    """Write ``answers[param]`` (value, width) as a driver would: CL_INVALID_VALUE when
-    ``size`` is too small, else the little-endian value and its width."""
+    """``answers[param]`` (value, width) answered as a driver would (:func:`answer_info`)."""
     number, width = answers[int(param)]
-    if size < width:
-        return C.CL_INVALID_VALUE
-    ffi.memmove(value, number.to_bytes(width, "little"), width)
-    if size_ret != ffi.NULL:
-        size_ret[0] = width
-    return 0
+    return answer_info(number.to_bytes(width, "little"), size, value, size_ret)
 
 
 def context_devices(context) -> list[int]:

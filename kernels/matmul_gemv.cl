@@ -28,6 +28,10 @@
  */
 #include "matmul_weights.h"
 
+#ifndef UNROLL
+#define UNROLL 1 /* blocks a work-item reads at once (l0 apart: each read coalesced) */
+#endif
+
 #define V (MR * RPW) /* the partial sums of a work-item */
 
 /* v summed over the `seg` lanes of this work-item's aligned segment of its sub-group
@@ -134,35 +138,52 @@ void q8_block_products(WEIGHT_PARAMS, X_PARAMS, int nb, int b, const int *rows,
 }
 
 #else
-/* The words (and scales) of one block of the work-item's RPW rows, loaded one block
- * ahead of their use (see the kernel). */
+/* The words (and scales) of UNROLL blocks of the work-item's RPW rows (slot u: its
+ * u-th block of a round), loaded one round ahead of their use (see the kernel). One
+ * struct, not an array of them: the NVIDIA 580 compiler returned NaNs for arrays of
+ * these structs. */
 typedef struct {
 #if WFMT == 0
-    float4 w[RPW][8];
+    float4 w[UNROLL][RPW][8];
 #elif WFMT == 1
-    float8 w[RPW][4];
+    float8 w[UNROLL][RPW][4];
 #else
-    uint4 w[RPW][WPB];
-    float d[RPW];
+    uint4 w[UNROLL][RPW][WPB];
+    float d[UNROLL][RPW];
 #endif
 } block_t;
 
-void load_block(WEIGHT_PARAMS, int nb, int b, const int *rows, block_t *blk)
+/* slot u of blk <- block b of the rows */
+void load_block(WEIGHT_PARAMS, int nb, int b, const int *rows, block_t *blk, int u)
 {
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
 #pragma unroll
         for (int j = 0; j < WPB; ++j) {
 #if WFMT == 0
-            blk->w[r][j] = WORD_F4(rows[r] + j * nb + b);
+            blk->w[u][r][j] = WORD_F4(rows[r] + j * nb + b);
 #elif WFMT == 1
-            blk->w[r][j] = WORD_H8(rows[r] + j * nb + b);
+            blk->w[u][r][j] = WORD_H8(rows[r] + j * nb + b);
 #else
-            blk->w[r][j] = WORD_U(rows[r] + j * nb + b);
+            blk->w[u][r][j] = WORD_U(rows[r] + j * nb + b);
 #endif
         }
 #if QUANTIZED
-        blk->d[r] = SCALE(rows[r] / WPB + b);
+        blk->d[u][r] = SCALE(rows[r] / WPB + b);
+#endif
+    }
+}
+
+/* slot u of to <- slot u of from */
+void copy_slot(block_t *to, const block_t *from, int u)
+{
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+#pragma unroll
+        for (int j = 0; j < WPB; ++j)
+            to->w[u][r][j] = from->w[u][r][j];
+#if QUANTIZED
+        to->d[u][r] = from->d[u][r];
 #endif
     }
 }
@@ -171,7 +192,7 @@ void load_block(WEIGHT_PARAMS, int nb, int b, const int *rows, block_t *blk)
 #define XQ(m, q) xl[((m) * 8 + (q)) * (CB + 1)]
 
 /* acc[m][r] += the block's weights of row r times its activations of row m. */
-void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][RPW])
+void block_products(const block_t *blk, int u, __local const float4 *xl, float acc[MR][RPW])
 {
 #if WFMT == 0
 #pragma unroll
@@ -181,7 +202,7 @@ void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][
             const float4 xv = XQ(m, j);
 #pragma unroll
             for (int r = 0; r < RPW; ++r)
-                acc[m][r] += dot(xv, blk->w[r][j]);
+                acc[m][r] += dot(xv, blk->w[u][r][j]);
         }
 #elif WFMT == 1
 #pragma unroll
@@ -191,7 +212,7 @@ void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][
             const float4 lo = XQ(m, 2 * j), hi = XQ(m, 2 * j + 1);
 #pragma unroll
             for (int r = 0; r < RPW; ++r)
-                acc[m][r] += dot(lo, blk->w[r][j].lo) + dot(hi, blk->w[r][j].hi);
+                acc[m][r] += dot(lo, blk->w[u][r][j].lo) + dot(hi, blk->w[u][r][j].hi);
         }
 #else
     float part[MR][RPW];
@@ -213,8 +234,8 @@ void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][
 #endif
 #pragma unroll
                 for (int r = 0; r < RPW; ++r) {
-                    const uint4 u = blk->w[r][j];
-                    const uint word = i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+                    const uint4 v = blk->w[u][r][j];
+                    const uint word = i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 #if WFMT == 2
                     part[m][r] += dot(xv, I8X4(word));
 #else
@@ -226,7 +247,7 @@ void block_products(const block_t *blk, __local const float4 *xl, float acc[MR][
     for (int r = 0; r < RPW; ++r)
 #pragma unroll
         for (int m = 0; m < MR; ++m)
-            acc[m][r] += blk->d[r] * part[m][r];
+            acc[m][r] += blk->d[u][r] * part[m][r];
 #endif
 }
 #endif
@@ -271,8 +292,11 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
     /* each work-item's weights are read one block ahead: the reads of the next block
      * (across the next chunk's barriers and staging) overlap this block's arithmetic */
     block_t current, next;
-    if ((int)lid < min(nb, CB))
-        load_block(WEIGHT_ARGS, nb, (int)lid, rows, &current);
+    const int per_round = (int)l0 * UNROLL; /* the host keeps it <= CB */
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+        if ((int)lid + u * (int)l0 < min(nb, CB))
+            load_block(WEIGHT_ARGS, nb, (int)lid + u * (int)l0, rows, &current, u);
     for (int c0 = 0; c0 < nb; c0 += CB) {
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint t0 = lin; t0 < MR * CB * 8; t0 += 4 * items) {
@@ -292,14 +316,24 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int blk = (int)lid; blk < CB && c0 + blk < nb; blk += (int)l0) {
-            /* the work-item's next block: in this chunk, else in the next */
-            const int after = blk + (int)l0 < CB ? c0 + blk + (int)l0 : c0 + CB + (int)lid;
-            if (after < nb)
-                load_block(WEIGHT_ARGS, nb, after, rows, &next);
-            else
-                next = current;
-            block_products(&current, stage + blk, acc);
+        for (int blk = (int)lid; blk < CB && c0 + blk < nb; blk += per_round) {
+            /* the work-item's UNROLL blocks of the next round: in this chunk, else in
+             * the next; all their reads are issued before this round's arithmetic */
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int ahead = blk + per_round + u * (int)l0;
+                const int after = ahead < CB ? c0 + ahead : c0 + CB + (int)lid + u * (int)l0;
+                if (after < nb)
+                    load_block(WEIGHT_ARGS, nb, after, rows, &next, u);
+                else
+                    copy_slot(&next, &current, u);
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int own = blk + u * (int)l0;
+                if (own < CB && c0 + own < nb)
+                    block_products(&current, u, stage + own, acc);
+            }
             current = next;
         }
     }

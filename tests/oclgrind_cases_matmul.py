@@ -48,6 +48,7 @@ def _gemv(t: Trial, path: str) -> None:
         _linear(t, 3, 5, 64, fmt, path, x_dtype=np.float16, local_size=(8, 2))
     _linear(t, 8, 3, 45, "f32", path)  # K tail, 8 rows of x (2 rows per work-item)
     _linear(t, 2, 9, 77, "f16", path, local_size=(4, 4))
+    _linear(t, 1, 3, 2112, "q4_0", path, local_size=(32, 1))  # a round (4 x 32) > a chunk
 
 
 @case()

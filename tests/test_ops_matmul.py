@@ -21,6 +21,7 @@ from matmul_reference import (
 )
 
 from qcom_ext import ops
+from qcom_ext.errors import ConfigError
 from qcom_ext.ops._matmul_programs import GEMM_TILES
 from qcom_ext.ops.quant import quantize_q8_0
 
@@ -77,6 +78,51 @@ def test_k_not_a_multiple_of_the_block(queue, fmt):
 def test_long_rows(queue, fmt):
     check(queue, 1, 24, 4096, fmt, "buffer", seed=3)
     check(queue, 2, 9, 4096, fmt, "image", seed=4)
+
+
+@pytest.mark.parametrize("local_size", [(8, 1), (16, 2), (64, 1)])
+def test_gemv_rounds_across_chunks(queue, local_size):
+    """300 blocks a row: two full chunks of staged x (128 blocks at most) and a partial
+    one; q4_0 reads 4 blocks a round (UNROLL 4), so (64, 1) makes a round of 256
+    blocks, longer than a chunk, and (8, 1) and (16, 2) rounds that end inside one."""
+    for fmt, m in (("q4_0", 1), ("q4_0", 3), ("q8_0", 1), ("f16", 2)):
+        rng = np.random.default_rng(m)
+        w = rng.standard_normal((5, 9600)).astype(np.float32)
+        x = rng.standard_normal((m, 9600)).astype(np.float32)
+        layer = ops.Linear(queue, w, weight_format=fmt, path="buffer")
+        got = layer(queue, x, local_size=local_size)
+        exact = stored(w, fmt, layer.quantized)
+        what = f"{fmt} {m} rows, local {local_size}"
+        assert_within(got, reference(x, exact, None), bound(x, abs(exact), None), what)
+
+
+def test_the_default_path_is_buffers_off_adreno(queue, monkeypatch):
+    """Image1d_buffer views are the default on Adreno only (its texture path); a device
+    that could take them but is no Adreno gets buffers, and path="image" still works."""
+    import qcom_ext.device.probe as probe_module
+
+    w = np.ones((4, 64), np.float32)
+    layer = ops.Linear(queue, w)
+    if layer.path_reason.startswith("the "):  # no images, formats or room for the views
+        pytest.skip(f"no image1d_buffer path here: {layer.path_reason}")
+    assert layer.path == "buffer" and "Adreno" in layer.path_reason
+    real = probe_module.probe
+
+    class AsAdreno:
+        def __init__(self, caps):
+            self._caps = caps
+
+        is_adreno = True
+
+        def __getattr__(self, name):
+            return getattr(self._caps, name)
+
+    monkeypatch.setattr(probe_module, "probe", lambda device=None: AsAdreno(real(device)))
+    try:
+        ops.Linear(queue, w, path="image")
+    except ConfigError:
+        pytest.skip("the device lists no image1d_buffer of the texel formats")
+    assert ops.Linear(queue, w).path == "image"
 
 
 @pytest.mark.parametrize("tile", sorted(GEMM_TILES))

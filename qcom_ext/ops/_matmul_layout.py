@@ -100,12 +100,13 @@ def _supported(context: Any, image_format: Any) -> bool:
 def choose_path(
     context: Any, device: Any, packed: Packed, requested: str | None
 ) -> tuple[str, str]:
-    """``("image" | "buffer", why)``: image1d_buffer views where the device has images
-    (the probe's ``image_support``), lists the texel formats for
-    CL_MEM_OBJECT_IMAGE1D_BUFFER and ``CL_DEVICE_IMAGE_MAX_BUFFER_SIZE`` holds the views;
-    buffers otherwise.
+    """``("image" | "buffer", why)``: image1d_buffer views on Adreno (the texture path
+    its programming guide recommends for weights) where the device has images (the
+    probe's ``image_support``), lists the texel formats for CL_MEM_OBJECT_IMAGE1D_BUFFER
+    and ``CL_DEVICE_IMAGE_MAX_BUFFER_SIZE`` holds the views; buffers otherwise (on the
+    NVIDIA H200 buffer reads ran up to 1.5x faster: docs/BENCHMARKS.md, "Matmul").
     ``requested``: None (that rule), ``"buffer"`` (forced) or ``"image"`` (a ConfigError
-    where the rule refuses it)."""
+    where the device cannot: no images, formats or room)."""
     from qcom_ext.device.probe import probe
 
     if requested not in (None, *PATHS):
@@ -125,8 +126,10 @@ def choose_path(
         )
     elif not all(_supported(context, f) for f in (words_format, scales_format)):
         why = "the device lists no image1d_buffer of the texel formats"
-    else:
+    elif requested == "image" or probe(device).is_adreno:
         return "image", f"image1d_buffer views ({texels} texels of at most {limit})"
+    else:
+        return "buffer", "buffer reads: image1d_buffer views are the default on Adreno only"
     if requested == "image":
         raise ConfigError(f"path 'image' requested, but {why}")
     return "buffer", why

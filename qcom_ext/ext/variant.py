@@ -28,7 +28,7 @@ from typing import Any
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.variant_store import Choice, VariantKey, cached_variant
 
-__all__ = ["CHOSEN", "Variant", "positive_pair", "tuned_options"]
+__all__ = ["CHOSEN", "Variant", "describe", "launch_tuned", "positive_pair", "tuned_options"]
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +69,21 @@ class Variant:
         """``method block BXxBY local LXxLY`` (what is set; a layer's: its ints)."""
         if self.choice is not None and not self.options:
             return "variant " + ",".join(str(v) for v in self.choice)
-        parts = [str(self.options.get("method"))]
-        for key, word in (("block", "block"), ("local_size", "local")):
-            value = self.options.get(key)
-            if value is not None:
-                parts.append(f"{word} {'x'.join(str(v) for v in value)}")
-        return " ".join(parts)
+        return describe(self.options)
+
+
+def describe(options: dict[str, Any]) -> str:
+    """``method block BXxBY local LXxLY`` of a whole-image op's options (what is set).
+
+    >>> describe({"method": "strips", "block": (1, 8), "local_size": (16, 8)})
+    'strips block 1x8 local 16x8'
+    """
+    parts = [str(options.get("method"))]
+    for key, word in (("block", "block"), ("local_size", "local")):
+        value = options.get(key)
+        if value is not None:
+            parts.append(f"{word} {'x'.join(str(v) for v in value)}")
+    return " ".join(parts)
 
 
 class _Options:

@@ -37,6 +37,7 @@ import os
 from typing import Any
 
 import qcom_ext
+from qcom_ext.ext.variant import describe
 from qcom_ext.tools.bench._accelerated_report import markdown, summary, summary_rows, verdicts
 from qcom_ext.tools.bench._accelerated_work import (
     BLOCK,
@@ -49,6 +50,7 @@ from qcom_ext.tools.bench._accelerated_work import (
     box,
     convolve,
     cv_state,
+    default_options,
     device_seconds,
     opencv,
     parse_size,
@@ -58,6 +60,7 @@ from qcom_ext.tools.bench._accelerated_work import (
     torch_cuda,
     torch_seconds,
     torch_state,
+    tuned_variant,
     wall_seconds,
 )
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
@@ -92,8 +95,20 @@ SWEEP = {  # method -> (blocks, work-group sizes) that --sweep times
 }
 #: operation -> the OpenCL cases timed for it, the default method first
 OPENCL_ROWS = {
-    "5x5 convolution": ("convolve_5x5", "convolve_5x5_blocked", "convolve_5x5_per_pixel"),
-    "7x7 box filter": ("box_7x7", "box_7x7_blocked", "box_7x7_per_pixel"),
+    "5x5 convolution": (
+        "convolve_5x5",
+        "convolve_5x5_tuned",
+        "convolve_5x5_strips",
+        "convolve_5x5_blocked",
+        "convolve_5x5_per_pixel",
+    ),
+    "7x7 box filter": (
+        "box_7x7",
+        "box_7x7_tuned",
+        "box_7x7_tiled",
+        "box_7x7_blocked",
+        "box_7x7_per_pixel",
+    ),
     "8x8 block match, r=4": ("block_match_8x8", "block_match_8x8_tuned"),
 }
 #: operation -> (its torch case, its OpenCV case)
@@ -137,10 +152,15 @@ def _cv_setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 
 _NOTES = {
     "image_copy": "clEnqueueCopyImage of the RGBA float image (the bandwidth reference)",
-    "convolve_5x5": "qcom_ext.convolve_image, 5x5 2-D weight image (device's path)",
+    "convolve_5x5": "qcom_ext.convolve_image, 5x5 2-D weight image (device's path, "
+    "default method)",
+    "convolve_5x5_tuned": "the same with tuned=True, after choose_variant(remember=True)",
+    "convolve_5x5_strips": "the same, portable kernel in strips of rows",
     "convolve_5x5_blocked": "the same, portable kernel in register blocks (no local memory)",
     "convolve_5x5_per_pixel": "the same, portable builtin called once per pixel",
-    "box_7x7": "qcom_ext.box_filter_image, box_size(7, 7) (device's path)",
+    "box_7x7": "qcom_ext.box_filter_image, box_size(7, 7) (device's path, default method)",
+    "box_7x7_tuned": "the same with tuned=True, after choose_variant(remember=True)",
+    "box_7x7_tiled": "the same, portable kernel with its tile in local memory",
     "box_7x7_blocked": "the same, portable kernel in register blocks (no local memory)",
     "box_7x7_per_pixel": "the same, portable builtin called once per pixel",
     "block_match_8x8": "qcom_ext.block_match_image, 8x8 SAD, radius 4 (81 candidates)",
@@ -270,10 +290,19 @@ def measure(
 
 
 def _implementation(name: str, state: dict[str, Any]) -> str:
+    """What the row timed: the path, and for the portable filters the method, block and
+    work-group (the default's as the op plans it; the tuned one as the chooser picked)."""
     if state["path"] == "native":
         return "qcom_ext (native builtin)"
     if name.endswith("per_pixel"):
         return "qcom_ext (portable builtin per pixel)"
+    op = "convolve" if name.startswith("convolve") else "box_filter"
+    if name.endswith("tuned") and not name.startswith("block_match"):
+        return f"qcom_ext (portable, tuned: {tuned_variant(state, op).describe()})"
+    if not name.startswith("block_match"):
+        method = None if name in ("convolve_5x5", "box_7x7") else name.rsplit("_", 1)[1]
+        how = "default: " if method is None else ""
+        return f"qcom_ext (portable, {how}{describe(default_options(state, op, method))})"
     if name.startswith("block_match"):
         tile = search_tile(state, tuned=name.endswith("tuned"))
         how = "tuned " if name.endswith("tuned") else ""
@@ -282,7 +311,6 @@ def _implementation(name: str, state: dict[str, Any]) -> str:
             if tile is None
             else (f"qcom_ext (portable, {how}tile {tile[0]}x{tile[1]} blocks)")
         )
-    return f"qcom_ext (portable, {'blocked' if name.endswith('blocked') else 'tiled'})"
 
 
 DEFAULT_ROUNDS = 20

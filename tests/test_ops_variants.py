@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from qcom_ext.ops import tuning
 from qcom_ext.ext.variant_store import VariantCache, VariantKey, cached_variant, store_variant
+from qcom_ext.ops import tuning
 
 KEY = VariantKey("pocl", "cpu", "6.0", "conv2d_1x1", "0" * 64, "CI=8 CO=8", (1, 4, 4, 8))
 ALLOWED = {(2, 4, 0, 0), (4, 4, 8, 8)}

@@ -7,7 +7,11 @@ the image copy, torch and OpenCV.
 
 Operations (issue 6), on a ``--size`` RGBA ``CL_FLOAT`` image (default 3840x2160):
 ``convolve_5x5`` (``qcom_ext.convolve_image``, a 5x5 2-D weight image), ``box_7x7``
-(``qcom_ext.box_filter_image``, ``box_size(7, 7)``), ``block_match_8x8``
+(``qcom_ext.box_filter_image``, ``box_size(7, 7)``), each as a plain call (the op's
+default path; the row names the method, block and work-group it runs), with
+``tuned=True`` after the one chooser picked among the op's variants on the same images
+(``_tuned``), and with the other methods (``_blocked``, ``_per_pixel``, the former
+defaults ``box_7x7_tiled`` and ``convolve_5x5_strips``); ``block_match_8x8``
 (``qcom_ext.block_match_image``, 8x8 blocks, SAD, radius 4: 81 candidates a block) and
 ``image_copy`` (``clEnqueueCopyImage`` of the same image).
 
@@ -16,7 +20,8 @@ as Mpix/s, GB/s (a filter moves 2 x 16 bytes a pixel, one read and one write; th
 reads 2 x 16) and as shares of the buffer copy's bandwidth (``clEnqueueCopyBuffer`` of at
 least those bytes, best of ``--rounds``, :mod:`._profiling`: the roofline) and of the
 image copy's; then the targets of issue 18 (:mod:`.goals`): box and 5x5 convolution at
->= 85 % of the buffer copy, block matching 2x faster than before at 4K. Beside them: torch
+>= 85 % of the buffer copy (judged on the default path, the tuned row beside it), block
+matching 2x faster than before at 4K. Beside them: torch
 on the same GPU when ``torch.cuda`` is usable (depthwise ``conv2d`` 5x5, ``avg_pool2d``
 7x7, an ``unfold``-based SAD search; CUDA events) and OpenCV on the CPU when ``cv2``
 imports (``filter2D``, ``blur``, ``absdiff`` + ``resize(INTER_AREA)`` per displacement;
@@ -168,12 +173,29 @@ _NOTES = {
 }
 
 
+def _tuned_setup(op: str) -> Any:
+    """The setup of a tuned case: the images, and the chooser run before the timing."""
+
+    def setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
+        state = state_for(caps)
+        tuned_variant(state, op)
+        return state
+
+    return setup
+
+
+_SETUPS = {
+    "convolve_5x5_tuned": _tuned_setup("convolve"),
+    "box_7x7_tuned": _tuned_setup("box_filter"),
+}
+
+
 def _cases() -> list[Case]:
     found = [
         Case(
             name,
             GROUP,
-            state_for,
+            _SETUPS.get(name, state_for),
             _opencl_case(op),
             baseline=name == "image_copy",
             note=f"{_NOTES[name]}; {LAUNCHES} launches a call",

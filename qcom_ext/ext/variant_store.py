@@ -84,7 +84,9 @@ class VariantKey(NamedTuple):
     shape: tuple[int, ...]
 
     @classmethod
-    def of(cls, device: Any, op: str, sources: str, options: str, shape: Iterable[int]) -> Any:
+    def of(
+        cls, device: Any, op: str, sources: str, options: str, shape: Iterable[int]
+    ) -> VariantKey:
         """The key of ``op`` on the pyopencl ``device`` (its platform, name, driver)."""
         return cls(
             device.platform.name.strip(),

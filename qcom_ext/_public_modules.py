@@ -22,6 +22,7 @@ MOVED: dict[str, str] = {
     "qcom_ext.cli": "qcom_ext.tools.cli",
     "qcom_ext.extensions": "qcom_ext.device.extensions",
     "qcom_ext.image_ops": "qcom_ext.ext.accelerated.whole_image",
+    "qcom_ext.ops.variant_cache": "qcom_ext.ext.variant_store",
     "qcom_ext.program_cache": "qcom_ext.ext.program.cache",
     "qcom_ext.pytest_plugin": "qcom_ext.tools.pytest_plugin",
     "qcom_ext.selftest": "qcom_ext.tools.selftest",

@@ -11,6 +11,8 @@ from conftest import benchmark_module
 from qcom_ext.reference import accelerated as accelerated_reference
 
 SMALL = (48, 40)
+#: what the tuned rows choose among in these tests (a few builds, not the whole space)
+TUNE_SPACE = {"strips": (((1, 4),), ((8, 4),)), "blocked": (((2, 2),), ((8, 4),))}
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +23,18 @@ def cases():
 @pytest.fixture(scope="module")
 def work():
     return benchmark_module("_accelerated_work")
+
+
+@pytest.fixture(autouse=True)
+def small_tuning(work, monkeypatch, tmp_path):
+    """The tuned rows choose among :data:`TUNE_SPACE`, remembered in a fresh cache."""
+    from qcom_ext.ops import tuning
+
+    monkeypatch.setattr(work, "TUNE_SPACE", TUNE_SPACE)
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
+    tuning.forget()
+    yield
+    tuning.forget()
 
 
 def names(cases):
@@ -105,6 +119,7 @@ def test_throughput_table(cases, device_caps, kernel_context):
     operations = [(r["operation"], r["implementation"]) for r in rows]
     assert operations[0] == ("image copy", "clEnqueueCopyImage")
     assert sum(op == "8x8 block match, r=4" for op, _ in operations) == 2  # default, tuned
+    assert sum(op == "7x7 box filter" for op, _ in operations) == 5  # + tuned, old methods
     copy = rows[0]
     moved = 2 * 16 * SMALL[0] * SMALL[1]
     assert copy["of_image_copy"] == 1.0 and copy["bytes"] == moved
@@ -249,3 +264,52 @@ def test_the_suite_and_group_carry_the_extension_name(cases):
     (suite,) = cases.SUITES
     assert (suite.name, suite.aliases) == ("accelerated-suite", ("hof-suite",))
     assert {c.group for c in cases.CASES} == {"accelerated"}
+
+
+def test_each_filter_row_names_what_it_timed_and_the_default_is_the_ops_own_call(
+    cases, work, device_caps, kernel_context, monkeypatch
+):
+    """The default rows time a plain call of the op and name the method, block and
+    work-group that call runs (launching those explicitly is the same kernel and sizes);
+    the tuned rows time ``tuned=True`` after the chooser and name its choice; the old
+    methods (box "tiled", convolution "strips") stay as rows beside them."""
+    if not device_caps.image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    from qcom_ext.ext.accelerated import whole_image
+    from qcom_ext.ext.variant import describe
+
+    monkeypatch.setattr(cases, "torch_cuda", lambda: None)
+    monkeypatch.setattr(cases, "opencv", lambda: None)
+    rows = cases.measure(device_caps, SMALL, rounds=1)
+    state = work.state_for(device_caps, SMALL)
+    box_rows = [r["implementation"] for r in rows if r["operation"] == "7x7 box filter"]
+    conv_rows = [r["implementation"] for r in rows if r["operation"] == "5x5 convolution"]
+    if state["path"] == "native":
+        assert set(box_rows[:-1]) == {"qcom_ext (native builtin)"}
+        return
+    launched = []
+    enqueue = whole_image._enqueue
+    monkeypatch.setattr(
+        whole_image,
+        "_enqueue",
+        lambda q, k, a, sizes, w: launched.append((k, sizes)) or enqueue(q, k, a, sizes, w),
+    )
+    for op, names, default in (
+        ("box_filter", box_rows, "strips"),
+        ("convolve", conv_rows, "tiled"),
+    ):
+        options = work.default_options(state, op)
+        assert options["method"] == default
+        assert names[0] == f"qcom_ext (portable, default: {describe(options)})"
+        work._OPS[op](state)
+        work._OPS[op](state, **options)
+        assert launched[-1] == launched[-2]  # the label names what the plain call runs
+        best = work.tuned_variant(state, op)
+        assert names[1] == f"qcom_ext (portable, tuned: {best.describe()})"
+        work._OPS[op](state, tuned=True)
+        assert launched[-1] == (best.kernel, (best.global_size, best.local_size))
+    assert box_rows[2].startswith("qcom_ext (portable, tiled block ")
+    assert conv_rows[2].startswith("qcom_ext (portable, strips block ")
+    lines = cases.verdicts(rows, SMALL)
+    judged = describe(work.default_options(state, "box_filter"))
+    assert f"judged: portable, default: {judged}; portable, tuned: " in lines[0]

@@ -1,4 +1,4 @@
-"""The tuned-variant entries of the tuning cache (qcom_ext/ops/variant_cache.py): every
+"""The tuned-variant entries of the tuning cache (qcom_ext/ext/variant_store.py): every
 entry read back is untrusted input, and anything but a well-formed entry for its own key
 naming an allowed variant is a miss."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from qcom_ext.ext.variant_store import VariantCache, VariantKey, cached_variant, store_variant
 from qcom_ext.ops import tuning
-from qcom_ext.ops.variant_cache import VariantCache, VariantKey, cached_variant, store_variant
 
 KEY = VariantKey("pocl", "cpu", "6.0", "conv2d_1x1", "0" * 64, "CI=8 CO=8", (1, 4, 4, 8))
 ALLOWED = {(2, 4, 0, 0), (4, 4, 8, 8)}

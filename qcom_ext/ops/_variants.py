@@ -3,28 +3,32 @@ variant each input shape runs with, and the tuner's search over them.
 
 A layer made with a variant (``pixels=8``, ``tile=(4, 8)``) always runs it. One made
 without runs, for each input shape, the variant :meth:`VariantLayer.tune` found fastest
-for that shape on that device (kept in the tuning cache:
-:mod:`qcom_ext.ops.variant_cache`), else its default variant. Tuning searches the
-layer's variant space; each variant's local size is tuned too, as for any kernel.
+for that shape on that device (remembered in :mod:`qcom_ext.ext.variant_store`), else
+its default variant. Tuning searches the layer's variant space through the one chooser
+(:func:`qcom_ext.ops.variant_tuning.choose`); each variant's local size is tuned too, as
+for any kernel.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
+import math
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from qcom_ext.errors import BuildError, ConfigError
+from qcom_ext.errors import ConfigError
+from qcom_ext.ext.variant import Variant as Candidate
+from qcom_ext.ext.variant_store import VariantKey, cached_variant
 from qcom_ext.ops._layer import Layer
 from qcom_ext.ops._programs import Launcher, source_digest
-from qcom_ext.ops.tuning import TuningResult, tune_report
-from qcom_ext.ops.variant_cache import Variant, VariantKey, cached_variant, store_variant
+from qcom_ext.ops.tuning import TuningResult
+from qcom_ext.ops.variant_tuning import choose
 
-__all__ = ["Plan", "VariantLayer"]
+__all__ = ["Plan", "Variant", "VariantLayer"]
 
-log = logging.getLogger(__name__)
+#: A layer's variant: the ints that select it (the layer's own meaning, e.g. (pixels, rows)).
+Variant = tuple[int, ...]
 
 #: (launcher, global size, kernel arguments, local size: "tuned" or a required tuple)
 Plan = tuple[Launcher, Sequence[int], list[Any], Any]
@@ -129,55 +133,51 @@ class VariantLayer(Layer):
         :func:`~qcom_ext.ops.tuning.tune_report` (``repeats``, ``force``, ...).
         """
         out = self._checked(queue, x, out)
-        if self.fixed is not None:
-            return self._tune_variant(queue, self.fixed, x, out, budget_s, options)
-        space = self.space(x.shape) if variants is None else [tuple(v) for v in variants]
+        options = dict(options)
+        local = options.pop("candidates", None)
+        if self.fixed is not None:  # built here: a BuildError is the caller's
+            space: list[Any] = [self._candidate(self.fixed, x, out, local)]
+        else:
+            space = [
+                functools.partial(self._candidate, v, x, out, local)
+                for v in self._space(x.shape, variants)
+            ]
+        best, timed = choose(
+            space, queue=queue, budget_s=math.inf, local_budget_s=budget_s, **options
+        )
+        if best is not None:
+            return best.report
+        if not timed:
+            raise ConfigError(f"no variant of {self.op_name} builds on this device")
+        return timed[0].report
+
+    def _space(self, shape: Sequence[int], variants: Any) -> list[Variant]:
+        """The variants :meth:`tune` times: ``variants`` (checked) or :meth:`space`."""
+        space = self.space(shape) if variants is None else [tuple(v) for v in variants]
         for variant in space:
             if not self.allowed(variant):
                 raise ConfigError(f"variant {variant} is not one {self.op_name} can build")
         if not space:
             raise ConfigError("no variant to tune")
-        results = []
-        for variant in space:
-            try:
-                results.append(
-                    (variant, self._tune_variant(queue, variant, x, out, budget_s, options))
-                )
-            except BuildError as exc:  # e.g. more registers or local memory than the device has
-                log.info("%s variant %s not tuned: %s", self.op_name, variant, exc)
-        timed = [(v, r) for v, r in results if r.best_ns is not None]
-        if not timed:
-            if not results:
-                raise ConfigError(f"no variant of {self.op_name} builds on this device")
-            return results[0][1]
-        variant, best = min(timed, key=lambda item: item[1].best_ns)
-        if len(space) > 1:  # a choice was made
-            measured = [(v, float(r.best_ns)) for v, r in timed]
-            store_variant(self.variant_key(x.shape), variant, float(best.best_ns), measured)
-        return best
+        return space
 
-    def _tune_variant(
-        self,
-        queue: Any,
-        variant: Variant,
-        x: Any,
-        out: Any,
-        budget_s: float,
-        options: dict[str, Any],
-    ) -> TuningResult:
+    def _candidate(self, variant: Variant, x: Any, out: Any, local: Any) -> Candidate:
+        """``variant`` as the chooser times it (built here: BuildError when it cannot
+        be): its local size tuned among ``local`` (None: the defaults), or the one it
+        requires (and the driver's choice)."""
         launcher, global_size, args, required = self.plan(variant, x, out)
-        options = dict(options)
-        candidates = options.pop("candidates", None) if required == "tuned" else [required]
-        return tune_report(
+        candidates = local if required == "tuned" else [required]
+        return Candidate(
+            {},
             launcher.kernel,
-            global_size,
-            args,
-            queue=queue,
-            pad_global=True,
+            tuple(args),
+            tuple(global_size),
+            "tuned",
+            key=self.variant_key(x.shape),
+            choice=tuple(variant),
             identity=launcher.identity,
+            pad_global=True,
             candidates=candidates,
-            budget_s=budget_s,
-            **options,
         )
 
 

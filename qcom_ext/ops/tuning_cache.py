@@ -39,6 +39,7 @@ from qcom_ext._cache_dir import (
     unwritable,
     write_atomically,
 )
+from qcom_ext.ext import variant_store
 
 __all__ = [
     "KernelIdentity",
@@ -229,10 +230,11 @@ _generation = [0]
 
 def forget() -> None:
     """Drop the in-process memo of cache lookups (files are re-read on the next lookup),
-    the tuned variants' too (:mod:`qcom_ext.ops.variant_cache`)."""
+    the remembered variants' too (:mod:`qcom_ext.ext.variant_store`)."""
     with _memory_lock:
         _memory.clear()
         _generation[0] += 1
+    variant_store.forget()
 
 
 def generation() -> int:

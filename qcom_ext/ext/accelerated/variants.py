@@ -2,11 +2,13 @@
 :func:`~qcom_ext.box_filter_image` a tuner can time on a device: each method of the
 portable path (:data:`.plan.METHODS` but ``"per_pixel"``) with the blocks and work-group
 sizes of :data:`SPACE` that fit the device. Natively the builtins run per pixel whatever
-the method, so there is one variant.
+the method, so there is one variant. Each carries the op's
+:func:`~qcom_ext.ext.accelerated.whole_image.filter_key`, so a chooser that remembers
+its choice keeps it where ``tuned=True`` calls of the op look.
 
     variants = filter_variants(queue, src, dst, weights=w)      # or size=(7, 7)
-    best = qcom_ext.ops.variant_tuning.choose_variant(variants, queue=queue)
-    qcom_ext.convolve_image(queue, src, w, dst, **best.options)
+    best = qcom_ext.ops.variant_tuning.choose_variant(variants, queue=queue, remember=True)
+    qcom_ext.convolve_image(queue, src, w, dst, **best.options)  # or tuned=True
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext.ext.accelerated.rgba import empty_rgba_image, read_rgba_image, rgba_image
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.support import context_path
-from qcom_ext.ext.accelerated.whole_image import box_filter_launch, convolve_launch
+from qcom_ext.ext.accelerated.whole_image import box_filter_launch, convolve_launch, filter_key
 from qcom_ext.ext.variant import Variant
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ def filter_variants(
     )
     per_pixel = {"method": "per_pixel", "block": None, "local_size": None}
     launch(queue, src, operand, dst, sampler=sampler, **per_pixel)  # the arguments, checked
+    key = filter_key(queue, src, dst, weights=weights, size=size)
     if context_path(queue.context) == "native":
         space = {"per_pixel": ((None,), (None,))}
     choices: list[dict[str, Any]] = [
@@ -82,5 +85,5 @@ def filter_variants(
             )
         except ConfigError:
             continue  # too much local memory or too many work-items for this device
-        found.append(Variant(options, kernel, args, global_size, local))
+        found.append(Variant(options, kernel, args, global_size, local, key=key))
     return found

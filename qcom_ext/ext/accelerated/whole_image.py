@@ -25,6 +25,7 @@ array([[0.25, 0.5 , 0.25],
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from qcom_ext.ext.accelerated.plan import (
     DEFAULT_METHODS,
     METHODS,
     SOURCE_FILE,
+    SOURCES,
     MotionField,
     SearchPlan,
     box_extent,
@@ -55,6 +57,8 @@ from qcom_ext.ext.accelerated.rgba import (
 )
 from qcom_ext.ext.accelerated.support import context_path
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
+from qcom_ext.ext.variant import launch_tuned, tuned_options
+from qcom_ext.ext.variant_store import VariantKey, kernels_digest
 
 if TYPE_CHECKING:
     import pyopencl
@@ -71,6 +75,7 @@ __all__ = [
     "convolve_image",
     "convolve_launch",
     "empty_rgba_image",
+    "filter_key",
     "read_rgba_image",
     "rgba_image",
     "rgba_supported",
@@ -169,6 +174,7 @@ def convolve_image(
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
+    tuned: bool = False,
 ) -> pyopencl.Event:
     """``dst(x, y) = qcom_convolve_imagef(src, sampler, (x, y), weights)`` for every pixel.
 
@@ -177,7 +183,9 @@ def convolve_image(
     :data:`.plan.DEFAULT_METHODS`), ``block`` (outputs per work-item) and ``local_size``
     tune the portable kernels; defaults in :data:`.plan.DEFAULT_BLOCKS` and
     :data:`.plan.DEFAULT_LOCALS`; the fastest for a device from
-    :func:`qcom_ext.ops.variant_tuning.choose_variant`.
+    :func:`qcom_ext.ops.variant_tuning.choose_variant`. ``tuned=True`` (with none of
+    those three given) runs the choice it remembered for this op, filter size, image
+    size and device (``remember=True``), else the defaults.
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])
@@ -189,17 +197,15 @@ def convolve_image(
     >>> float(read_rgba_image(queue, dst)[:, :, 0].sum())  # 9 taps of 1/8
     1.125
     """
-    kernel, args, sizes = convolve_launch(
-        queue,
-        src,
-        weights,
-        dst,
-        sampler=sampler,
-        method=method,
-        block=block,
-        local_size=local_size,
-    )
-    return _enqueue(queue, kernel, args, sizes, wait_for)
+    options = {"method": method, "block": block, "local_size": local_size}
+
+    def launch(**chosen: Any) -> Any:
+        return convolve_launch(queue, src, weights, dst, sampler=sampler, **chosen)
+
+    if tuned:
+        key = functools.partial(filter_key, queue, src, dst, weights=weights)
+        return _enqueue(queue, *launch_tuned(launch, tuned_options(key, options)), wait_for)
+    return _enqueue(queue, *launch(**options), wait_for)
 
 
 def convolve_launch(
@@ -247,6 +253,7 @@ def box_filter_image(
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
+    tuned: bool = False,
 ) -> pyopencl.Event:
     """``dst(x, y) = qcom_box_filter_imagef(src, sampler, (x, y), size)`` for every pixel.
 
@@ -262,10 +269,32 @@ def box_filter_image(
     >>> bool(np.allclose(read_rgba_image(queue, dst), 1.0))  # a flat image stays flat
     True
     """
-    kernel, args, sizes = box_filter_launch(
-        queue, src, size, dst, sampler=sampler, method=method, block=block, local_size=local_size
-    )
-    return _enqueue(queue, kernel, args, sizes, wait_for)
+    options = {"method": method, "block": block, "local_size": local_size}
+
+    def launch(**chosen: Any) -> Any:
+        return box_filter_launch(queue, src, size, dst, sampler=sampler, **chosen)
+
+    if tuned:
+        key = functools.partial(filter_key, queue, src, dst, size=size)
+        return _enqueue(queue, *launch_tuned(launch, tuned_options(key, options)), wait_for)
+    return _enqueue(queue, *launch(**options), wait_for)
+
+
+def filter_key(queue: Any, src: Any, dst: Any, *, weights: Any = None, size: Any = None) -> Any:
+    """Where the choice of :func:`convolve_image` (``weights``) or :func:`box_filter_image`
+    (``size``) for ``src``'s size on the queue's device is remembered
+    (:class:`~qcom_ext.ext.variant_store.VariantKey`): the path and the filter's extent
+    are its options."""
+    shape = same_shape(queue, src, dst)
+    if weights is not None:
+        op = "convolve_image"
+        taps = (
+            f"weights {weights.filter_size} center {weights.center} separable {weights.separable}"
+        )
+    else:
+        op, taps = "box_filter_image", f"size {box_extent(size)}"
+    sources = kernels_digest(SOURCE_FILE, *sorted(SOURCES.values()))
+    return VariantKey.of(queue.device, op, sources, f"{context_path(queue.context)} {taps}", shape)
 
 
 def box_filter_launch(

@@ -14,7 +14,9 @@ Output pixel (X, Y) is the filter at texel-space ((X + 0.5) / 2, (Y + 0.5) / 2) 
 source; texels outside it are the border colour (0), as
 :func:`qcom_ext.reference.bicubic.upscale2x` has it. The default method is the hardware
 filter where the devices have cl_qcom_filter_bicubic natively, ``"tiles"`` elsewhere
-(:func:`default_method`); :func:`upscale2x_variants` lists what a tuner can time.
+(:func:`default_method`); :func:`upscale2x_variants` lists what a tuner can time, and
+``upscale2x_image(..., tuned=True)`` runs the choice a tuner remembered
+(:func:`qcom_ext.ops.variant_tuning.choose_variant` with ``remember=True``).
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext.ext.accelerated.rgba import empty_rgba_image, read_rgba_image, rgba_image
@@ -40,7 +42,8 @@ import numpy as np
 from qcom_ext import _context_cache
 from qcom_ext.errors import ConfigError, QcomExtWarning
 from qcom_ext.ext.images.sampler import create_sampler, sampler_path
-from qcom_ext.ext.variant import Variant, positive_pair
+from qcom_ext.ext.variant import Variant, launch_tuned, positive_pair, tuned_options
+from qcom_ext.ext.variant_store import VariantKey, kernels_digest
 
 if TYPE_CHECKING:
     import pyopencl
@@ -51,6 +54,7 @@ __all__ = [
     "METHODS",
     "default_method",
     "upscale2x_image",
+    "upscale2x_key",
     "upscale2x_launch",
     "upscale2x_variants",
 ]
@@ -224,13 +228,16 @@ def upscale2x_image(
     block: tuple[int, int] | None = None,
     local_size: tuple[int, int] | None = None,
     wait_for: Sequence[Any] | None = None,
+    tuned: bool = False,
 ) -> pyopencl.Event:
     """``dst`` (2W x 2H) = the 2x bicubic upscale of ``src`` (W x H), both RGBA float
     2-D images of the queue's context (see the module docstring for the methods).
 
     ``method``: one of :data:`METHODS` (default :func:`default_method`); ``block``:
     source (columns, rows) per work-item of ``"tiles"`` (default :data:`DEFAULT_BLOCK`);
-    ``local_size``: the work-group size (default :data:`DEFAULT_LOCAL`).
+    ``local_size``: the work-group size (default :data:`DEFAULT_LOCAL`). ``tuned=True``
+    (with none of those three given): the choice remembered for this source size and
+    device (:func:`upscale2x_variants` timed with ``remember=True``), else the defaults.
 
     >>> import numpy as np, pyopencl as cl, qcom_ext
     >>> from qcom_ext.ext.accelerated.rgba import empty_rgba_image, read_rgba_image, rgba_image
@@ -245,9 +252,13 @@ def upscale2x_image(
     """
     import pyopencl as cl
 
-    kernel, args, (global_size, local) = upscale2x_launch(
-        queue, src, dst, method=method, block=block, local_size=local_size
-    )
+    options = {"method": method, "block": block, "local_size": local_size}
+
+    def launch(**chosen: Any) -> Any:
+        return upscale2x_launch(queue, src, dst, **chosen)
+
+    tries = tuned_options(lambda: upscale2x_key(queue, src, dst), options) if tuned else [options]
+    kernel, args, (global_size, local) = launch_tuned(launch, tries)
     with _launch_lock:
         kernel.set_args(*args)
         return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
@@ -267,11 +278,21 @@ def upscale2x_variants(
         if local[0] * local[1] <= limit
     ]
     choices += [{"method": "blocks"}, {"method": "sampler"}]
-    found = []
+    found: list[Variant] = []
     for options in choices:
         try:
             kernel, args, (global_size, local) = upscale2x_launch(queue, src, dst, **options)
         except ConfigError:
             continue  # more local memory than the device has
-        found.append(Variant(options, kernel, args, global_size, local))
+        key = found[0].key if found else upscale2x_key(queue, src, dst)
+        found.append(Variant(options, kernel, args, global_size, local, key=key))
     return found
+
+
+def upscale2x_key(queue: Any, src: Any, dst: Any) -> VariantKey:
+    """Where the choice of :func:`upscale2x_image` for ``src``'s size on the queue's
+    device is remembered (the path of cl_qcom_filter_bicubic is its option)."""
+    width, height = _shapes(queue, src, dst)
+    sources = kernels_digest("bicubic.cl", "bicubic_tiles.cl")
+    path = f"bicubic {sampler_path(queue.context)}"
+    return VariantKey.of(queue.device, "upscale2x_image", sources, path, (width, height))

@@ -52,20 +52,34 @@ def _ours(rows: list[dict[str, Any]], operation: str) -> list[dict[str, Any]]:
 
 def verdicts(rows: list[dict[str, Any]], size: tuple[int, int] | None = None) -> list[str]:
     """The issue's targets (:data:`.goals.GOALS`): box filter and 5x5 convolution at >= 85 %
-    of the buffer copy (the default method; the best configuration timed beside it), and,
-    at 4K (``size``), block matching 2x faster than before."""
+    of the buffer copy, judged on the default path (the row a plain call times, named in
+    the line; the tuned choice and the best configuration timed beside it), and, at 4K
+    (``size``), block matching 2x faster than before."""
     out = []
     for operation, goal in (("7x7 box filter", "box_7x7"), ("5x5 convolution", "convolve_5x5")):
         mine = _ours(rows, operation)
         if mine:
-            best = max(mine, key=lambda r: r["of_buffer_copy"])
-            note = f"best timed: {best['implementation']} at {best['of_buffer_copy']:.2f}"
-            out.append(GOALS[goal].line(mine[0]["of_buffer_copy"], note))
+            out.append(GOALS[goal].line(mine[0]["of_buffer_copy"], _filter_note(mine)))
     at_4k = size == DEFAULT_SIZE
     for search in _ours(rows, "8x8 block match, r=4"):  # the default tile, the tuned one
         note = search["implementation"] if at_4k else "judged at 3840x2160 only"
         out.append(GOALS["block_match"].line(search["seconds"] if at_4k else None, note))
     return out
+
+
+def _filter_note(mine: list[dict[str, Any]]) -> str:
+    """Which row was judged (the first: the default path), the tuned one, the best."""
+    parts = [f"judged: {_what(mine[0])}"]
+    tuned = next((r for r in mine if "tuned" in r["implementation"]), None)
+    best = max(mine, key=lambda r: r["of_buffer_copy"])
+    if tuned is not None:
+        parts.append(f"{_what(tuned)} at {tuned['of_buffer_copy']:.2f}")
+    parts.append(f"best timed: {best['implementation']} at {best['of_buffer_copy']:.2f}")
+    return "; ".join(parts)
+
+
+def _what(row: dict[str, Any]) -> str:
+    return row["implementation"].removeprefix("qcom_ext ").strip("()")
 
 
 def _torch_row(rows: list[dict[str, Any]], operation: str) -> dict[str, Any] | None:

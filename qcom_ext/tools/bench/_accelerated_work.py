@@ -15,9 +15,12 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
+from qcom_ext.ext.accelerated.plan import DEFAULT_METHODS, box_window, filter_plan
 from qcom_ext.ext.accelerated.rgba import empty_rgba_image, rgba_image
 from qcom_ext.ext.accelerated.support import context_path
+from qcom_ext.ext.accelerated.variants import filter_variants
 from qcom_ext.ext.accelerated.whole_image import block_match_tuning
+from qcom_ext.ops.variant_tuning import choose_variant
 from qcom_ext.tools.bench._profiling import copy_image
 
 SIZE_ENV = "QCOM_EXT_BENCH_ACCELERATED_SIZE"
@@ -128,6 +131,58 @@ def search_tile(state: dict[str, Any], tuned: bool = False) -> tuple[int, int] |
     return state[key]
 
 
+#: (method, block, work-group) of the portable filters that the tuned rows choose among
+#: (None: :data:`qcom_ext.ext.accelerated.variants.SPACE`), and the seconds it may take.
+TUNE_SPACE: Any = None
+TUNE_VARIANTS_BUDGET_S = 60.0
+_OPS = {"convolve": convolve, "box_filter": box}
+
+
+def default_options(state: dict[str, Any], op: str, method: str | None = None) -> dict[str, Any]:
+    """The method, block and work-group ``op`` ("convolve" or "box_filter") runs with when
+    called with ``method`` (None: its default) and no block or work-group, planned as the
+    op plans it on this device (the block halves where the tile would not fit; the group
+    shrinks to the device's)."""
+    queue = state["queue"]
+    if op == "convolve":
+        weights = state["weights"]
+        cx, cy = weights.center
+        taps, offset, separable = weights.filter_size, (-cx, -cy), weights.separable
+    else:
+        (ox, nx), (oy, ny) = (box_window(float(state["box"][axis])) for axis in "xy")
+        taps, offset, separable = (nx, ny), (ox, oy), False
+    method = DEFAULT_METHODS[op] if method is None else method
+    plan = filter_plan(queue, method, taps, offset, None, None, separable)
+    local = plan.sizes(state["size"], queue.device)[1]
+    return {"method": method, "block": plan.block, "local_size": tuple(local)}
+
+
+def tuned_variant(state: dict[str, Any], op: str) -> Any:
+    """The variant of ``op`` the one chooser (``choose_variant(..., remember=True)``) picks
+    on these images among :data:`TUNE_SPACE`, remembered where ``tuned=True`` calls look
+    (chosen once a state and cache directory)."""
+    key = ("tuned", op, os.environ.get("QCOM_EXT_CACHE_DIR"))
+    if key not in state:
+        queue, operand = state["queue"], {"convolve": "weights", "box_filter": "box"}[op]
+        variants = filter_variants(
+            queue,
+            state["src"],
+            state["dst"],
+            **{"weights" if op == "convolve" else "size": state[operand]},
+            space=TUNE_SPACE,
+        )
+        state[key] = choose_variant(
+            variants, queue=queue, budget_s=TUNE_VARIANTS_BUDGET_S, repeats=3, remember=True
+        )
+    return state[key]
+
+
+def tuned(state: dict[str, Any], op: str) -> Any:
+    """``op`` through its own enqueue with ``tuned=True``, after :func:`tuned_variant`."""
+    tuned_variant(state, op)
+    return _OPS[op](state, tuned=True)
+
+
 OPENCL_OPS = {
     "image_copy": lambda s: copy_image(s["queue"], s["dst"], s["src"], s["size"]),
     "convolve_5x5": convolve,
@@ -138,6 +193,10 @@ OPENCL_OPS = {
     "box_7x7_per_pixel": lambda s: box(s, method="per_pixel"),
     "block_match_8x8": block_match,
     "block_match_8x8_tuned": lambda s: block_match(s, tile=search_tile(s, tuned=True)),
+    "convolve_5x5_strips": lambda s: convolve(s, method="strips"),
+    "convolve_5x5_tuned": lambda s: tuned(s, "convolve"),
+    "box_7x7_tiled": lambda s: box(s, method="tiled"),
+    "box_7x7_tuned": lambda s: tuned(s, "box_filter"),
 }
 
 

@@ -554,3 +554,30 @@ def case_prefix_sum(t: Trial) -> None:
         scan(t.buffer(values), out, n)
         scan.queue.finish()  # the sample's class has its own queue
         t.equal(f"prefix sum (S={size})", t.get(out, n, np.int32), np.cumsum(values))
+
+
+@case()
+def case_bench_read(t: Trial) -> None:
+    """kernels/bench_read.cl: read_words reads each word once (xor folds: the sink is
+    set only when work-item 3's fold, over words 3, 7, 11, ..., is the constant; a word
+    read twice or skipped would change it), and empty launches."""
+    import pyopencl as cl
+
+    words = t.rng.integers(0, 2**32, size=(37, 4), dtype=np.uint32)
+    mine = words[3::4]
+    fold = np.bitwise_xor.reduce(mine[:-1].ravel()) ^ np.bitwise_xor.reduce(mine[-1, 1:])
+    program = t.file("bench_read.cl")
+    for target, want in ((0x9E3779B9, 1), (0x9E3779B8, 0)):
+        words[3::4][-1, 0] = fold ^ target  # work-item 3's fold becomes `target`
+        sink = cl.Buffer(t.ctx, MF.READ_WRITE | MF.COPY_HOST_PTR, hostbuf=np.zeros(1, np.uint32))
+        kernel = cl.Kernel(program, "read_words")
+        kernel.set_args(t.buffer(words), np.uint32(37), sink)
+        cl.enqueue_nd_range_kernel(t.queue, kernel, (4,), (4,))
+        t.checks += 1
+        got = t.get(sink, (1,), np.uint32)[0]
+        if got != want:
+            raise Mismatch(f"read_words: sink {got}, expected {want} (fold {target:#x})")
+    empty = cl.Kernel(program, "empty")
+    empty.set_args(sink)
+    cl.enqueue_nd_range_kernel(t.queue, empty, (8,), (4,))
+    t.queue.finish()

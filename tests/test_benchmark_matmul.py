@@ -46,5 +46,28 @@ def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monk
     assert gemm["what"].startswith("qcom_ext GEMM") and gemm["TFLOP_s"] > 0
     assert result.data["torch_gemv_s"] == {}
     assert "| (96, 64) | q4_0 | float32 |" in result.markdown
+    assert "| read-only kernel, same bytes |" in result.markdown
+    assert "an empty kernel" in result.markdown
+    for row in rows:
+        assert row["read_only_seconds"] > 0
+        assert row["read_only_of_copy"] == pytest.approx(
+            row["weight_bytes"] / row["read_only_seconds"] / result.data["buffer_copy_Bps"]
+        )
     verdicts = result.data["verdicts"]
+    assert all("a kernel that only reads the same bytes" in v for v in verdicts)
     assert [v.split(":")[0] for v in verdicts] == ["GEMV f16", "GEMV q8_0", "GEMV q4_0"]
+
+
+def test_the_read_floor_grows_with_the_bytes(device_caps):
+    """A read-only kernel of 64 MiB takes longer than one of 64 KiB (each byte is read:
+    the kernel's own correctness is the Oclgrind case bench_read)."""
+    import pyopencl as cl
+
+    from qcom_ext.tools.bench._read_floor import empty_seconds, read_only_seconds
+
+    context = cl.Context([device_caps.device()])
+    queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    small = read_only_seconds(queue, 64 << 10, copies=2, rounds=3)
+    large = read_only_seconds(queue, 64 << 20, copies=2, rounds=3)
+    assert 0 < small < large
+    assert empty_seconds(queue, rounds=3) > 0

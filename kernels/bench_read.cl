@@ -1,0 +1,32 @@
+/* bench_read.cl -- memory probes for `qcom-ext bench`: how fast a kernel that only reads
+ * can read a given number of bytes on this device (the floor a bandwidth-bound kernel of
+ * that size is measured against), and what an empty launch costs.
+ *
+ * read_words: each of the n 16-byte words of `words` read exactly once, four words a
+ * work-item a round (a global size apart: every read coalesced), folded with xor; the
+ * result goes to `sink` only if it matches a constant, so the reads cannot be dropped.
+ * empty: nothing (its device time is the launch's own).
+ */
+__kernel void read_words(__global const uint4 *words, uint n, __global uint *sink)
+{
+    uint acc = 0u;
+    const uint stride = (uint)get_global_size(0);
+    for (uint i = (uint)get_global_id(0); i < n; i += 4u * stride) {
+        uint4 v = words[i];
+        if (i + stride < n)
+            v ^= words[i + stride];
+        if (i + 2u * stride < n)
+            v ^= words[i + 2u * stride];
+        if (i + 3u * stride < n)
+            v ^= words[i + 3u * stride];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9E3779B9u)
+        sink[0] = 1u;
+}
+
+__kernel void empty(__global uint *sink)
+{
+    if (get_global_id(0) == 0xFFFFFFFFu)
+        sink[0] = 1u;
+}

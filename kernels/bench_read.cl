@@ -6,6 +6,8 @@
  * work-item a round (a global size apart: every read coalesced), folded with xor; the
  * result goes to `sink` only if it matches a constant, so the reads cannot be dropped.
  * empty: nothing (its device time is the launch's own).
+ * copy_texels: dst = src, one texel a work-item through read_imagef / write_imagef (the
+ * image path's own floor for a kernel that reads and writes each pixel once).
  */
 __kernel void read_words(__global const uint4 *words, uint n, __global uint *sink)
 {
@@ -29,4 +31,11 @@ __kernel void empty(__global uint *sink)
 {
     if (get_global_id(0) == 0xFFFFFFFFu)
         sink[0] = 1u;
+}
+
+__kernel void copy_texels(__read_only image2d_t src, __write_only image2d_t dst)
+{
+    const int2 p = (int2)((int)get_global_id(0), (int)get_global_id(1));
+    if (p.x < get_image_width(dst) && p.y < get_image_height(dst))
+        write_imagef(dst, p, read_imagef(src, p));
 }

@@ -581,3 +581,19 @@ def case_bench_read(t: Trial) -> None:
     empty.set_args(sink)
     cl.enqueue_nd_range_kernel(t.queue, empty, (8,), (4,))
     t.queue.finish()
+
+
+@case("image-reads")
+def case_bench_copy_texels(t: Trial) -> None:
+    """kernels/bench_read.cl copy_texels: a 37 x 19 RGBA float image copied bit for bit,
+    the last work-groups partly outside it."""
+    pixels = t.rng.standard_normal((19, 37, 4)).astype(np.float32)
+    src = t.image(pixels)
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
+    dst = cl.Image(t.ctx, MF.WRITE_ONLY, fmt, shape=(37, 19))
+    kernel = cl.Kernel(t.file("bench_read.cl"), "copy_texels")
+    kernel.set_args(src, dst)
+    cl.enqueue_nd_range_kernel(t.queue, kernel, (48, 32), (16, 16))
+    got = np.empty_like(pixels)
+    cl.enqueue_copy(t.queue, got, dst, origin=(0, 0), region=(37, 19))
+    t.equal("copy_texels", got, pixels)

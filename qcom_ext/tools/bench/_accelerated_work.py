@@ -22,6 +22,7 @@ from qcom_ext.ext.accelerated.variants import filter_variants
 from qcom_ext.ext.accelerated.whole_image import block_match_tuning
 from qcom_ext.ops.variant_tuning import choose_variant
 from qcom_ext.tools.bench._profiling import copy_image
+from qcom_ext.tools.bench._read_floor import copy_texels
 
 SIZE_ENV = "QCOM_EXT_BENCH_ACCELERATED_SIZE"
 #: the variable's name before the suite was renamed, still read
@@ -197,6 +198,7 @@ OPENCL_OPS = {
     "convolve_5x5_tuned": lambda s: tuned(s, "convolve"),
     "box_7x7_tiled": lambda s: box(s, method="tiled"),
     "box_7x7_tuned": lambda s: tuned(s, "box_filter"),
+    "image_copy_kernel": lambda s: copy_texels(s["queue"], s["dst"], s["src"], s["size"]),
 }
 
 

@@ -20,7 +20,10 @@ import numpy as np
 
 from qcom_ext.tools.bench._profiling import median_ns
 
-__all__ = ["empty_seconds", "read_only_seconds"]
+__all__ = ["copy_texels", "empty_seconds", "read_only_seconds"]
+
+#: The work-group of :func:`copy_texels` (16 x 16, or the device's largest square below).
+TEXEL_GROUP = 16
 
 #: Work-items per compute unit the read kernel is timed with (the fastest is kept).
 ITEMS_PER_UNIT = (256, 1024, 2048)
@@ -69,3 +72,15 @@ def empty_seconds(queue: Any, rounds: int) -> float:
     group = min(256, int(queue.device.max_work_group_size))
     size = int(queue.device.max_compute_units) * group
     return median_ns(queue, lambda: kernel(queue, (size,), (group,), sink), rounds) * 1e-9
+
+
+def copy_texels(queue: Any, dst: Any, src: Any, size: tuple[int, int]) -> Any:
+    """Enqueue ``dst = src`` (2-D images of ``size``), one texel a work-item through
+    read_imagef / write_imagef: the floor of a kernel that reads and writes each pixel
+    once through the image path. Returns the event."""
+    kernel = _kernel(queue, "copy_texels")
+    side = TEXEL_GROUP
+    while side * side > int(queue.device.max_work_group_size):
+        side //= 2
+    padded = tuple(-(-n // side) * side for n in size)
+    return kernel(queue, padded, (side, side), src, dst)

@@ -99,6 +99,8 @@ SWEEP = {  # method -> (blocks, work-group sizes) that --sweep times
     ),
 }
 #: operation -> the OpenCL cases timed for it, the default method first
+#: The image path's floor: a kernel that reads and writes each texel once.
+IMAGE_COPY_KERNEL = "kernel: read_imagef -> write_imagef, a texel a work-item"
 OPENCL_ROWS = {
     "5x5 convolution": (
         "convolve_5x5",
@@ -157,6 +159,8 @@ def _cv_setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 
 _NOTES = {
     "image_copy": "clEnqueueCopyImage of the RGBA float image (the bandwidth reference)",
+    "image_copy_kernel": "a kernel copying the image a texel a work-item (read_imagef, "
+    "write_imagef): the image path's floor",
     "convolve_5x5": "qcom_ext.convolve_image, 5x5 2-D weight image (device's path, "
     "default method)",
     "convolve_5x5_tuned": "the same with tuned=True, after choose_variant(remember=True)",
@@ -301,6 +305,8 @@ def measure(
     rows = _Rows(size, copy.with_image(moved, image_copy))
     label = f"OpenCL {caps.label}"
     rows.add("image copy", "clEnqueueCopyImage", image_copy, label)
+    kernel_copy = device_seconds(state, OPENCL_OPS["image_copy_kernel"], rounds)
+    rows.add("image copy", IMAGE_COPY_KERNEL, kernel_copy, label)
     for operation, names in OPENCL_ROWS.items():
         for name in names:
             seconds = device_seconds(state, OPENCL_OPS[name], rounds)

@@ -63,23 +63,37 @@ def assert_matches_oracle(queue, target, reference, region, radius, metric, tile
     np.testing.assert_array_equal(costs, want_costs.astype(np.float32))
 
 
-@pytest.mark.parametrize("tile", [None, (1, 1), (2, 1), (8, 4)], ids=str)
+#: (region, radius, target shape, reference shape or None, metrics, tiles) of the search
+#: against the oracle. Each geometry and metric is a program of its own (a build of 3 to
+#: 9 s on pocl); a tile is a launch shape of it (about 1 s). Every geometry runs the
+#: default tile and the largest (8 x 4: partial tiles), and one of the one-block-wide
+#: tiles, (1, 1) or (2, 1), each on a geometry with odd blocks and on the two-run one;
+#: both metrics run where the whole-image tests use the same programs (8x8 r4, 3x5 r2,
+#: 16x4 r0), one elsewhere (the metric is one line of the kernel, apart from the
+#: geometry).
+GEOMETRIES = [
+    ("8x8-r4", (8, 8), 4, (45, 67), None, ("sad", "ssd"), [(1, 1)]),  # 8x5 blocks
+    ("8x8-r1-other-reference", (8, 8), 1, (33, 70), (30, 75), ("sad",), [(2, 1)]),
+    ("3x5-r2", (3, 5), 2, (23, 31), None, ("sad", "ssd"), [(2, 1)]),
+    ("16x4-r0", (16, 4), 0, (17, 40), None, ("sad", "ssd"), [(1, 1)]),  # one candidate
+    # 15 candidate columns: two runs of 8 (one past)
+    ("5x3-r7-two-runs", (5, 3), 7, (26, 44), None, ("ssd",), [(1, 1), (2, 1)]),
+]
+ORACLE_CASES = [
+    pytest.param(*geometry, tile, id=f"{name}-{tile}")
+    for name, *geometry, tiles in GEOMETRIES
+    for tile in [None, *tiles, (8, 4)]
+]
+
+
 @pytest.mark.parametrize(
-    ("region", "radius", "shape", "reference_shape"),
-    [
-        ((8, 8), 4, (45, 67), None),  # 8x5 blocks: no tile divides them
-        ((8, 8), 1, (33, 70), (30, 75)),  # a reference of another size
-        ((3, 5), 2, (23, 31), None),
-        ((16, 4), 0, (17, 40), None),  # radius 0: one candidate
-        ((5, 3), 7, (26, 44), None),  # 15 candidate columns: two runs of 8 (one past)
-    ],
-    ids=["8x8-r4", "8x8-r1-other-reference", "3x5-r2", "16x4-r0", "5x3-r7-two-runs"],
+    ("region", "radius", "shape", "reference_shape", "metrics", "tile"), ORACLE_CASES
 )
 def test_tiled_search_matches_the_oracle(
-    queue, device_caps, tile, region, radius, shape, reference_shape
+    queue, device_caps, tile, region, radius, shape, reference_shape, metrics
 ):
     target, reference = exact_frames(shape, reference_shape)
-    for metric in ("sad", "ssd"):
+    for metric in metrics:
         assert_matches_oracle(queue, target, reference, region, radius, metric, tile)
 
 

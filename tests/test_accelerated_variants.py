@@ -44,29 +44,33 @@ def grid(width: int, height: int) -> np.ndarray:
 LARGEST = FALLBACK_LIMITS.max_filter_size[0]
 
 
-@pytest.mark.parametrize(("block", "local"), [(None, None), ((2, 3), (4, 4)), ((1, 7), (8, 1))])
-@pytest.mark.parametrize(
-    ("separable", "center"), [(False, (LARGEST - 1, 0)), (True, (LARGEST // 2, 5))]
-)
-def test_strips_convolve_with_the_largest_filter(
-    kernel_context, queue, block, local, separable, center
-):
+#: The largest filter (16 x 16 taps, four texels of weights a row; each build 4 to 12 s on
+#: pocl) runs for the two default launch shapes it reaches a path of its own in: "strips"
+#: (a strip of 8 rows, shorter than the filter: the ring of accumulators wraps), 2-D and
+#: separable, and "tiled", the convolution's default method. Explicit blocks and local
+#: sizes of "strips" (wider blocks, shorter strips, one-row groups) run the filters taller
+#: than their strips in tests/test_accelerated_whole_image.py: the same paths, with
+#: other constants.
+LARGEST_CASES = [
+    pytest.param("strips", False, (LARGEST - 1, 0), id="strips-2d"),
+    pytest.param("strips", True, (LARGEST // 2, 5), id="strips-separable"),
+    pytest.param("tiled", False, (LARGEST // 2, LARGEST - 1), id="tiled-2d"),
+]
+
+
+@pytest.mark.parametrize(("method", "separable", "center"), LARGEST_CASES)
+def test_strips_convolve_with_the_largest_filter(kernel_context, queue, method, separable, center):
     rng = np.random.default_rng(31)
     n = LARGEST
     weights = rng.uniform(-1, 1, (2, n) if separable else (n, n))
     w = WeightImage(kernel_context, weights, center=center, separable=separable)
-    width, height = 45, 23  # no multiple of any tile
+    # No multiple of any tile: one full group and a part of one in both axes (strips:
+    # 16 x 64 outputs a group, tiled 16 x 32).
+    width, height = 21, 69
     pixels = rng.random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
     qcom_ext.convolve_image(
-        queue,
-        upload(kernel_context, pixels),
-        w,
-        dst,
-        sampler="clamp",
-        method="strips",
-        block=block,
-        local_size=local,
+        queue, upload(kernel_context, pixels), w, dst, sampler="clamp", method=method
     )
     expected = accelerated_reference.convolve(
         pixels,
@@ -81,10 +85,14 @@ def test_strips_convolve_with_the_largest_filter(
     np.testing.assert_allclose(download(queue, dst), expected, atol=atol)
 
 
-@pytest.mark.parametrize(("block", "local"), [(None, None), ((2, 3), (4, 4))])
-@pytest.mark.parametrize("size", [(16.0, 16.0), (0.25, 15.5), (7.0, 7.0), (1.0, 1.0)])
-def test_strips_box_filter_up_to_the_largest_box(kernel_context, queue, block, local, size):
-    width, height = 41, 26
+def test_strips_box_filter_up_to_the_largest_box(kernel_context, queue):
+    """The largest box (17 x 17 taps) at the default strip (8 rows, shorter than it: the
+    ring of accumulators wraps). Boxes up to 7x7 run every method and launch shape in
+    tests/test_accelerated_whole_image.py, the explicit strips of 3 and 5 rows with a
+    window taller than them; each further 17 x 17 build (another block or local size, a
+    one-column 0.25 x 15.5 box) would cost 5 to 10 s on pocl and reach no other path."""
+    size, block, local = (16.0, 16.0), None, None
+    width, height = 21, 69  # a group and a part in both axes (16 x 64 outputs by default)
     pixels = np.random.default_rng(5).random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
     qcom_ext.box_filter_image(

@@ -54,16 +54,30 @@ METHOD_IDS = [
 ]
 
 
-@pytest.mark.parametrize(("method", "local", "method_block"), METHODS, ids=METHOD_IDS)
+FILTERS = {
+    "5x5": ((5, 5), False, (2, 2), (37, 29), (4, 4)),
+    "3x7-corner-centre": ((3, 7), False, (0, 6), (9, 40), (2, 3)),
+    "separable-2x7": ((2, 7), True, (1, 3), (33, 17), (4, 4)),
+    "1x1": ((1, 1), False, (0, 0), (5, 3), (1, 1)),
+}
+#: The methods with an explicit block and local size run the two filters taller than
+#: their strips / segments (3 or 5 rows), one 2-D and one separable: those reach their
+#: every path (ring wrap, chunk longer than the segment, weights over two texels). The
+#: 5x5 and 1x1 filters would add only a build each (each filter and launch shape is its
+#: own program, the cost of these tests on pocl), not a path: the same kernels at their
+#: default launch shapes run them.
+TALL_ONLY = {"strips-4x2-2x3", "strips-8x2-1x5", "bands-4x1-1x3"}
+CONVOLVE_CASES = [
+    pytest.param(*method, *FILTERS[name], id=f"{name}-{method_id}")
+    for name in FILTERS
+    for method, method_id in zip(METHODS, METHOD_IDS, strict=True)
+    if method_id not in TALL_ONLY or name in ("3x7-corner-centre", "separable-2x7")
+]
+
+
 @pytest.mark.parametrize(
-    ("shape", "separable", "center", "size", "block"),
-    [
-        ((5, 5), False, (2, 2), (37, 29), (4, 4)),
-        ((3, 7), False, (0, 6), (9, 40), (2, 3)),
-        ((2, 7), True, (1, 3), (33, 17), (4, 4)),
-        ((1, 1), False, (0, 0), (5, 3), (1, 1)),
-    ],
-    ids=["5x5", "3x7-corner-centre", "separable-2x7", "1x1"],
+    ("method", "local", "method_block", "shape", "separable", "center", "size", "block"),
+    CONVOLVE_CASES,
 )
 @pytest.mark.parametrize("addressing", ["clamp", "clamp_to_edge"])
 def test_convolve_image_matches_numpy(
@@ -80,6 +94,8 @@ def test_convolve_image_matches_numpy(
     block,
     addressing,
 ):
+    """Every method against the reference; both addressings share a program (the
+    sampler is an argument), so the second is nearly free."""
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     rng = np.random.default_rng(21)
@@ -121,11 +137,27 @@ def test_convolve_image_matches_numpy(
     np.testing.assert_allclose(download(queue, dst), expected, atol=tolerance(w.weights))
 
 
-@pytest.mark.parametrize(("method", "local", "block"), METHODS, ids=METHOD_IDS)
-@pytest.mark.parametrize("size", [(7.0, 7.0), (2.0, 2.0), (2.5, 3.25), (0.5, 1.0), (16.0, 15.9)])
+BOXES = {"size0": (7.0, 7.0), "size1": (2.0, 2.0), "size2": (2.5, 3.25), "size3": (0.5, 1.0)}
+#: As for the filters: the explicit launch shapes run the box taller than their strips /
+#: segments (7x7) and the one with fractional edges and FX != FY (2.5 x 3.25).
+BOX_CASES = [
+    pytest.param(*method, BOXES[name], id=f"{name}-{method_id}")
+    for name in BOXES
+    for method, method_id in zip(METHODS, METHOD_IDS, strict=True)
+    if method_id not in TALL_ONLY or name in ("size0", "size2")
+]
+
+
+@pytest.mark.parametrize(("method", "local", "block", "size"), BOX_CASES)
 def test_box_filter_image_matches_numpy(
     device_caps, kernel_context, queue, method, local, block, size
 ):
+    """Every method on boxes up to 7x7 (7 taps: already taller than the explicit strips
+    of 3 and 5 rows and than bands' segment of 3, and in bands' one-filter chunks). The
+    largest box (17 x 17 taps, one build of 5 to 40 s a method on pocl) runs where a long
+    window takes a path of its own: "strips", the box's default method, whose default
+    strip (8 rows) is shorter than it, in
+    tests/test_accelerated_variants.py::test_strips_box_filter_up_to_the_largest_box."""
     if not device_caps.image_support:
         pytest.skip(f"{device_caps.label} has no image support")
     width, height = 35, 22

@@ -193,7 +193,13 @@ def profile_launch(op: str, launch: Launch, device: Any, work: OpWork) -> dict[s
     attributes = nv_attributes(device)
     if attributes is None or "cl_nv_compiler_options" not in device.extensions.split():
         return row
-    log, ptx = _verbose_build(launch.kernel, device)
+    import pyopencl as cl
+
+    try:
+        log, ptx = _verbose_build(launch.kernel, device)
+    except cl.Error as exc:  # the row keeps its generic fields
+        row["nvidia_note"] = f"the {NV_VERBOSE} rebuild failed: {exc}"
+        return row
     row.update(nvidia_fields(info.kernel, log, ptx, attributes, launch, info.local_mem_size))
     if row["registers"] is None:
         row["nvidia_note"] = "no ptxas lines in the -cl-nv-verbose build log"

@@ -181,13 +181,13 @@ def profile_rows(
     caps: qcom_ext.DeviceCaps, small: bool = False, names: Any = None
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(rows, skipped): every kernel of the ops ``names`` (all of :data:`OPS`), and why
-    an op has no rows on this device (an op the device cannot run: its error)."""
+    an op has no rows on this device (its typed or OpenCL error)."""
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     for name in names or OPS:
         try:
             rows += profile_op(caps, name, small)
-        except qcom_ext.QcomExtError as exc:
+        except (qcom_ext.QcomExtError, cl.Error) as exc:
             skipped[name] = f"{type(exc).__name__}: {exc}"
     return rows, skipped
 

@@ -207,7 +207,8 @@ def test_nvidia_fields_from_recorded_text():
         "kernel": "box_tiles",
         **fields,
     }
-    table = markdown([row])
+    table = markdown([{**row, "nvidia_note": None}, {**row, "nvidia_note": "why"}])
+    assert table.count("* box `box_tiles`: why") == 1
     assert "| 64 | 4/4 | 50% (4 WG/SM, registers) |" in table
     assert "barrier 1" in table and "ld.global v4.f32:1, f32:1" in table
 

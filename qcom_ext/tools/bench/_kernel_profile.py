@@ -270,4 +270,5 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
         for r in mixes:
             mix = r["instruction_mix"]
             lines.append(f"| {r['op']} | `{r['kernel']}` | {mix['total']} | {_mix_cell(r)} |")
-    return "\n".join(lines) + "\n"
+    notes = [f"* {r['op']} `{r['kernel']}`: {r['nvidia_note']}" for r in rows if r["nvidia_note"]]
+    return "\n".join(lines + (["", *notes] if notes else [])) + "\n"

@@ -121,16 +121,14 @@ def test_suite_states_the_upscales_against_the_buffer_copy(
     assert ops == [
         f"bicubic 2x upscale (default path: {default}), 40x24 source",
         f"bicubic 2x upscale (tuned path: {tuned}), 40x24 source",
-        "bicubic 2x upscale (one read per output), 40x24 source",
-        "bicubic 2x upscale (2x2 outputs per work-item), 40x24 source",
-    ]
+    ]  # the older kernels stay in the suite's own table, not in the summary
     # the target is judged on the default path (and the tuned one), named in its line
     judged = rows["default"]["of_buffer_copy"]
     verdict = "met" if judged >= 0.85 else "NOT met"
     assert (
         f"* judged: bicubic 2x (default path: {default}): {judged:.2f} of buffer copy"
     ) in text and text.split("* judged: ")[1].split("\n")[0].endswith(verdict)
-    assert [r["target"] != "" for r in data["summary_rows"]] == [True, True, False, False]
+    assert all(r["target"].endswith(("met", "NOT met")) for r in data["summary_rows"])
 
 
 def test_the_default_and_tuned_cases_run_the_op_and_name_what_it_ran(

@@ -152,7 +152,9 @@ cases = st.fixed_dictionaries(
 
 
 def test_random_shapes_against_numpy(queue):
-    @settings(max_examples=30, deadline=None)
+    # 12 examples: each draws a new build (rows, format, path, x type, K tail) at 2-3 s
+    # cold on pocl; the fixed tests above cover every family, format and path
+    @settings(max_examples=12, deadline=None)
     @given(cases)
     def run(case):
         quantized = case["fmt"].startswith("q")

@@ -97,6 +97,18 @@ def test_tiled_search_matches_the_oracle(
         assert_matches_oracle(queue, target, reference, region, radius, metric, tile)
 
 
+@pytest.mark.parametrize("tile", [None, (1, 1)])
+def test_a_match_just_past_the_window_is_not_taken(queue, tile):
+    """r = 7: 15 candidate columns in runs of 8, so each row of runs has one padding lane
+    at dx = r + 1. The reference is the target moved 8 columns right: the perfect match
+    (cost 0) sits exactly in that lane, outside the window; the answer must be the
+    oracle's best inside it (the 5x3-r7 program of the geometries above)."""
+    rng = np.random.default_rng(11)
+    target = (rng.integers(0, 256, (26, 44, 4)) / 256).astype(np.float32)
+    reference = np.roll(target, 8, axis=1)
+    assert_matches_oracle(queue, target, reference, (5, 3), 7, "ssd", tile)
+
+
 def test_the_default_is_the_tiled_search_on_the_portable_path(queue):
     target, reference = exact_frames((24, 24))
     images = [upload(queue.context, a) for a in (target, reference)]

@@ -585,15 +585,16 @@ def case_bench_read(t: Trial) -> None:
 
 @case("image-reads")
 def case_bench_copy_texels(t: Trial) -> None:
-    """kernels/bench_read.cl copy_texels: a 37 x 19 RGBA float image copied bit for bit,
-    the last work-groups partly outside it."""
+    """kernels/bench_read.cl copy_texels: a 37 x 19 RGBA float image copied bit for bit
+    by a 24 x 24 grid (two texels a work-item, 24 columns apart; the last work-groups
+    partly outside the image)."""
     pixels = t.rng.standard_normal((19, 37, 4)).astype(np.float32)
     src = t.image(pixels)
     fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.FLOAT)
     dst = cl.Image(t.ctx, MF.WRITE_ONLY, fmt, shape=(37, 19))
     kernel = cl.Kernel(t.file("bench_read.cl"), "copy_texels")
     kernel.set_args(src, dst)
-    cl.enqueue_nd_range_kernel(t.queue, kernel, (48, 32), (16, 16))
+    cl.enqueue_nd_range_kernel(t.queue, kernel, (24, 24), (8, 8))
     got = np.empty_like(pixels)
     cl.enqueue_copy(t.queue, got, dst, origin=(0, 0), region=(37, 19))
     t.equal("copy_texels", got, pixels)

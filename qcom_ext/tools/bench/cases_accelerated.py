@@ -99,8 +99,8 @@ SWEEP = {  # method -> (blocks, work-group sizes) that --sweep times
     ),
 }
 #: operation -> the OpenCL cases timed for it, the default method first
-#: The image path's floor: a kernel that reads and writes each texel once.
-IMAGE_COPY_KERNEL = "kernel: read_imagef -> write_imagef, a texel a work-item"
+#: The image path's ceiling: a kernel that only copies each texel once through images.
+IMAGE_COPY_KERNEL = "kernel: read_imagef -> write_imagef, 2 texels a work-item"
 OPENCL_ROWS = {
     "5x5 convolution": (
         "convolve_5x5",
@@ -159,8 +159,8 @@ def _cv_setup(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
 
 _NOTES = {
     "image_copy": "clEnqueueCopyImage of the RGBA float image (the bandwidth reference)",
-    "image_copy_kernel": "a kernel copying the image a texel a work-item (read_imagef, "
-    "write_imagef): the image path's floor",
+    "image_copy_kernel": "a kernel copying the image through read_imagef / write_imagef, "
+    "2 texels a work-item half the grid apart: the image path's ceiling",
     "convolve_5x5": "qcom_ext.convolve_image, 5x5 2-D weight image (device's path, "
     "default method)",
     "convolve_5x5_tuned": "the same with tuned=True, after choose_variant(remember=True)",

@@ -9,8 +9,8 @@
  * copy_texels: dst = src through read_imagef / write_imagef, two texels a work-item, half
  * the global width apart (each read and write coalesced across the work-group): the
  * image path's own ceiling for a kernel that reads and writes each pixel once. On the
- * H200 this layout ran at 0.75 of the buffer copy, one texel a work-item at 0.54, two
- * or four adjacent texels at 0.57 and 0.44.
+ * H200 (4K RGBA float) this layout ran at 0.60 of the buffer copy, one texel a
+ * work-item at 0.53 (docs/BENCHMARKS.md).
  */
 __kernel void read_words(__global const uint4 *words, uint n, __global uint *sink)
 {

@@ -45,6 +45,19 @@ def _program_cache_in_a_temporary_dir(tmp_path_factory):
 
 
 @pytest.fixture
+def tuning_cache_dir(tmp_path, monkeypatch):
+    """A fresh cache directory for the tuning caches (local sizes and variant choices),
+    their in-process memos cleared before and after; yields the ``tuning`` folder."""
+    from qcom_ext.ops import tuning
+
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
+    tuning.forget()
+    yield tmp_path / "tuning"
+    tuning.forget()
+
+
+@pytest.fixture
 def fake_cl_objects(monkeypatch):
     """``fake_cl_objects(module, "_wrap_x", ...)``: those wrappers return
     ``fakes.driver.FakeCLObject`` objects for fake handles; the probe cache (keyed by

@@ -28,15 +28,6 @@ def queue(kernel_context, device_caps):
     return cl.CommandQueue(kernel_context)
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
-    tuning.forget()
-    yield tmp_path / "tuning"
-    tuning.forget()
-
-
 def grid(width: int, height: int) -> np.ndarray:
     return np.stack(np.meshgrid(np.arange(width), np.arange(height)), -1).reshape(-1, 2)
 
@@ -198,7 +189,7 @@ def test_filter_variants_check_their_arguments(kernel_context, queue):
 
 
 def test_choose_variant_times_each_once_then_reads_the_cache(
-    kernel_context, queue, cache_dir, monkeypatch
+    kernel_context, queue, tuning_cache_dir, monkeypatch
 ):
     """Kernels compiled for their work-group size ("strips", "tiled"): the cache holds
     each one's time. ("blocked" takes any size; where the driver's choice beat its own,
@@ -217,7 +208,7 @@ def test_choose_variant_times_each_once_then_reads_the_cache(
 
     monkeypatch.setattr(tuning, "_median_ns", no_timing)
     assert choose_variant(variants, queue=queue) is best
-    assert len(list(cache_dir.glob("*.json"))) == len(variants)
+    assert len(list(tuning_cache_dir.glob("*.json"))) == len(variants)
 
 
 def test_choose_variant_needs_a_variant(queue):

@@ -23,15 +23,6 @@ GUARDED = """__kernel void scale(__global float *a, float s, int n)
 { int i = get_global_id(0); if (i < n) a[i] *= s; }"""
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
-    tuning.forget()
-    yield tmp_path / "tuning"
-    tuning.forget()
-
-
 def scale_kernel(context, source=SOURCE, options=()):
     program = qcom_ext.build_program(context, source, options)
     return cl.Kernel(program, "scale")
@@ -41,7 +32,7 @@ def buffer(context, n=4096):
     return cl.Buffer(context, cl.mem_flags.READ_WRITE, n * 4)
 
 
-def test_tune_picks_a_timed_candidate_and_caches_it(kernel_context, cache_dir, monkeypatch):
+def test_tune_picks_a_timed_candidate_and_caches_it(kernel_context, tuning_cache_dir, monkeypatch):
     kernel = scale_kernel(kernel_context)
     args = [buffer(kernel_context), np.float32(1.0)]
     report = tuning.tune_report(kernel, (4096,), args, candidates=[(32,), (64,), (128,)])
@@ -49,7 +40,7 @@ def test_tune_picks_a_timed_candidate_and_caches_it(kernel_context, cache_dir, m
     assert None in timed and set(timed) <= {None, (32,), (64,), (128,)}
     assert report.local_size in timed and timed[report.local_size] == min(timed.values())
     assert report.driver_ns == timed[None] and report.gain >= 1.0
-    files = list(cache_dir.glob("*.json"))
+    files = list(tuning_cache_dir.glob("*.json"))
     assert len(files) == 1
     entry = json.loads(files[0].read_text())
     assert entry["key"]["kernel"] == "scale" and entry["key"]["global_size"] == [4096]
@@ -64,7 +55,7 @@ def test_tune_picks_a_timed_candidate_and_caches_it(kernel_context, cache_dir, m
     assert qcom_ext.tune(kernel, (4096,), args) == report.local_size
 
 
-def test_source_options_and_global_size_invalidate(kernel_context, cache_dir):
+def test_source_options_and_global_size_invalidate(kernel_context, tuning_cache_dir):
     calls = []
 
     def tune(kernel, size, args):
@@ -80,15 +71,17 @@ def test_source_options_and_global_size_invalidate(kernel_context, cache_dir):
     tune(scale_kernel(kernel_context, SOURCE + "\n// edited\n"), (4096,), [data, np.float32(2)])
     tune(scale_kernel(kernel_context, SOURCE, ["-DUNUSED=1"]), (4096,), [data, np.float32(2)])
     assert calls == [False, True, False, False, False]
-    assert len(list(cache_dir.glob("*.json"))) == 4
+    assert len(list(tuning_cache_dir.glob("*.json"))) == 4
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "bad_local"])
-def test_corrupt_or_foreign_entries_are_ignored_and_replaced(kernel_context, cache_dir, damage):
+def test_corrupt_or_foreign_entries_are_ignored_and_replaced(
+    kernel_context, tuning_cache_dir, damage
+):
     kernel = scale_kernel(kernel_context)
     args = [buffer(kernel_context), np.float32(1)]
     tuning.tune_report(kernel, (4096,), args, candidates=[(64,)], repeats=1)
-    (path,) = cache_dir.glob("*.json")
+    (path,) = tuning_cache_dir.glob("*.json")
     entry = json.loads(path.read_text())
     if damage == "garbage":
         path.write_bytes(b"\x00\xffnot json")
@@ -102,7 +95,7 @@ def test_corrupt_or_foreign_entries_are_ignored_and_replaced(kernel_context, cac
         path.write_text(json.dumps(entry))
     tuning.forget()
     identity = tuning.kernel_identity(kernel)
-    assert TuningCache(cache_dir).load(identity, (4096,), False) is None
+    assert TuningCache(tuning_cache_dir).load(identity, (4096,), False) is None
     assert tuning.cached_local_size(identity, (4096,), pad_global=False) is None
     report = tuning.tune_report(kernel, (4096,), args, candidates=[(64,)], repeats=1)
     assert not report.from_cache
@@ -110,7 +103,7 @@ def test_corrupt_or_foreign_entries_are_ignored_and_replaced(kernel_context, cac
     assert fixed["key"]["kernel"] == "scale"
 
 
-def test_invalid_candidates_are_rejected_with_reasons(kernel_context, cache_dir):
+def test_invalid_candidates_are_rejected_with_reasons(kernel_context, tuning_cache_dir):
     kernel = scale_kernel(kernel_context)
     device = kernel_context.devices[0]
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)
@@ -132,7 +125,7 @@ def test_invalid_candidates_are_rejected_with_reasons(kernel_context, cache_dir)
     assert {ls for ls, _ in report.measured} == {None, (64,)}
 
 
-def test_padding_allows_non_dividing_sizes_for_guarded_kernels(kernel_context, cache_dir):
+def test_padding_allows_non_dividing_sizes_for_guarded_kernels(kernel_context, tuning_cache_dir):
     n = 1000
     kernel = scale_kernel(kernel_context, GUARDED)
     data = np.arange(n, dtype=np.float32)
@@ -150,7 +143,7 @@ def test_padding_allows_non_dividing_sizes_for_guarded_kernels(kernel_context, c
     assert (64,) in dict(report.measured)
 
 
-def test_budget_stops_after_the_driver_choice(kernel_context, cache_dir):
+def test_budget_stops_after_the_driver_choice(kernel_context, tuning_cache_dir):
     kernel = scale_kernel(kernel_context)
     report = tuning.tune_report(
         kernel,
@@ -165,13 +158,13 @@ def test_budget_stops_after_the_driver_choice(kernel_context, cache_dir):
     assert report.local_size is None
 
 
-def test_no_cache_env_writes_nothing(kernel_context, cache_dir, monkeypatch):
+def test_no_cache_env_writes_nothing(kernel_context, tuning_cache_dir, monkeypatch):
     monkeypatch.setenv("QCOM_EXT_NO_CACHE", "1")
     kernel = scale_kernel(kernel_context)
     qcom_ext.tune(
         kernel, (4096,), [buffer(kernel_context), np.float32(1)], candidates=[(64,)], repeats=1
     )
-    assert not cache_dir.exists()
+    assert not tuning_cache_dir.exists()
 
 
 def test_unwritable_cache_warns_and_still_answers(kernel_context, tmp_path, monkeypatch):
@@ -225,7 +218,7 @@ def test_default_candidates_respect_the_limits():
 
 
 def test_ops_use_the_tuned_size_and_the_driver_choice_otherwise(
-    kernel_context, cache_dir, monkeypatch
+    kernel_context, tuning_cache_dir, monkeypatch
 ):
     queue = cl.CommandQueue(kernel_context)
     x = np.random.default_rng(0).standard_normal((1, 5, 6, 7)).astype(np.float32)
@@ -260,7 +253,7 @@ def test_ops_use_the_tuned_size_and_the_driver_choice_otherwise(
     np.testing.assert_allclose(out.to_numpy(queue), x @ w.T, rtol=1e-5, atol=1e-5)
 
 
-def test_a_cached_program_is_keyed_like_a_compiled_one(kernel_context, cache_dir):
+def test_a_cached_program_is_keyed_like_a_compiled_one(kernel_context, tuning_cache_dir):
     """build_program's second build loads binaries (no CL_PROGRAM_SOURCE): the tuner still
     keys it by its source, so both share one tuning entry (they had two before)."""
     device = kernel_context.devices[0]

@@ -32,15 +32,6 @@ CHOICE = {"method": "blocked", "block": (2, 2), "local_size": (4, 4)}
 
 
 @pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("QCOM_EXT_NO_CACHE", raising=False)
-    tuning.forget()
-    yield tmp_path / "tuning"
-    tuning.forget()
-
-
-@pytest.fixture
 def queue(kernel_context, device_caps):
     import pyopencl as cl
 
@@ -54,11 +45,11 @@ def images(context, width=16, height=12):
     return pixels, upload(context, pixels), empty(context, width, height)
 
 
-def test_an_image_op_choice_round_trips_and_answers_its_key_only(cache_dir):
+def test_an_image_op_choice_round_trips_and_answers_its_key_only(tuning_cache_dir):
     store_variant(KEY, CHOICE, 900.0, [(CHOICE, 900.0), ({"method": "strips"}, 1200.0)])
     assert cached_variant(KEY, [CHOICE]) == CHOICE
     tuning.forget()
-    cache = VariantCache(cache_dir)
+    cache = VariantCache(tuning_cache_dir)
     assert cache.load(KEY) == CHOICE  # lists come back as tuples
     entry = json.loads(cache.path(KEY).read_text())
     assert entry["variant"] == {"method": "blocked", "block": [2, 2], "local_size": [4, 4]}
@@ -74,15 +65,15 @@ def test_an_image_op_choice_round_trips_and_answers_its_key_only(cache_dir):
     "variant",
     [{"method": 3}, {"method": "x" * 40}, {"block": [1, 2, 3, 4, 5]}, {}, [], {"m": [1.5]}],
 )
-def test_malformed_choices_are_misses(cache_dir, variant):
+def test_malformed_choices_are_misses(tuning_cache_dir, variant):
     store_variant(KEY, CHOICE, 900.0, [])
-    path = VariantCache(cache_dir).path(KEY)
+    path = VariantCache(tuning_cache_dir).path(KEY)
     path.write_text(json.dumps({**json.loads(path.read_text()), "variant": variant}))
     tuning.forget()
     assert cached_variant(KEY, [CHOICE, {"method": 3}]) is None
 
 
-def test_a_layer_choice_is_no_image_op_choice_and_back(cache_dir):
+def test_a_layer_choice_is_no_image_op_choice_and_back(tuning_cache_dir):
     store_variant(KEY, (4, 1, 0, 0), 10.0, [])
     assert cached_variant(KEY, {(4, 1, 0, 0)}) == (4, 1, 0, 0)
     assert cached_variant(KEY, [CHOICE]) is None
@@ -93,9 +84,9 @@ def test_a_layer_choice_is_no_image_op_choice_and_back(cache_dir):
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown an entry"
 )
-def test_an_entry_owned_by_another_user_is_a_miss(cache_dir):
+def test_an_entry_owned_by_another_user_is_a_miss(tuning_cache_dir):
     store_variant(KEY, CHOICE, 900.0, [])
-    path = VariantCache(cache_dir).path(KEY)
+    path = VariantCache(tuning_cache_dir).path(KEY)
     os.chown(path, NOBODY, NOBODY)
     tuning.forget()
     assert cached_variant(KEY, [CHOICE]) is None
@@ -104,13 +95,13 @@ def test_an_entry_owned_by_another_user_is_a_miss(cache_dir):
     assert cached_variant(KEY, [CHOICE]) == CHOICE  # the same file, the user's again
 
 
-def test_an_entry_in_a_directory_others_can_write_is_a_miss(cache_dir):
+def test_an_entry_in_a_directory_others_can_write_is_a_miss(tuning_cache_dir):
     store_variant(KEY, CHOICE, 900.0, [])
-    cache_dir.chmod(0o777)
+    tuning_cache_dir.chmod(0o777)
     tuning.forget()
     with pytest.warns(qcom_ext.QcomExtWarning, match="writable"):
         assert cached_variant(KEY, [CHOICE]) is None
-    cache_dir.chmod(0o700)
+    tuning_cache_dir.chmod(0o700)
 
 
 def spy(monkeypatch):
@@ -127,7 +118,7 @@ def spy(monkeypatch):
 
 
 def test_box_filter_runs_the_remembered_choice_after_tuning(
-    cache_dir, kernel_context, queue, monkeypatch
+    tuning_cache_dir, kernel_context, queue, monkeypatch
 ):
     pixels, src, dst = images(kernel_context)
     want = accelerated_reference.box_filter_image(pixels, (3, 3))
@@ -137,9 +128,9 @@ def test_box_filter_runs_the_remembered_choice_after_tuning(
     default = launched[-1]
     if len(variants) == 1:  # native: one variant, no choice to remember
         choose_variant(variants, queue=queue, repeats=1, remember=True)
-        assert not list(cache_dir.glob("*.json")) or all(
+        assert not list(tuning_cache_dir.glob("*.json")) or all(
             json.loads(p.read_text())["format"] != "qcom_ext-variant"
-            for p in cache_dir.glob("*.json")
+            for p in tuning_cache_dir.glob("*.json")
         )
         return
     best = choose_variant(variants, queue=queue, repeats=1, remember=True)
@@ -160,7 +151,7 @@ def test_box_filter_runs_the_remembered_choice_after_tuning(
 
 
 def test_a_remembered_choice_the_device_refuses_falls_back_to_the_defaults(
-    cache_dir, kernel_context, queue, monkeypatch
+    tuning_cache_dir, kernel_context, queue, monkeypatch
 ):
     pixels, src, dst = images(kernel_context)
     key = whole_image.filter_key(queue, src, dst, size=(3, 3))
@@ -177,7 +168,7 @@ def test_a_remembered_choice_the_device_refuses_falls_back_to_the_defaults(
 
 
 def test_upscale_runs_the_remembered_choice_after_tuning(
-    cache_dir, kernel_context, queue, monkeypatch
+    tuning_cache_dir, kernel_context, queue, monkeypatch
 ):
     pixels, src, _ = images(kernel_context, 8, 6)
     dst = empty(kernel_context, 16, 12)
@@ -192,7 +183,7 @@ def test_upscale_runs_the_remembered_choice_after_tuning(
     assert fastest.ns == min(t.ns for t in timed) and fastest.report.best_ns is not None
     key = upscale_module.upscale2x_key(queue, src, dst)
     assert cached_variant(key, [best.options]) == best.options
-    assert VariantCache(cache_dir).load(key) == best.options
+    assert VariantCache(tuning_cache_dir).load(key) == best.options
     calls = []
     launch = upscale_module.upscale2x_launch
     monkeypatch.setattr(
@@ -203,14 +194,14 @@ def test_upscale_runs_the_remembered_choice_after_tuning(
     np.testing.assert_allclose(download(queue, dst), upscale2x(pixels), atol=2e-5)
 
 
-def test_layers_and_image_ops_share_the_store_and_its_memo(cache_dir):
+def test_layers_and_image_ops_share_the_store_and_its_memo(tuning_cache_dir):
     layer_key = KEY._replace(op="depthwise_conv2d", shape=(1, 8, 9, 9))
     store_variant(layer_key, (4, 1, 0, 0), 10.0, [])
     store_variant(KEY, CHOICE, 10.0, [])
-    entries = [json.loads(p.read_text()) for p in cache_dir.glob("*.json")]
+    entries = [json.loads(p.read_text()) for p in tuning_cache_dir.glob("*.json")]
     assert sorted(e["key"]["op"] for e in entries) == ["box_filter_image", "depthwise_conv2d"]
     assert {e["format"] for e in entries} == {"qcom_ext-variant"}
-    for path in cache_dir.glob("*.json"):
+    for path in tuning_cache_dir.glob("*.json"):
         path.unlink()
     assert cached_variant(KEY, [CHOICE]) == CHOICE  # memoised
     tuning.forget()  # qcom_ext.tuning.forget drops the store's memo too

@@ -9,6 +9,7 @@ tuner's) right; the tile chosen through ``qcom_ext.tune``."""
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import qcom_ext
@@ -94,7 +95,12 @@ def test_tiled_search_matches_the_oracle(
 ):
     target, reference = exact_frames(shape, reference_shape)
     for metric in metrics:
-        assert_matches_oracle(queue, target, reference, region, radius, metric, tile)
+        try:
+            assert_matches_oracle(queue, target, reference, region, radius, metric, tile)
+        except ConfigError as exc:  # the largest tile: too big for some devices
+            if tile is None or "use a smaller tile" not in str(exc):
+                raise
+            pytest.skip(f"{device_caps.label} cannot take this tile: {exc}")
 
 
 @pytest.mark.parametrize("tile", [None, (1, 1)])
@@ -152,7 +158,10 @@ def _per_block(queue, target, reference, region, radius, squared):
 
 @pytest.mark.parametrize("metric", ["sad", "ssd"])
 def test_costs_are_bit_identical_to_the_per_block_search(queue, metric):
-    """On values whose sums round: the same order of additions, the same float32 bits."""
+    """On values whose sums round: the same order of additions, the same float32 bits
+    where the compiler contracts neither kernel (pocl); NVIDIA's fuses ``d * d + s`` into
+    an FMA in one of them (OpenCL allows contraction), so there the SSD costs agree to a
+    few float32 roundings and the vectors exactly."""
     if whole_image.context_path(queue.context) != "fallback":
         pytest.skip("the native path has no tiled search")
     rng = np.random.default_rng(3)
@@ -164,7 +173,10 @@ def test_costs_are_bit_identical_to_the_per_block_search(queue, metric):
         got = search(queue, target, reference, region=(8, 8), radius=4, metric=metric, tile=tile)
         want = _per_block(queue, target, reference, (8, 8), 4, metric == "ssd")
         np.testing.assert_array_equal(got[0], want[0])
-        assert got[1].tobytes() == want[1].tobytes()
+        if metric == "sad" or queue.device.type & cl.device_type.CPU:
+            assert got[1].tobytes() == want[1].tobytes()
+        else:
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=0)
 
 
 def test_any_local_size_gives_the_oracle_answer(queue):
@@ -242,6 +254,24 @@ def test_a_tile_the_device_cannot_take_is_refused(queue):
     items = queue.device.max_work_group_size // 9 + 1
     with pytest.raises(ConfigError, match=f"takes {9 * items} work-items"):
         qcom_ext.block_match_image(queue, image, image, tile=(items, 1))
+
+
+def test_a_tile_over_the_kernels_own_group_limit_is_refused():
+    """A kernel's registers can hold its groups below the device's limit (NVIDIA: the 8x4
+    tile at r = 7 passed the device checks, then the launch failed with
+    CL_OUT_OF_RESOURCES); the launch is refused first, naming both numbers."""
+
+    class Kernel:
+        def get_work_group_info(self, param, device):
+            return 64
+
+    class Device:
+        name = "stand-in GPU "
+
+    message = "tile 4x2 takes 72 work-items a group; this kernel runs at most 64 on 'stand-in GPU'"
+    with pytest.raises(ConfigError, match=message):
+        whole_image._check_kernel_group(Kernel(), Device(), (36, 2), "tile 4x2")
+    whole_image._check_kernel_group(Kernel(), Device(), (32, 2), "tile 4x2")  # fits
 
 
 def test_tiles_follow_the_device_limits():

@@ -10,6 +10,7 @@ import pytest
 
 import qcom_ext
 from qcom_ext import WeightImage, box_size
+from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.plan import box_window
 from qcom_ext.ext.accelerated.points import download, empty, upload
 from qcom_ext.reference import accelerated as accelerated_reference
@@ -114,16 +115,21 @@ def test_convolve_image_matches_numpy(
     width, height = size
     pixels = rng.random((height, width, 4)).astype(np.float32)
     dst = empty(kernel_context, width, height)
-    qcom_ext.convolve_image(
-        queue,
-        upload(kernel_context, pixels),
-        w,
-        dst,
-        sampler=addressing,
-        method=method,
-        block=method_block or block,
-        local_size=local,
-    )
+    try:
+        qcom_ext.convolve_image(
+            queue,
+            upload(kernel_context, pixels),
+            w,
+            dst,
+            sampler=addressing,
+            method=method,
+            block=method_block or block,
+            local_size=local,
+        )
+    except ConfigError as exc:  # e.g. strips of 4x4 blocks: 72 KB, NVIDIA has 48 KB
+        if "bytes of local memory" not in str(exc):
+            raise
+        pytest.skip(f"{device_caps.label} has too little local memory: {exc}")
     grid = np.stack(np.meshgrid(np.arange(width), np.arange(height)), -1).reshape(-1, 2)
     expected = accelerated_reference.convolve(
         pixels,

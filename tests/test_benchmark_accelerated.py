@@ -118,8 +118,9 @@ def test_throughput_table(cases, device_caps, kernel_context):
     rows = cases.measure(device_caps, SMALL, rounds=2, copy=buffer_copy)
     operations = [(r["operation"], r["implementation"]) for r in rows]
     assert operations[0] == ("image copy", "clEnqueueCopyImage")
-    assert sum(op == "8x8 block match, r=4" for op, _ in operations) == 2  # default, tuned
-    assert sum(op == "7x7 box filter" for op, _ in operations) == 5  # + tuned, old methods
+    ours = [op for op, what in operations if what.startswith("qcom_ext")]  # not torch/OpenCV
+    assert ours.count("8x8 block match, r=4") == 2  # default, tuned
+    assert ours.count("7x7 box filter") == 5  # + tuned, old methods
     copy = rows[0]
     moved = 2 * 16 * SMALL[0] * SMALL[1]
     assert copy["of_image_copy"] == 1.0 and copy["bytes"] == moved

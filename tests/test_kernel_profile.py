@@ -56,8 +56,13 @@ def test_every_default_kernel_gets_a_row(cases_module, device_caps, kernel_conte
         assert row["bytes_per_output"] > 0 and row["intensity"] > 0
         if row["local_size"] is not None:
             assert np.prod(row["local_size"]) <= row["max_work_group_size"]
-        # pocl is no NVIDIA device: its NVIDIA fields are absent, never guessed
-        assert all(row[k] is None for k in NV_ONLY), row
+        if device_caps.driver == "nvidia":
+            # ptxas's lines, where the rebuild printed them: under pytest the driver's own
+            # JIT cache (CUDA_CACHE_DISABLE unset at start) skips ptxas, so none are here;
+            # the suite's documented run sets it (docs/BENCHMARKS.md, "Kernel profiles")
+            assert row["registers"] is None or row["registers"] > 0, row
+        else:  # no NVIDIA device: its NVIDIA fields are absent, never guessed
+            assert all(row[k] is None for k in NV_ONLY), row
     box = next(r for r in rows if r["op"] == "box 7x7")
     assert box["bytes_per_output"] == 32.0  # RGBA float read once, written once
     bicubic = next(r for r in rows if r["op"] == "bicubic 2x")

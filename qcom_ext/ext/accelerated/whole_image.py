@@ -357,8 +357,26 @@ def block_match_image(
     plan = search_plan(queue, target, reference, region, radius, metric, local_size, tile)
     out = plan.field(queue, out)
     kernel, args = _search_kernel(queue, plan, target, reference, sampler, out)
-    out.event = _enqueue(queue, kernel, args, plan.sizes(), wait_for)
+    sizes = plan.sizes()
+    if plan.tile is not None:
+        _check_kernel_group(kernel, queue.device, sizes[1], f"tile {plan.tile[0]}x{plan.tile[1]}")
+    out.event = _enqueue(queue, kernel, args, sizes, wait_for)
     return out
+
+
+def _check_kernel_group(kernel: Any, device: Any, local: Sequence[int], what: str) -> None:
+    """ConfigError where ``local`` holds more work-items than ``kernel`` runs in a group on
+    ``device`` (its registers can lower that below the device's own limit; the driver
+    would answer CL_OUT_OF_RESOURCES at the launch)."""
+    import pyopencl as cl
+
+    items = int(np.prod(local))
+    limit = int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+    if items > limit:
+        raise ConfigError(
+            f"{what} takes {items} work-items a group; this kernel runs at most {limit} on "
+            f"{device.name.strip()!r} (its registers): use a smaller tile"
+        )
 
 
 def _search_kernel(

@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 import pyopencl as cl
 import pytest
+from fakes import memfd as memfds
+from fakes.memfd import needs_memfd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +24,6 @@ from qcom_ext import ConfigError, ExtensionUnavailable, QcomExtWarning
 from qcom_ext.ext.memory.host_ptr import _bytes_after
 
 DMABUF = "cl_qcom_dmabuf_host_ptr"
-needs_memfd = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="needs memfd (Linux)")
 FILL = "__kernel void fill(__global uchar *a, uchar v) { a[get_global_id(0)] += v; }"
 
 
@@ -31,17 +32,17 @@ def portable(caps, extension: str = DMABUF):
         pytest.skip(f"{caps.label} imports natively (tests/test_host_ptr_fake.py covers it)")
 
 
+MEMFD = "qcom-ext-test-dmabuf"  # this file's memfds: the portable path really maps them
+
+
 @pytest.fixture
 def memfd():
-    fd = os.memfd_create("qcom-ext-test-dmabuf")
-    yield fd
-    os.close(fd)
+    with memfds.memfd(name=MEMFD) as fd:
+        yield fd
 
 
 def mappings() -> int:
-    gc.collect()
-    with open("/proc/self/maps") as maps:
-        return sum("qcom-ext-test-dmabuf" in line for line in maps)
+    return memfds.mappings(MEMFD)
 
 
 def quiet_import(*args, **kwargs):

@@ -9,12 +9,13 @@ real and can be checked for being the fd's memory.
 
 from __future__ import annotations
 
-import gc
 import os
 import struct
 import sys
 
 import pytest
+from fakes import memfd as memfds
+from fakes.memfd import mappings
 from fakes.memory import STRUCT_SIZES, FakeContext, FakeMemDriver, ext_host_ptr, use_ext_flags
 
 import qcom_ext
@@ -48,17 +49,8 @@ def fake_wrapping(fake_cl_objects):
 
 @pytest.fixture
 def memfd():
-    fd = os.memfd_create("qcom-ext-fake-dmabuf")
-    os.ftruncate(fd, 8192)
-    os.pwrite(fd, bytes(range(256)) * 32, 0)
-    yield fd
-    os.close(fd)
-
-
-def mappings() -> int:
-    gc.collect()
-    with open("/proc/self/maps") as maps:
-        return sum("qcom-ext-fake-dmabuf" in line for line in maps)
+    with memfds.memfd(8192, bytes(range(256)) * 32) as fd:
+        yield fd
 
 
 def test_struct_sizes_are_the_reference_lp64_sizes():

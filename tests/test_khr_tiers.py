@@ -15,7 +15,6 @@ memfds standing in for dma-bufs.
 
 from __future__ import annotations
 
-import gc
 import os
 import struct
 import sys
@@ -23,10 +22,12 @@ import warnings
 
 import pytest
 from conftest import DEVICES, adreno_strings
+from fakes import memfd as memfds
 from fakes.claiming import claiming
 from fakes.driver import DEVICE, addr, adreno740_device_info, cstr, fake_driver, platform_info
 from fakes.external import KHR_AHB, KHR_DMA_BUF, QUEUE, FakeExternalDriver, open_fds
 from fakes.image_requirements import ContextLedger, FakeRequirements
+from fakes.memfd import mappings, needs_memfd
 from fakes.memory import CTX, FakeContext
 
 import qcom_ext
@@ -310,9 +311,6 @@ def test_a_missing_entry_point_computes_with_one_warning(image_device):
 
 # ---- cl_khr_external_memory_dma_buf: import_dmabuf's Khronos tier ------------------------
 
-needs_memfd = pytest.mark.skipif(
-    not hasattr(os, "memfd_create"), reason="memfds stand in for dma-bufs (Linux)"
-)
 ON_TIER = {"extra": KHR_DMA_BUF, "drop": DMABUF}  # the fake 740, its dma-buf import Khronos
 
 
@@ -323,16 +321,8 @@ def fake_wrapping(fake_cl_objects):
 
 @pytest.fixture
 def memfd():
-    fd = os.memfd_create("qcom-ext-fake-dmabuf")
-    os.ftruncate(fd, 8192)
-    yield fd
-    os.close(fd)
-
-
-def mappings() -> int:
-    gc.collect()
-    with open("/proc/self/maps") as maps:
-        return sum("qcom-ext-fake-dmabuf" in line for line in maps)
+    with memfds.memfd(8192) as fd:
+        yield fd
 
 
 def same_file(fd: int) -> tuple[int, int]:

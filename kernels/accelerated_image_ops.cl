@@ -197,38 +197,6 @@ void qe_filter2d_block(__read_only image2d_t src, sampler_t sampler,
     qe_write_block(dst, x0, y0, width, height, acc, 1.0f);
 }
 
-/* Weight-image row `row` (phase 0 lives in rows 1..) into out[0..n-1], n = QE_FX or QE_FY:
- * one texel read per four taps, compile-time bounds so `out` stays in registers. */
-#define QE_WEIGHT_TAPS(i4, n, w, out)                                                      \
-    do {                                                                                   \
-        (out)[i4] = (w).x;                                                                 \
-        if ((i4) + 1 < (n))                                                                \
-            (out)[(i4) + 1] = (w).y;                                                       \
-        if ((i4) + 2 < (n))                                                                \
-            (out)[(i4) + 2] = (w).z;                                                       \
-        if ((i4) + 3 < (n))                                                                \
-            (out)[(i4) + 3] = (w).w;                                                       \
-    } while (0)
-
-QCOM_EXT_ACCELERATED_INLINE
-void qe_weight_row_x(__read_only image2d_t weights, int row, float *out)
-{
-#pragma unroll
-    for (int i4 = 0; i4 < QE_FX; i4 += 4) {
-        float4 w = qcom_ext_accelerated_weights4(weights, row, i4 >> 2);
-        QE_WEIGHT_TAPS(i4, QE_FX, w, out);
-    }
-}
-
-QCOM_EXT_ACCELERATED_INLINE
-void qe_weight_row_y(__read_only image2d_t weights, int row, float *out)
-{
-#pragma unroll
-    for (int i4 = 0; i4 < QE_FY; i4 += 4) {
-        float4 w = qcom_ext_accelerated_weights4(weights, row, i4 >> 2);
-        QE_WEIGHT_TAPS(i4, QE_FY, w, out);
-    }
-}
 #endif /* !QE_USE_BUILTIN */
 
 /* Where the work-item's QE_BX x QE_BY block of outputs starts, (*x0, *y0); false when it
@@ -275,14 +243,14 @@ __kernel QE_GROUP_SIZE void qe_convolve_image(__read_only image2d_t src, sampler
     QE_BUILTIN_BLOCK(qcom_convolve_imagef, weights);
 #elif QE_SEPARABLE
     float h[QE_FX], v[QE_FY];
-    qe_weight_row_x(weights, 1, h); /* slice 0: horizontal row, then vertical row */
-    qe_weight_row_y(weights, 2, v);
+    QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 1, QE_FX, h); /* slice 0: horizontal, then vertical */
+    QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 2, QE_FY, v);
     qe_separable_block(src, sampler, tile, dst, x0, y0, width, height, h, v, 1.0f);
 #else
     float w[QE_FY][QE_FX];
 #pragma unroll
     for (int j = 0; j < QE_FY; j++)
-        qe_weight_row_x(weights, 1 + j, w[j]);
+        QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 1 + j, QE_FX, w[j]);
     qe_filter2d_block(src, sampler, tile, dst, x0, y0, width, height, w);
 #endif
 }

@@ -163,23 +163,6 @@ void qe_bands_walk(__read_only image2d_t src, sampler_t sampler, __write_only im
     }
 }
 
-/* Weight-image row `row` (phase 0 lives in rows 1..) into out[0..n-1]: one texel read per
- * four taps, compile-time lanes so `out` stays in registers. */
-#define QE_BANDS_WEIGHTS(weights, row, n, out)                                             \
-    do {                                                                                   \
-        _Pragma("unroll") for (int i4 = 0; i4 < (n); i4 += 4)                              \
-        {                                                                                  \
-            float4 w4 = qcom_ext_accelerated_weights4((weights), (row), i4 >> 2);          \
-            (out)[i4] = w4.x;                                                              \
-            if (i4 + 1 < (n))                                                              \
-                (out)[i4 + 1] = w4.y;                                                      \
-            if (i4 + 2 < (n))                                                              \
-                (out)[i4 + 2] = w4.z;                                                      \
-            if (i4 + 3 < (n))                                                              \
-                (out)[i4 + 3] = w4.w;                                                      \
-        }                                                                                  \
-    } while (0)
-
 __kernel __attribute__((reqd_work_group_size(QE_LX, 1, 1))) void
 qe_convolve_bands(__read_only image2d_t src, sampler_t sampler,
                   __read_only qcom_weight_image_t weights, __write_only image2d_t dst)
@@ -187,12 +170,12 @@ qe_convolve_bands(__read_only image2d_t src, sampler_t sampler,
     __local float4 ring[2 * QE_CH * QE_TW];
     float h[QE_FX], v[QE_FY], w[QE_FY][QE_FX];
 #if QE_SEPARABLE
-    QE_BANDS_WEIGHTS(weights, 1, QE_FX, h); /* slice 0: horizontal row, then vertical */
-    QE_BANDS_WEIGHTS(weights, 2, QE_FY, v);
+    QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 1, QE_FX, h); /* slice 0: horizontal, then vertical */
+    QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 2, QE_FY, v);
 #else
 #pragma unroll
     for (int j = 0; j < QE_FY; j++)
-        QE_BANDS_WEIGHTS(weights, 1 + j, QE_FX, w[j]);
+        QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 1 + j, QE_FX, w[j]);
 #endif
     qe_bands_walk(src, sampler, dst, ring, QE_SEPARABLE, h, v, w, 1.0f);
 }

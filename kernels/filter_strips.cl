@@ -211,23 +211,6 @@ void qe_strips_filter2d(__local const float4 *strip, __write_only image2d_t dst,
     }
 }
 
-/* Weight-image row `row` (phase 0 lives in rows 1..) into out[0..n-1]: one texel read per
- * four taps, compile-time lanes so `out` stays in registers. */
-#define QE_STRIPS_WEIGHTS(weights, row, n, out)                                            \
-    do {                                                                                   \
-        _Pragma("unroll") for (int i4 = 0; i4 < (n); i4 += 4)                              \
-        {                                                                                  \
-            float4 w4 = qcom_ext_accelerated_weights4((weights), (row), i4 >> 2);          \
-            (out)[i4] = w4.x;                                                              \
-            if (i4 + 1 < (n))                                                              \
-                (out)[i4 + 1] = w4.y;                                                      \
-            if (i4 + 2 < (n))                                                              \
-                (out)[i4 + 2] = w4.z;                                                      \
-            if (i4 + 3 < (n))                                                              \
-                (out)[i4 + 3] = w4.w;                                                      \
-        }                                                                                  \
-    } while (0)
-
 /* The start of both kernels: image size, the tile loaded, and the work-item's strip
  * origin (x0, y0); a work-item whose strip starts outside the image returns once it has
  * helped load the tile. */
@@ -261,14 +244,14 @@ qe_convolve_strips(__read_only image2d_t src, sampler_t sampler,
     QE_STRIPS_BEGIN();
 #if QE_SEPARABLE
     float h[QE_FX], v[QE_FY];
-    QE_STRIPS_WEIGHTS(weights, 1, QE_FX, h); /* slice 0: horizontal row, then vertical */
-    QE_STRIPS_WEIGHTS(weights, 2, QE_FY, v);
+    QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 1, QE_FX, h); /* slice 0: horizontal, then vertical */
+    QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 2, QE_FY, v);
     qe_strips_separable(strip, dst, staged, x0, y0, width, height, h, v, 1.0f);
 #else
     float w[QE_FY][QE_FX];
 #pragma unroll
     for (int j = 0; j < QE_FY; j++)
-        QE_STRIPS_WEIGHTS(weights, 1 + j, QE_FX, w[j]);
+        QCOM_EXT_ACCELERATED_WEIGHT_ROW(weights, 1 + j, QE_FX, w[j]);
     qe_strips_filter2d(strip, dst, staged, x0, y0, width, height, w);
 #endif
     QE_STRIPS_END();

@@ -86,6 +86,23 @@ float4 qcom_ext_accelerated_weights4(__read_only image2d_t weight_image, int row
     return read_imagef(weight_image, exact, (int2)(tap4, row));
 }
 
+/* Weight-image row `row` (phase 0 lives in rows 1..) into out[0..n-1]: one texel read per
+ * four taps, compile-time n so that `out` stays in registers (the portable filters). */
+#define QCOM_EXT_ACCELERATED_WEIGHT_ROW(weight_image, row, n, out)                            \
+    do {                                                                                   \
+        _Pragma("unroll") for (int i4_ = 0; i4_ < (n); i4_ += 4)                           \
+        {                                                                                  \
+            float4 w4_ = qcom_ext_accelerated_weights4((weight_image), (row), i4_ >> 2);   \
+            (out)[i4_] = w4_.x;                                                            \
+            if (i4_ + 1 < (n))                                                             \
+                (out)[i4_ + 1] = w4_.y;                                                    \
+            if (i4_ + 2 < (n))                                                             \
+                (out)[i4_ + 2] = w4_.z;                                                    \
+            if (i4_ + 3 < (n))                                                             \
+                (out)[i4_ + 3] = w4_.w;                                                    \
+        }                                                                                  \
+    } while (0)
+
 /* Lane `lane` (0..3) of v, chosen by its two bits with selects. Not a `?:` chain on
  * lane == k: LLVM 14 turns that into a switch on the lane truncated to i2, which Oclgrind
  * 21.10 runs as if the truncation kept the high bits (vertical taps 4 and 5 of a separable

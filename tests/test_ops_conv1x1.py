@@ -35,6 +35,23 @@ cases = st.fixed_dictionaries(
 )
 
 
+def case_arrays(rng, case):
+    """x (NCHW), w, b and the float64 reference of a drawn case (at its dtype)."""
+    dtype = case["dtype"]
+    x = rng.standard_normal((case["n"], case["ci"], case["h"], case["w"])).astype(dtype)
+    w = rng.standard_normal((case["co"], case["ci"])).astype(dtype)
+    b = rng.standard_normal(case["co"]).astype(np.float32) if case["bias"] else None
+    want = conv2d(
+        rounded(x, dtype),
+        rounded(w, dtype)[:, :, None, None],
+        b,
+        stride=case["stride"],
+        activation=case["activation"],
+        slope=0.2,
+    )
+    return x, w, b, want
+
+
 def test_random_shapes_and_tiles_against_numpy(queue):
     rng = np.random.default_rng(11)
 
@@ -42,17 +59,7 @@ def test_random_shapes_and_tiles_against_numpy(queue):
     @given(cases)
     def check(case):
         dtype = case["dtype"]
-        x = rng.standard_normal((case["n"], case["ci"], case["h"], case["w"])).astype(dtype)
-        w = rng.standard_normal((case["co"], case["ci"])).astype(dtype)
-        b = rng.standard_normal(case["co"]).astype(np.float32) if case["bias"] else None
-        want = conv2d(
-            rounded(x, dtype),
-            rounded(w, dtype)[:, :, None, None],
-            b,
-            stride=case["stride"],
-            activation=case["activation"],
-            slope=0.2,
-        )
+        x, w, b, want = case_arrays(rng, case)
         host = x if case["layout"] == "NCHW" else x.transpose(0, 2, 3, 1)
         got = ops.conv2d_1x1(
             queue,
@@ -163,17 +170,7 @@ def test_staged_gemm_against_numpy(queue):
     @given(staged_cases)
     def check(case):
         dtype = case["dtype"]
-        x = rng.standard_normal((case["n"], case["ci"], case["h"], case["w"])).astype(dtype)
-        w = rng.standard_normal((case["co"], case["ci"])).astype(dtype)
-        b = rng.standard_normal(case["co"]).astype(np.float32) if case["bias"] else None
-        want = conv2d(
-            rounded(x, dtype),
-            rounded(w, dtype)[:, :, None, None],
-            b,
-            stride=case["stride"],
-            activation=case["activation"],
-            slope=0.2,
-        )
+        x, w, b, want = case_arrays(rng, case)
         got = ops.conv2d_1x1(
             queue,
             x,

@@ -1,7 +1,7 @@
 """The workload of the accelerated image ops benchmarks (:mod:`.cases_accelerated`): a
 ``--size`` RGBA float image (and a shifted copy as the block-matching reference), the
 operations in OpenCL through qcom_ext, in torch on the same GPU and in OpenCV on the CPU,
-and how each is timed (profiling events, CUDA events, wall time).
+and how each is timed (profiling events, a replayed CUDA graph, wall time).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from qcom_ext.ext.accelerated.whole_image import block_match_tuning
 from qcom_ext.ops.variant_tuning import choose_variant
 from qcom_ext.tools.bench._profiling import copy_image
 from qcom_ext.tools.bench._read_floor import copy_texels
+from qcom_ext.tools.bench._torch_timing import MIN_BATCH, cuda_seconds
 
 SIZE_ENV = "QCOM_EXT_BENCH_ACCELERATED_SIZE"
 #: the variable's name before the suite was renamed, still read
@@ -331,19 +332,8 @@ def device_seconds(state: dict[str, Any], op: Any, rounds: int) -> float:
 
 
 def torch_seconds(t: dict[str, Any], op: Any, rounds: int) -> float:
-    torch = t["torch"]
-    for _ in range(2):
-        op(t)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        op(t)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    return statistics.median(times)
+    """GPU seconds per call of ``op(t)`` (``_torch_timing.cuda_seconds``)."""
+    return cuda_seconds(t["torch"], lambda _: op(t), rounds, batch=MIN_BATCH)[0]
 
 
 def wall_seconds(c: dict[str, Any], op: Any, rounds: int) -> float:

@@ -60,9 +60,9 @@ def suite_markdown(data: dict[str, Any]) -> str:
     (width, height), rows = data["size"], data["rows"]
     lines = [
         f"{width}x{height} RGBA float -> {2 * width}x{2 * height}; `cl_qcom_filter_bicubic` "
-        f"path: {data['path']}; median of {data['runs']} runs (profiling events; CUDA events "
-        f"for torch); {data['copy']}; an upscale moves the source once and the output "
-        "once",
+        f"path: {data['path']}; median of {data['runs']} runs (profiling events; a "
+        f"replayed CUDA graph for torch); {data['copy']}; an upscale moves the source once "
+        "and the output once",
         "",
         "| case | ran | time | GB/s | of buffer copy | of image copy |",
         "|---|---|--:|--:|--:|--:|",

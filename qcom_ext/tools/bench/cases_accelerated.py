@@ -23,10 +23,11 @@ image copy's; then the targets of issue 18 (:mod:`.goals`): box and 5x5 convolut
 >= 85 % of the buffer copy (judged on the default path, the tuned row beside it), block
 matching 2x faster than before at 4K. Beside them: torch
 on the same GPU when ``torch.cuda`` is usable (depthwise ``conv2d`` 5x5, ``avg_pool2d``
-7x7, an ``unfold``-based SAD search; CUDA events) and OpenCV on the CPU when ``cv2``
-imports (``filter2D``, ``blur``, ``absdiff`` + ``resize(INTER_AREA)`` per displacement;
-wall time). ``--sweep`` also times the portable kernels' blocks and work-group sizes. The
-workload and its timers are in :mod:`._accelerated_work`.
+7x7, an ``unfold``-based SAD search; GPU time from a replayed CUDA graph) and OpenCV on
+the CPU when ``cv2`` imports (``filter2D``, ``blur``, ``absdiff`` +
+``resize(INTER_AREA)`` per displacement; wall time). ``--sweep`` also times the portable
+kernels' blocks and work-group sizes. The workload and its timers are in
+:mod:`._accelerated_work`.
 
 As cases of ``qcom-ext bench`` (group ``accelerated``; size from
 ``QCOM_EXT_BENCH_ACCELERATED_SIZE``, e.g. ``640x360`` on a CPU device), one call is
@@ -271,7 +272,8 @@ def _sweep(rows: _Rows, state: dict[str, Any], rounds: int, label: str) -> None:
 
 
 def _libraries(rows: _Rows, state: dict[str, Any], rounds: int) -> None:
-    """The same operations in torch (CUDA events) and OpenCV (wall time), where present."""
+    """The same operations in torch (GPU time, a replayed CUDA graph) and OpenCV (wall
+    time), where present."""
     timers = []
     torch, cv2 = torch_cuda(), opencv()
     if torch is not None:

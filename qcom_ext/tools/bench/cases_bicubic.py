@@ -28,14 +28,14 @@ Cases (group ``bicubic``; each call enqueues once and finishes the queue):
 With the runner (``python -m qcom_ext.tools.bench.run bicubic``) the ratio column gives the
 time over the image copy's (wall time: enqueue + finish); an upscale moves 2.5 times the
 copy's bytes. ``qcom-ext bench bicubic-suite`` (``SUITES``; also this script) reads device
-times from profiling events (CUDA events for torch) and states each as GB/s and as shares
-of the buffer copy's bandwidth (``clEnqueueCopyBuffer`` of at least the upscale's bytes,
-best of the runs: the roofline) and of the image copy's, with the target of issue 18
-(:mod:`.goals`) judged on the default path (the tuned one beside it): >= 85 % of the
-buffer copy, counting the source read once and the output written once. Each row names
-the method, block and work-group it timed. The size defaults to 4K (3840x2160: 133 MB in,
-531 MB out); ``QCOM_EXT_BENCH_BICUBIC_SIZE=WxH`` (runner and suite) or ``--size``
-(script) makes it small for pocl.
+times from profiling events (torch: GPU time, a replayed CUDA graph) and states each as
+GB/s and as shares of the buffer copy's bandwidth (``clEnqueueCopyBuffer`` of at least
+the upscale's bytes, best of the runs: the roofline) and of the image copy's, with the
+target of issue 18 (:mod:`.goals`) judged on the default path (the tuned one beside
+it): >= 85 % of the buffer copy, counting the source read once and the output written
+once. Each row names the method, block and work-group it timed. The size defaults to 4K
+(3840x2160: 133 MB in, 531 MB out); ``QCOM_EXT_BENCH_BICUBIC_SIZE=WxH`` (runner and
+suite) or ``--size`` (script) makes it small for pocl.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from qcom_ext.ops.variant_tuning import choose_variant
 from qcom_ext.tools.bench._bicubic_report import UPSCALES, suite_markdown, summary_rows
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
 from qcom_ext.tools.bench._profiling import copy_image, measure_copy
+from qcom_ext.tools.bench._torch_timing import MIN_BATCH, cuda_seconds
 
 __all__ = [
     "CASES",
@@ -358,19 +359,17 @@ def device_seconds(state: dict[str, Any], runs: int) -> list[float]:
     return times
 
 
-def torch_seconds(state: dict[str, Any], runs: int) -> list[float]:
+def torch_seconds(state: dict[str, Any], runs: int) -> float:
+    """GPU seconds per bicubic ``interpolate`` on CUDA (median; one timer for every
+    suite: :func:`~qcom_ext.tools.bench._torch_timing.cuda_seconds`)."""
     torch = state["torch"]
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.nn.functional.interpolate(
+
+    def upscale(_: int) -> Any:
+        return torch.nn.functional.interpolate(
             state["x"], scale_factor=2, mode="bicubic", align_corners=False
         )
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    return times
+
+    return cuda_seconds(torch, upscale, runs, batch=MIN_BATCH)[0]
 
 
 def check_result(state: dict[str, Any], samples: int = 256) -> float:
@@ -393,7 +392,8 @@ DEFAULT_RUNS = 20
 
 
 def measure_suite(caps: qcom_ext.DeviceCaps, runs: int) -> dict[str, Any]:
-    """Median device seconds of each case (profiling events; CUDA events for torch), GB/s,
+    """Median device seconds of each case (profiling events; torch: GPU time, a replayed
+    CUDA graph), GB/s,
     the shares of the buffer copy's bandwidth (best of ``runs``, a buffer at least as
     large as the upscale's traffic) and of the image copy's (the source's, median), what
     each upscale ran (method, block, work-group) and its largest difference from numpy."""
@@ -405,7 +405,7 @@ def measure_suite(caps: qcom_ext.DeviceCaps, runs: int) -> dict[str, Any]:
     for kind, state in states.items():
         seconds[kind] = statistics.median(device_seconds(state, runs))
     if torch_cuda_available():
-        seconds["torch"] = statistics.median(torch_seconds(setup_torch(caps), runs))
+        seconds["torch"] = torch_seconds(setup_torch(caps), runs)
     copy = measure_copy(copy_state["queue"], moved["bicubic"], runs)
     copy = copy.with_image(moved["copy"], seconds["copy"])
     rows = {}

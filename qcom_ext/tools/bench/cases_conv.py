@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -64,6 +63,7 @@ from qcom_ext.tools.bench._profiling import (
     measure_copy,
     median_ns,
 )
+from qcom_ext.tools.bench._torch_timing import cuda_seconds
 
 __all__ = [
     "CASES",
@@ -103,7 +103,8 @@ def same_size_copy_ns(queue: Any, nbytes: int, rounds: int) -> float:
 
 
 def torch_ns(layer: SuiteLayer, batch: int, rounds: int) -> float | None:
-    """Median time per ``F.conv2d`` call (fp32, TF32 off) on CUDA, or None without it."""
+    """Median GPU nanoseconds per ``F.conv2d`` call (fp32, TF32 off) on CUDA
+    (``_torch_timing.cuda_seconds``), or None without it."""
     try:
         import torch
         import torch.nn.functional as F
@@ -123,20 +124,9 @@ def torch_ns(layer: SuiteLayer, batch: int, rounds: int) -> float | None:
     def call() -> Any:
         return F.conv2d(x, w, b, stride=layer.stride, padding=layer.padding, groups=groups)
 
-    for _ in range(10):
+    for _ in range(10):  # cudnn.benchmark picks its algorithm on the first calls
         call()
-    torch.cuda.synchronize()
-    iterations = 20
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iterations):
-            call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e6 / iterations)
-    return float(statistics.median(times))
+    return cuda_seconds(torch, lambda _: call(), rounds)[0] * 1e9
 
 
 def _variants(layer: SuiteLayer) -> list[tuple[str, dict[str, Any]]]:

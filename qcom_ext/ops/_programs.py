@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -13,6 +12,7 @@ from typing import Any
 
 from qcom_ext import _context_cache
 from qcom_ext._resources import kernels_dir
+from qcom_ext.ext.program.launch import enqueue
 from qcom_ext.ops.tuning import KernelIdentity, cached_local_size, kernel_identity, padded
 
 __all__ = ["Launcher", "kernel_for", "source_digest"]
@@ -37,12 +37,12 @@ def source_digest(filename: str) -> str:
 @dataclass
 class Launcher:
     """One kernel of one built variant, with its tuning identity. Setting the arguments
-    and enqueueing happen under a lock, so threads may share a layer."""
+    and enqueueing happen under a lock (``launch.enqueue``), so threads may share a
+    layer."""
 
     kernel: Any
     identity: KernelIdentity
     device: Any
-    lock: Any = field(default_factory=threading.Lock, repr=False)
     _fits: dict[tuple[int, ...], bool] = field(default_factory=dict, repr=False)
 
     def local_size(self, global_size: Sequence[int]) -> tuple[int, ...] | None:
@@ -70,16 +70,11 @@ class Launcher:
         local_size: Any = "tuned",
         wait_for: Any = None,
     ) -> Any:
-        """Set ``args`` and enqueue. ``local_size``: "tuned" (cached tuning or the driver's
-        choice), None (the driver's choice) or a tuple; the global size is padded to it."""
-        import pyopencl as cl
-
+        """Set ``args`` and enqueue (:func:`qcom_ext.ext.program.launch.enqueue`).
+        ``local_size``: "tuned" (cached tuning or the driver's choice), None (the driver's
+        choice) or a tuple; the global size is padded to it."""
         local = self.local_size(global_size) if local_size == "tuned" else local_size
-        with self.lock:
-            self.kernel.set_args(*args)
-            return cl.enqueue_nd_range_kernel(
-                queue, self.kernel, padded(global_size, local), local, wait_for=wait_for
-            )
+        return enqueue(queue, self.kernel, padded(global_size, local), local, args, wait_for)
 
 
 def _options_key(defines: Mapping[str, Any]) -> tuple:

@@ -204,6 +204,7 @@ class Linear:
         self.context, self.device = queue.context, queue.device
         packed = pack(stored, self.weight_format)
         self.nb = packed.nb
+        self._sizes = (np.int32(self.shape[1]), np.int32(self.shape[0]), np.int32(self.nb))
         self.path, self.path_reason = choose_path(self.context, self.device, packed, path)
         self.weights = DeviceWeights(self.context, packed, self.path)
         self.weight_bytes = packed.nbytes
@@ -312,13 +313,13 @@ class Linear:
         activation quantizer, where there is one, is enqueued now (its event joins
         ``events``)."""
         rows, half = x.shape[0], x.dtype == np.float16
-        k, n = np.int32(self.in_features), np.int32(self.out_features)
+        k, n, nb = self._sizes  # int32 scalars, made once: each costs a µs a call
         tail = [self.bias, out.buffer, n]
         if self.family(rows) == "gemm":
             tile = programs.gemm_tile(self.device, rows, self._tile)
             gemm = self._kernel(queue, ("gemm", tile, half))
             global_size, _ = gemm.sizes(rows, self.out_features)
-            args = [x.buffer, k, k, np.int32(self.nb), np.int32(rows), n, *tail]
+            args = [x.buffer, k, k, nb, np.int32(rows), n, *tail]
             return [(gemm, global_size, [*self.weights.args(), *args])]
         inputs = [x.buffer]
         if self.activation_format is not None:
@@ -327,7 +328,7 @@ class Linear:
         for row0 in range(0, rows, GEMV_MAX_ROWS):
             gemv = self._kernel(queue, ("gemv", min(GEMV_MAX_ROWS, rows - row0), half))
             global_size = (1, -(-self.out_features // gemv.rpw))
-            args = [*inputs, k, k, np.int32(self.nb), n, *tail, np.int32(row0)]
+            args = [*inputs, k, k, nb, n, *tail, np.int32(row0)]
             launches.append((gemv, global_size, [*self.weights.args(), *args]))
         return launches
 

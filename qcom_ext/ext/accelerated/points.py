@@ -16,7 +16,6 @@ array([[24., 25., 26., 27.]], dtype=float32)
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,10 +27,9 @@ from qcom_ext.ext.accelerated.rgba import read_rgba_image as download
 from qcom_ext.ext.accelerated.rgba import rgba_image as upload
 from qcom_ext.ext.accelerated.rgba import rgba_supported as supports
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
+from qcom_ext.ext.program.launch import enqueue
 
 __all__ = ["SOURCE", "PointOps", "download", "empty", "supports", "upload"]
-
-_launch_lock = threading.Lock()
 
 SOURCE = """
 __kernel void qe_convolve_at(__read_only image2d_t image, sampler_t sampler,
@@ -94,9 +92,7 @@ class PointOps:
             cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, 16 * count) for _ in range(outputs)
         ]
         kernel = self._kernels[name]
-        with _launch_lock:  # the kernels are shared by every PointOps of the context
-            kernel.set_args(*args, *buffers)
-            cl.enqueue_nd_range_kernel(queue, kernel, (count,), None)
+        enqueue(queue, kernel, (count,), None, [*args, *buffers])
         results = []
         for buffer in buffers:
             out = np.empty((count, 4), np.float32)

@@ -26,7 +26,6 @@ array([[0.25, 0.5 , 0.25],
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,7 @@ from qcom_ext.ext.accelerated.rgba import (
 )
 from qcom_ext.ext.accelerated.support import context_path
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
+from qcom_ext.ext.program.launch import enqueue
 from qcom_ext.ext.variant import launch_tuned, tuned_options
 from qcom_ext.ext.variant_store import VariantKey, kernels_digest
 
@@ -83,8 +83,6 @@ __all__ = [
 ]
 
 _ADDRESSING = ("clamp", "clamp_to_edge", "none")
-
-_launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
 
 
 def _kernel(owner: Any, name: str, defines: dict[str, Any], source: str = SOURCE_FILE) -> Any:
@@ -153,14 +151,8 @@ def _enqueue(
     wait_for: Any,
 ) -> Any:
     """Set the arguments of a cached (shared) kernel and enqueue it, atomically."""
-    import pyopencl as cl
-
     global_size, local_size = sizes
-    with _launch_lock:
-        kernel.set_args(*args)
-        return cl.enqueue_nd_range_kernel(
-            queue, kernel, global_size, local_size, wait_for=wait_for
-        )
+    return enqueue(queue, kernel, global_size, local_size, args, wait_for)
 
 
 def convolve_image(

@@ -32,7 +32,6 @@ True
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,6 +41,7 @@ import numpy as np
 from qcom_ext import _context_cache
 from qcom_ext.errors import ConfigError, QcomExtWarning
 from qcom_ext.ext.images.sampler import create_sampler, sampler_path
+from qcom_ext.ext.program.launch import enqueue
 from qcom_ext.ext.variant import Variant, launch_tuned, positive_pair, tuned_options
 from qcom_ext.ext.variant_store import VariantKey, kernels_digest
 
@@ -72,8 +72,6 @@ DEFAULT_LOCAL = {"sampler": (16, 16), "blocks": (16, 16), "tiles": (32, 8)}
 #: What :func:`upscale2x_variants` offers a tuner for ``"tiles"``: blocks x work-groups.
 TILES_BLOCKS = ((1, 1), (1, 2), (2, 1), (1, 4))
 TILES_LOCALS = ((32, 8), (32, 16), (32, 4), (16, 16), (64, 4), (16, 8))
-
-_launch_lock = threading.Lock()  # set_args + enqueue of a shared kernel object, atomically
 
 
 def default_method(context: Any) -> str:
@@ -250,7 +248,6 @@ def upscale2x_image(
     >>> float(out[8, 8]), float(out[0, 0]) < 1  # flat inside; the border (0) pulls the edge
     (1.0, True)
     """
-    import pyopencl as cl
 
     options = {"method": method, "block": block, "local_size": local_size}
 
@@ -259,9 +256,7 @@ def upscale2x_image(
 
     tries = tuned_options(lambda: upscale2x_key(queue, src, dst), options) if tuned else [options]
     kernel, args, (global_size, local) = launch_tuned(launch, tries)
-    with _launch_lock:
-        kernel.set_args(*args)
-        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local, wait_for=wait_for)
+    return enqueue(queue, kernel, global_size, local, args, wait_for)
 
 
 def upscale2x_variants(

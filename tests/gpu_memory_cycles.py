@@ -3,16 +3,16 @@
     python tests/gpu_memory_cycles.py [--cycles 50] [--device nvidia] [--plain] [--json out]
 
 Each cycle runs, on a fresh ``pyopencl.Context`` per API, what
-``tests/test_context_release.py`` runs (the accelerated image ops, the conv layers,
-samplers, build_program and tune, recordings, PointOps, image-buffer pairs, hinted
-contexts and queues), drops everything and collects. After each cycle it prints the
-driver's used GPU memory (``nvidia-smi --query-gpu=memory.used``, MiB, the first GPU)
-where ``nvidia-smi`` exists, how many of the cycle's contexts were still referenced
-after the drop (read through a reference of the script's own, as
+``tests/test_context_release.py`` runs (the accelerated image ops, the conv layers, the
+matmul layers, samplers, build_program and tune, recordings, PointOps, image-buffer
+pairs, hinted contexts and queues), drops everything and collects. After each cycle it
+prints the driver's used GPU memory (``nvidia-smi --query-gpu=memory.used``, MiB, the
+first GPU) where ``nvidia-smi`` exists, how many of the cycle's contexts were still
+referenced after the drop (read through a reference of the script's own, as
 ``tests/test_context_release.py`` does) and the contexts whose qcom_ext cache entries
-are alive. Released contexts keep all three flat; before the per-context cache,
-NVIDIA's OpenCL grew by about 524 MiB per cycle. A cycle that hangs for 300 s dumps
-every thread's stack and exits.
+are alive. Released contexts keep all three flat; before the per-context cache, NVIDIA's
+OpenCL grew by about 524 MiB per cycle. A cycle that hangs for 300 s dumps every
+thread's stack and exits.
 
 ``--plain`` runs plain pyopencl (a program, a kernel run, an image, a sampler) instead:
 the driver's own behaviour, for comparison.

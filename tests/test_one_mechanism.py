@@ -1,0 +1,35 @@
+"""Concerns that have one place in the library (docs/ARCHITECTURE.md, "One mechanism per
+concern") stay in one place: a second copy is what let a context leak and a trust hole
+live in three places each before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import qcom_ext
+
+PACKAGE = Path(qcom_ext.__file__).parent
+
+
+def _sources_with(text: str) -> set[str]:
+    return {
+        p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if text in p.read_text()
+    }
+
+
+def test_shared_kernels_are_launched_in_one_place():
+    """Setting a shared kernel's arguments and enqueueing it: ext/program/launch.py. The
+    others enqueue kernels they own: the tuner times one, a recording replays its own,
+    the self-test and the benchmarks measure raw pyopencl on purpose."""
+    own = {"ops/tuning.py", "ext/recording/replay.py", "tools/selftest/checks_builtins.py"}
+    found = {
+        p
+        for p in _sources_with("enqueue_nd_range_kernel")
+        if not p.startswith("tools/bench/") and p not in own
+    }
+    assert found == {"ext/program/launch.py"}
+
+
+def test_torch_is_timed_in_one_place():
+    """The benchmarks' torch rows: tools/bench/_torch_timing.py (a replayed CUDA graph)."""
+    assert _sources_with("cuda.Event(") == {"tools/bench/_torch_timing.py"}

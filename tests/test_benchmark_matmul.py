@@ -52,13 +52,17 @@ def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monk
     assert "| (96, 64) | q4_0 | float32 |" in result.markdown
     assert "| read-only kernel, same bytes |" in result.markdown
     assert "an empty kernel" in result.markdown
+    assert "| back to back: time, x torch |" in result.markdown
     for row in rows:
+        assert row["back_to_back_seconds"] > 0
         assert row["read_only_seconds"] > 0
         assert row["read_only_of_copy"] == pytest.approx(
             row["weight_bytes"] / row["read_only_seconds"] / result.data["buffer_copy_Bps"]
         )
     verdicts = result.data["verdicts"]
     assert all("a kernel that only reads the same bytes" in v for v in verdicts)
+    torch_lines = matmul_module.verdicts(rows, {"96x64": 1e-3}, result.data["gemm"])
+    assert sum("back to back, as torch's graph runs" in v for v in torch_lines) == 2  # q8_0, q4_0
     assert [v.split(":")[0] for v in verdicts] == ["GEMV f16", "GEMV q8_0", "GEMV q4_0"]
 
 

@@ -274,6 +274,27 @@ def test_a_tile_over_the_kernels_own_group_limit_is_refused():
     whole_image._check_kernel_group(Kernel(), Device(), (32, 2), "tile 4x2")  # fits
 
 
+def test_the_default_tile_falls_back_under_the_kernels_own_limit(queue, monkeypatch):
+    """Where the kernel's registers hold its groups below the default tile, the default
+    falls back to a tile that fits (a tile asked for is refused instead, as above); the
+    result still matches the oracle. The limit is stubbed: pocl's kernels take 4096."""
+    launched = []
+    real = whole_image._enqueue
+
+    def recording(queue, kernel, args, sizes, wait_for):
+        launched.append(sizes[1])
+        return real(queue, kernel, args, sizes, wait_for)
+
+    monkeypatch.setattr(whole_image, "_kernel_group_limit", lambda kernel, device: 40)
+    monkeypatch.setattr(whole_image, "_enqueue", recording)
+    target, reference = exact_frames((45, 67), None)
+    assert_matches_oracle(queue, target, reference, (8, 8), 4, "sad", None)
+    ((lx, ly),) = launched
+    assert lx * ly <= 40 and lx % 9 == 0  # 9 lanes a block at r = 4
+    with pytest.raises(ConfigError, match="this kernel runs at most 40"):
+        assert_matches_oracle(queue, target, reference, (8, 8), 4, "sad", (4, 2))
+
+
 def test_tiles_follow_the_device_limits():
     """The default tile is the first that fits half the local memory with at most 256
     work-items; a tile past the local memory is refused, naming both sizes."""

@@ -422,9 +422,11 @@ def search_plan(
     metric: str,
     local_size: int | None,
     tile: Any = None,
+    max_items: int = 256,
 ) -> SearchPlan:
     """The plan of :func:`~qcom_ext.block_match_image`'s search (its arguments checked):
-    on the portable path the tiled search with ``tile`` (default: see :func:`_tiled`)."""
+    on the portable path the tiled search with ``tile`` (default: see :func:`_tiled`;
+    ``max_items``: the most work-items the default tile may take)."""
     width, height = image_shape("target", target, queue.context)
     image_shape("reference", reference, queue.context)
     region = _region(queue, region)
@@ -446,13 +448,13 @@ def search_plan(
     plan = SearchPlan(shape, region, radius, metric == "ssd", local)
     if context_path(queue.context) != "fallback":
         return plan
-    return _tiled(plan, device, tile)
+    return _tiled(plan, device, tile, max_items)
 
 
-def _tiled(plan: SearchPlan, device: Any, tile: Any) -> SearchPlan:
+def _tiled(plan: SearchPlan, device: Any, tile: Any, max_items: int = _TILE_ITEMS) -> SearchPlan:
     """``plan`` as the tiled search with ``tile`` (checked), or the first tile of
     :data:`SEARCH_TILES` that fits the device in half its local memory with at most
-    256 work-items (``plan`` unchanged when none does)."""
+    ``max_items`` work-items (``plan`` unchanged when none does)."""
     side = 2 * plan.radius + 1
     defines = search_defines(plan.region, plan.radius, plan.squared)
     tiled = replace(plan, lanes=side * -(-side // defines["QE_BM_CX"]), defines=defines)
@@ -473,6 +475,6 @@ def _tiled(plan: SearchPlan, device: Any, tile: Any) -> SearchPlan:
     fitting = [
         t
         for t in search_tiles(tiled, device, device.local_mem_size // 2)
-        if tiled.lanes * t[0] * t[1] <= _TILE_ITEMS
+        if tiled.lanes * t[0] * t[1] <= min(max_items, _TILE_ITEMS)
     ]
     return replace(tiled, tile=fitting[0]) if fitting else plan

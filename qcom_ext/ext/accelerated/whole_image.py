@@ -331,7 +331,9 @@ def block_match_image(
     inside ``reference``). Ties go to the smaller |dx| + |dy|, then to the first in
     row-major (dy, dx) order. ``out``: a MotionField of the same geometry to reuse.
     ``tile``: target blocks (across, down) a work-group of the portable search takes
-    (default: the first of :data:`.plan.SEARCH_TILES` that fits; tune it with
+    (default: the first of :data:`.plan.SEARCH_TILES` that fits the device and the
+    kernel's own work-group limit, which its registers can hold below the device's; a
+    tile asked for that does not fit is a ConfigError; tune it with
     :func:`block_match_tuning`); ``local_size``: work-items a block of the per-block
     search (native, or where the window does not fit local memory).
 
@@ -346,7 +348,13 @@ def block_match_image(
     >>> field.shape, bool((vectors == 0).all()), float(costs.max())  # same frame: no motion
     ((2, 2), True, 0.0)
     """
-    plan = search_plan(queue, target, reference, region, radius, metric, local_size, tile)
+    checked = (queue, target, reference, region, radius, metric, local_size, tile)
+    plan = search_plan(*checked)
+    if plan.tile is not None and tile is None:  # the default tile: within the kernel's limit
+        tiles = _kernel(queue, "qe_block_match_tiles", plan.defines)
+        limit = _kernel_group_limit(tiles, queue.device)
+        if int(np.prod(plan.sizes()[1])) > limit:
+            plan = search_plan(*checked, max_items=limit)
     out = plan.field(queue, out)
     kernel, args = _search_kernel(queue, plan, target, reference, sampler, out)
     sizes = plan.sizes()
@@ -356,14 +364,19 @@ def block_match_image(
     return out
 
 
-def _check_kernel_group(kernel: Any, device: Any, local: Sequence[int], what: str) -> None:
-    """ConfigError where ``local`` holds more work-items than ``kernel`` runs in a group on
-    ``device`` (its registers can lower that below the device's own limit; the driver
-    would answer CL_OUT_OF_RESOURCES at the launch)."""
+def _kernel_group_limit(kernel: Any, device: Any) -> int:
+    """The most work-items ``kernel`` runs in a group on ``device`` (its registers can
+    hold it below the device's own limit)."""
     import pyopencl as cl
 
+    return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+
+
+def _check_kernel_group(kernel: Any, device: Any, local: Sequence[int], what: str) -> None:
+    """ConfigError where ``local`` holds more work-items than ``kernel`` runs in a group on
+    ``device`` (the driver would answer CL_OUT_OF_RESOURCES at the launch)."""
     items = int(np.prod(local))
-    limit = int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+    limit = _kernel_group_limit(kernel, device)
     if items > limit:
         raise ConfigError(
             f"{what} takes {items} work-items a group; this kernel runs at most {limit} on "

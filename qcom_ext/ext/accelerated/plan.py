@@ -422,7 +422,7 @@ def search_plan(
     metric: str,
     local_size: int | None,
     tile: Any = None,
-    max_items: int = 256,
+    max_items: int = _TILE_ITEMS,
 ) -> SearchPlan:
     """The plan of :func:`~qcom_ext.block_match_image`'s search (its arguments checked):
     on the portable path the tiled search with ``tile`` (default: see :func:`_tiled`;
@@ -475,6 +475,6 @@ def _tiled(plan: SearchPlan, device: Any, tile: Any, max_items: int = _TILE_ITEM
     fitting = [
         t
         for t in search_tiles(tiled, device, device.local_mem_size // 2)
-        if tiled.lanes * t[0] * t[1] <= min(max_items, _TILE_ITEMS)
+        if tiled.lanes * t[0] * t[1] <= max_items
     ]
     return replace(tiled, tile=fitting[0]) if fitting else plan

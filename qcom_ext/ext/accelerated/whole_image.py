@@ -350,18 +350,26 @@ def block_match_image(
     """
     checked = (queue, target, reference, region, radius, metric, local_size, tile)
     plan = search_plan(*checked)
-    if plan.tile is not None and tile is None:  # the default tile: within the kernel's limit
-        tiles = _kernel(queue, "qe_block_match_tiles", plan.defines)
-        limit = _kernel_group_limit(tiles, queue.device)
-        if int(np.prod(plan.sizes()[1])) > limit:
-            plan = search_plan(*checked, max_items=limit)
     out = plan.field(queue, out)
     kernel, args = _search_kernel(queue, plan, target, reference, sampler, out)
-    sizes = plan.sizes()
-    if plan.tile is not None:
-        _check_kernel_group(kernel, queue.device, sizes[1], f"tile {plan.tile[0]}x{plan.tile[1]}")
-    out.event = _enqueue(queue, kernel, args, sizes, wait_for)
+    if plan.tile is not None:  # the tiled search: its group within the kernel's own limit
+        limit = _kernel_group_limit(kernel, queue.device)
+        if tile is None and _items(plan) > limit:  # the default tile: a smaller one (rare)
+            plan = search_plan(*checked, max_items=limit)
+            kernel, args = _search_kernel(queue, plan, target, reference, sampler, out)
+        if plan.tile is not None:
+            _check_kernel_group(_items(plan), limit, queue.device, f"tile {_tile_name(plan)}")
+    out.event = _enqueue(queue, kernel, args, plan.sizes(), wait_for)
     return out
+
+
+def _items(plan: SearchPlan) -> int:
+    """Work-items a group of ``plan``'s launch."""
+    return int(np.prod(plan.sizes()[1]))
+
+
+def _tile_name(plan: SearchPlan) -> str:
+    return f"{plan.tile[0]}x{plan.tile[1]}"
 
 
 def _kernel_group_limit(kernel: Any, device: Any) -> int:
@@ -372,11 +380,9 @@ def _kernel_group_limit(kernel: Any, device: Any) -> int:
     return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
 
 
-def _check_kernel_group(kernel: Any, device: Any, local: Sequence[int], what: str) -> None:
-    """ConfigError where ``local`` holds more work-items than ``kernel`` runs in a group on
-    ``device`` (the driver would answer CL_OUT_OF_RESOURCES at the launch)."""
-    items = int(np.prod(local))
-    limit = _kernel_group_limit(kernel, device)
+def _check_kernel_group(items: int, limit: int, device: Any, what: str) -> None:
+    """ConfigError where ``items`` work-items a group are more than the kernel's ``limit``
+    on ``device`` (the driver would answer CL_OUT_OF_RESOURCES at the launch)."""
     if items > limit:
         raise ConfigError(
             f"{what} takes {items} work-items a group; this kernel runs at most {limit} on "

@@ -333,7 +333,7 @@ def device_seconds(state: dict[str, Any], op: Any, rounds: int) -> float:
 
 def torch_seconds(t: dict[str, Any], op: Any, rounds: int) -> float:
     """GPU seconds per call of ``op(t)`` (``_torch_timing.cuda_seconds``)."""
-    return cuda_seconds(t["torch"], lambda _: op(t), rounds, batch=MIN_BATCH)[0]
+    return cuda_seconds(t["torch"], lambda _: op(t), rounds, batch=MIN_BATCH)
 
 
 def wall_seconds(c: dict[str, Any], op: Any, rounds: int) -> float:

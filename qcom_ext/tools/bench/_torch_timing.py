@@ -17,6 +17,7 @@ them (on an H100 both gave the same GEMV times).
 from __future__ import annotations
 
 import statistics
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -27,9 +28,10 @@ __all__ = ["MAX_BATCH", "MIN_BATCH", "cuda_seconds"]
 MAX_BATCH, MIN_BATCH = 20, 5
 
 
-def _replay(torch: Any, op: Callable[[int], Any], batch: int) -> tuple[Callable[[], Any], str]:
-    """(a callable that runs ``op(0) .. op(batch - 1)`` once, how): a CUDA graph of the
-    calls, or the calls themselves where capture fails."""
+def _replay(torch: Any, op: Callable[[int], Any], batch: int) -> Callable[[], Any]:
+    """A callable that runs ``op(0) .. op(batch - 1)`` once: a CUDA graph of the calls,
+    or the calls themselves where capture fails (with a warning: the row then counts
+    whatever dispatch the device waits for)."""
     try:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -41,22 +43,23 @@ def _replay(torch: Any, op: Callable[[int], Any], batch: int) -> tuple[Callable[
         with torch.cuda.graph(graph):
             for i in range(batch):
                 op(i)
-        return graph.replay, "cuda graph"
-    except RuntimeError:
+        return graph.replay
+    except RuntimeError as exc:
         torch.cuda.synchronize()
-        return (lambda: [op(i) for i in range(batch)]), "back to back"
+        warnings.warn(f"torch timed without a CUDA graph (capture failed: {exc})", stacklevel=3)
+        return lambda: [op(i) for i in range(batch)]
 
 
 def cuda_seconds(
     torch: Any, op: Callable[[int], Any], rounds: int, batch: int = MAX_BATCH
-) -> tuple[float, str]:
-    """(median GPU seconds per call of ``op(i)``, how it was timed): ``batch`` calls
+) -> float:
+    """Median GPU seconds per call of ``op(i)``: ``batch`` calls
     (``i`` = 0 .. batch - 1, e.g. to rotate through weight copies) captured in a CUDA
     graph and replayed ``rounds`` times between two CUDA events."""
     for i in range(2):
         op(i)
     torch.cuda.synchronize()
-    run, how = _replay(torch, op, batch)
+    run = _replay(torch, op, batch)
     run()
     torch.cuda.synchronize()
     times = []
@@ -67,4 +70,4 @@ def cuda_seconds(
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e-3 / batch)
-    return statistics.median(times), how
+    return statistics.median(times)

@@ -369,7 +369,7 @@ def torch_seconds(state: dict[str, Any], runs: int) -> float:
             state["x"], scale_factor=2, mode="bicubic", align_corners=False
         )
 
-    return cuda_seconds(torch, upscale, runs, batch=MIN_BATCH)[0]
+    return cuda_seconds(torch, upscale, runs, batch=MIN_BATCH)
 
 
 def check_result(state: dict[str, Any], samples: int = 256) -> float:

@@ -126,7 +126,7 @@ def torch_ns(layer: SuiteLayer, batch: int, rounds: int) -> float | None:
 
     for _ in range(10):  # cudnn.benchmark picks its algorithm on the first calls
         call()
-    return cuda_seconds(torch, lambda _: call(), rounds)[0] * 1e9
+    return cuda_seconds(torch, lambda _: call(), rounds) * 1e9
 
 
 def _variants(layer: SuiteLayer) -> list[tuple[str, dict[str, Any]]]:

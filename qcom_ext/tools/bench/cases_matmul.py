@@ -18,7 +18,7 @@ device's buffer copy and torch on the same GPU.
   the GPU alone (``_torch_timing``: a CUDA graph of the calls, no Python dispatch), and
   beside each verdict the read-only kernel's time against torch's: where that is above
   the target, no kernel of this size reaches it through OpenCL here. The verdicts use
-  single launches (each pays the driver's launch); the "back to back" column times
+  single launches; the "back to back" column times
   :data:`BACK_TO_BACK` calls released at once (queued behind a user event), as torch's
   graph replays its calls and as a decode loop that keeps the device busy runs them.
 * GEMM, M = 512, (N, K) = (4096, 4096), f16 weights, float32 x: FLOP/s against torch
@@ -187,7 +187,7 @@ def torch_gemv(torch: Any, shapes: tuple, rounds: int) -> dict[str, float]:
         copies = max(1, min(16, -(-2 * (64 << 20) // (n * k * 2)) + 1))
         weights = [torch.randn(n, k, device="cuda", dtype=torch.float16) for _ in range(copies)]
         x = torch.randn(1, k, device="cuda", dtype=torch.float16)
-        found[f"{n}x{k}"], _ = cuda_seconds(torch, _rotating(torch, x, weights), rounds)
+        found[f"{n}x{k}"] = cuda_seconds(torch, _rotating(torch, x, weights), rounds)
     return found
 
 
@@ -213,7 +213,7 @@ def gemm_rows(queue: Any, shape: tuple, rounds: int, torch: Any) -> list[dict[st
         ):
             a = torch.randn(m, k, device="cuda", dtype=dtype)
             w = torch.randn(n, k, device="cuda", dtype=dtype)
-            t, _ = cuda_seconds(torch, _rotating(torch, a, [w]), rounds)
+            t = cuda_seconds(torch, _rotating(torch, a, [w]), rounds)
             rows.append({"what": name, "seconds": t})
     for row in rows:
         row["TFLOP_s"] = flops / row["seconds"] / 1e12

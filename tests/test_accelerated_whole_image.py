@@ -326,13 +326,14 @@ def native_program(context, text, defines=()):
 
 
 def test_native_point_kernels_call_the_builtins_with_their_arguments(kernel_context, queue):
-    """The point kernels' native branch (qcom_ext.ext.accelerated.points.SOURCE) against the
+    """The point kernels' native branch (kernels/accelerated_points.cl) against the
     stand-ins: argument order and types reach the builtins as the spec has them, so the
     results are the independent oracle's (tests/accelerated_spec.py)."""
     import accelerated_spec as spec
     import pyopencl as cl
 
-    from qcom_ext.ext.accelerated.points import SOURCE
+    from qcom_ext._resources import kernels_dir
+    from qcom_ext.ext.accelerated.points import SOURCE_FILE
     from qcom_ext.ext.accelerated.whole_image import sampler
 
     if not kernel_context.devices[0].image_support:
@@ -346,7 +347,7 @@ def test_native_point_kernels_call_the_builtins_with_their_arguments(kernel_cont
     out, out2 = (cl.Buffer(kernel_context, mf.WRITE_ONLY, 16 * len(coords)) for _ in "ab")
     src, ref = upload(kernel_context, pixels), upload(kernel_context, other)
     smp = sampler(kernel_context, "clamp")
-    built = native_program(kernel_context, SOURCE)
+    built = native_program(kernel_context, (kernels_dir() / SOURCE_FILE).read_text())
 
     def result(buf):
         host = np.empty((len(coords), 4), np.float32)
@@ -403,7 +404,7 @@ def test_native_whole_image_kernels_call_the_builtins_per_pixel(kernel_context, 
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("source", ["accelerated_image_ops.cl", "points"])
+@pytest.mark.parametrize("source", ["accelerated_image_ops.cl", "accelerated_points.cl"])
 def test_native_branches_compile_against_the_builtins_declarations(kernel_context, source):
     """With -DQCOM_EXT_NATIVE_cl_qcom_accelerated_image_ops the compat part defines nothing
     and the kernels call the builtins per pixel: they must compile against the spec's
@@ -411,9 +412,8 @@ def test_native_branches_compile_against_the_builtins_declarations(kernel_contex
     import pyopencl as cl
 
     from qcom_ext._resources import kernels_dir
-    from qcom_ext.ext.accelerated.points import SOURCE
 
-    text = (kernels_dir() / source).read_text() if source.endswith(".cl") else SOURCE
+    text = (kernels_dir() / source).read_text()
     program = cl.Program(kernel_context, NATIVE_STUBS + "#include <qcom_ext.h>\n" + text)
     options = [
         "-I",
@@ -426,7 +426,7 @@ def test_native_branches_compile_against_the_builtins_declarations(kernel_contex
     ]
     built = program.build(options=options)
     names = {k.function_name for k in built.all_kernels()}
-    if source.endswith(".cl"):  # the portable-only tiled search is left out natively
+    if source == "accelerated_image_ops.cl":  # the portable-only tiled search is left out
         assert names == {"qe_convolve_image", "qe_box_filter_image", "qe_block_match_search"}
     else:
         assert names == {"qe_convolve_at", "qe_box_filter_at", "qe_block_match_at"}

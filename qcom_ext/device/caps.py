@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -359,8 +360,13 @@ class DeviceCaps:
         ``QCOM_EXT_NATIVE_<ext>`` for native, ``QCOM_EXT_KHR_<ext>`` for the Khronos tier,
         nothing for the portable fallback; then the device's quirks. With
         cl_intel_required_subgroup_size, also the sizes ``"half"`` and ``"full"`` stand
-        for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``).
+        for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``). Worked out once per report (a
+        frozen one): every shared-program lookup keys on them.
         """
+        return self._compiler_flags
+
+    @functools.cached_property
+    def _compiler_flags(self) -> tuple[str, ...]:
         options = [
             flag for name, status in sorted(self.statuses.items()) for flag in _flag(name, status)
         ]

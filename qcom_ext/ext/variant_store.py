@@ -50,7 +50,7 @@ from qcom_ext._cache_dir import (
     unwritable,
     write_atomically,
 )
-from qcom_ext._resources import kernels_dir
+from qcom_ext.ext.program.shared import kernels_digest
 
 __all__ = [
     "Choice",
@@ -107,19 +107,6 @@ class VariantKey(NamedTuple):
 
 
 @functools.cache
-def kernels_digest(*names: str) -> str:
-    """The SHA-256 of ``kernels/<name>`` for each of ``names`` (in order) and of the
-    headers they may include: what a key's ``source_sha256`` holds for a whole-image op
-    (read once a process, as the kernels are built)."""
-    folder = kernels_dir()
-    digest = hashlib.sha256()
-    for name in names:
-        digest.update(name.encode() + b"\0" + (folder / name).read_bytes())
-    for header in sorted(folder.glob("*.h")) + sorted((folder / "compat").glob("*.h")):
-        digest.update(header.name.encode() + b"\0" + header.read_bytes())
-    return digest.hexdigest()
-
-
 def _small_int(value: Any) -> bool:
     return type(value) is int and 0 <= value < _MAX_INT
 

@@ -1,37 +1,24 @@
-"""Build the convolution kernels once per context, device and variant; launch them with
-the tuned local size when one is cached (the driver's choice otherwise)."""
+"""The ops' kernels, from the shared programs (:mod:`qcom_ext.ext.program.shared`), with
+their tuning identities; launched with the tuned local size when one is cached (the
+driver's choice otherwise)."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-from qcom_ext import _context_cache
-from qcom_ext._resources import kernels_dir
 from qcom_ext.ext.program.launch import enqueue
+from qcom_ext.ext.program.shared import shared_program, source_text
 from qcom_ext.ops.tuning import KernelIdentity, cached_local_size, kernel_identity, padded
 
 __all__ = ["Launcher", "kernel_for", "source_digest"]
 
 
-@cache
-def _source(filename: str) -> tuple[str, str]:
-    """The text of ``kernels/<filename>`` and a hash of it and the headers it uses."""
-    folder = kernels_dir()
-    text = (folder / filename).read_text()
-    digest = hashlib.sha256(text.encode())
-    for header in sorted(folder.glob("*.h")) + sorted((folder / "compat").glob("*.h")):
-        digest.update(header.name.encode() + b"\0" + header.read_bytes())
-    return text, digest.hexdigest()
-
-
 def source_digest(filename: str) -> str:
     """The hash of ``kernels/<filename>`` and the headers it may include."""
-    return _source(filename)[1]
+    return source_text(filename).digest
 
 
 @dataclass
@@ -77,33 +64,20 @@ class Launcher:
         return enqueue(queue, self.kernel, padded(global_size, local), local, args, wait_for)
 
 
-def _options_key(defines: Mapping[str, Any]) -> tuple:
-    return tuple(sorted((k, str(v)) for k, v in defines.items() if v is not False))
-
-
 def kernel_for(
     owner: Any, device: Any, filename: str, name: str, defines: Mapping[str, Any]
 ) -> Launcher:
     """The kernel ``name`` of ``kernels/<filename>`` built for ``device`` with ``defines``
-    (and the device's quirk defines, as every build: :meth:`DeviceCaps.compiler_options`).
-    Programs are cached for the context of ``owner``, the queue (or context) the caller
-    holds, as long as it lives (qcom_ext._context_cache)."""
-    import pyopencl as cl
+    (and the probe's flags, as every build: :meth:`DeviceCaps.compiler_options`), from
+    the shared programs of the context of ``owner``, the queue (or context) the caller
+    holds (:func:`qcom_ext.ext.program.shared.shared_program`), with its tuning
+    identity."""
+    shared = shared_program(owner, filename, defines, devices=[device])
 
-    from qcom_ext.ext.program.build import build_program
+    def launcher() -> Launcher:
+        kernel = shared.kernels[name]
+        source = f"{filename}\0{source_digest(filename)}"
+        identity = kernel_identity(kernel, device, source=source, options=shared.options)
+        return Launcher(kernel, identity, device)
 
-    def build(context: Any) -> tuple[Any, str, dict[str, Launcher]]:
-        text, _ = _source(filename)
-        program = build_program(context, text, devices=[device], defines=defines)
-        options = program.get_build_info(device, cl.program_build_info.OPTIONS) or ""
-        return program, options, {}
-
-    key = (__name__, device.int_ptr, filename, _options_key(defines))
-    program, options, launchers = _context_cache.cached(owner, key, build)
-    launcher = launchers.get(name)
-    if launcher is None:
-        kernel = cl.Kernel(program, name)
-        _, digest = _source(filename)
-        identity = kernel_identity(kernel, device, source=f"{filename}\0{digest}", options=options)
-        launcher = launchers.setdefault(name, Launcher(kernel, identity, device))
-    return launcher
+    return shared.derived(("launcher", name), launcher)

@@ -21,46 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from qcom_ext import _context_cache
 from qcom_ext.ext.accelerated.rgba import empty_rgba_image as empty
 from qcom_ext.ext.accelerated.rgba import read_rgba_image as download
 from qcom_ext.ext.accelerated.rgba import rgba_image as upload
 from qcom_ext.ext.accelerated.rgba import rgba_supported as supports
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
 from qcom_ext.ext.program.launch import enqueue
+from qcom_ext.ext.program.shared import shared_program
 
-__all__ = ["SOURCE", "PointOps", "download", "empty", "supports", "upload"]
+__all__ = ["SOURCE_FILE", "PointOps", "download", "empty", "supports", "upload"]
 
-SOURCE = """
-__kernel void qe_convolve_at(__read_only image2d_t image, sampler_t sampler,
-                             __read_only qcom_weight_image_t weights,
-                             __global const float2 *coords, __global float4 *out)
-{
-    size_t i = get_global_id(0);
-    out[i] = qcom_convolve_imagef(image, sampler, coords[i], weights);
-}
-
-__kernel void qe_box_filter_at(__read_only image2d_t image, sampler_t sampler,
-                               const qcom_box_size_t size, __global const float2 *coords,
-                               __global float4 *out)
-{
-    size_t i = get_global_id(0);
-    out[i] = qcom_box_filter_imagef(image, sampler, coords[i], size);
-}
-
-__kernel void qe_block_match_at(__read_only image2d_t target, sampler_t sampler, uint2 region,
-                                __read_only image2d_t reference,
-                                __global const float2 *target_coords,
-                                __global const uint2 *reference_coords,
-                                __global float4 *sad, __global float4 *ssd)
-{
-    size_t i = get_global_id(0);
-    sad[i] = qcom_block_match_sadf(target, sampler, target_coords[i], region, reference,
-                                   reference_coords[i]);
-    ssd[i] = qcom_block_match_ssdf(target, sampler, target_coords[i], region, reference,
-                                   reference_coords[i]);
-}
-"""
+#: The kernels, in ``kernels/``.
+SOURCE_FILE = "accelerated_points.cl"
 
 
 class PointOps:
@@ -69,14 +41,8 @@ class PointOps:
     def __init__(self, context: Any) -> None:
         import pyopencl as cl
 
-        from qcom_ext.ext.program.build import build_program, kernels
-
-        def build(private: Any) -> dict[str, Any]:
-            return kernels(build_program(private, SOURCE))
-
         self.context = context
-        # one program per context, shared by its PointOps while the context lives
-        self._kernels = _context_cache.cached(context, (__name__, "kernels"), build)
+        shared_program(context, SOURCE_FILE)  # built now: a build error raises here
         self._cl = cl
 
     def _sampler(self, sampler: Any) -> Any:
@@ -91,7 +57,8 @@ class PointOps:
         buffers = [
             cl.Buffer(self.context, cl.mem_flags.WRITE_ONLY, 16 * count) for _ in range(outputs)
         ]
-        kernel = self._kernels[name]
+        # looked up each call: the program of the paths the probe gives now
+        kernel = shared_program(self.context, SOURCE_FILE).kernels[name]
         enqueue(queue, kernel, (count,), None, [*args, *buffers])
         results = []
         for buffer in buffers:

@@ -57,6 +57,7 @@ from qcom_ext.ext.accelerated.rgba import (
 from qcom_ext.ext.accelerated.support import context_path
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
 from qcom_ext.ext.program.launch import enqueue
+from qcom_ext.ext.program.shared import shared_program
 from qcom_ext.ext.variant import launch_tuned, tuned_options
 from qcom_ext.ext.variant_store import VariantKey, kernels_digest
 
@@ -86,24 +87,9 @@ _ADDRESSING = ("clamp", "clamp_to_edge", "none")
 
 
 def _kernel(owner: Any, name: str, defines: dict[str, Any], source: str = SOURCE_FILE) -> Any:
-    """The kernel ``name`` of ``kernels/<source>`` built with ``defines``, cached for the
-    context of ``owner`` (the queue or context the caller holds: see
-    qcom_ext._context_cache)."""
-    import pyopencl as cl
-
-    from qcom_ext._resources import kernels_dir
-    from qcom_ext.ext.program.build import build_program, kernels, program_options
-
-    context = owner if isinstance(owner, cl.Context) else owner.context
-    # The probe's -D flags are part of the key: QCOM_EXT_DISABLE may change them in-process.
-    flags = tuple(program_options(list(context.devices)))
-    key = (__name__, "kernels", source, tuple(sorted(defines.items())), flags)
-
-    def build(private: Any) -> dict[str, Any]:
-        text = (kernels_dir() / source).read_text()
-        return kernels(build_program(private, text, defines=defines))
-
-    return _context_cache.cached(owner, key, build)[name]
+    """The kernel ``name`` of ``kernels/<source>`` built with ``defines``, from the shared
+    programs of the context of ``owner`` (the queue or context the caller holds)."""
+    return shared_program(owner, source, defines).kernels[name]
 
 
 def sampler(context: pyopencl.Context, addressing: str = "clamp_to_edge") -> pyopencl.Sampler:

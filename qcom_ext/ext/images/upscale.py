@@ -42,6 +42,7 @@ from qcom_ext import _context_cache
 from qcom_ext.errors import ConfigError, QcomExtWarning
 from qcom_ext.ext.images.sampler import create_sampler, sampler_path
 from qcom_ext.ext.program.launch import enqueue
+from qcom_ext.ext.program.shared import shared_program
 from qcom_ext.ext.variant import Variant, launch_tuned, positive_pair, tuned_options
 from qcom_ext.ext.variant_store import VariantKey, kernels_digest
 
@@ -99,20 +100,11 @@ def _shapes(queue: Any, src: Any, dst: Any) -> tuple[int, int]:
 
 
 def _kernel(queue: Any, method: str, defines: dict[str, Any]) -> Any:
-    """The kernel of ``method`` built with ``defines``, cached per context
-    (qcom_ext._context_cache): one shared object, so launches set its arguments and
-    enqueue under a lock."""
-    from qcom_ext._resources import kernels_dir
-    from qcom_ext.ext.program.build import build_program, kernels
-
+    """The kernel of ``method`` built with ``defines``, from the shared programs of the
+    queue's context: one shared object, so launches set its arguments and enqueue under
+    a lock (``launch.enqueue``)."""
     source = "bicubic_tiles.cl" if method == "tiles" else "bicubic.cl"
-
-    def build(private: Any) -> dict[str, Any]:
-        text = (kernels_dir() / source).read_text()
-        return kernels(build_program(private, text, defines=defines))
-
-    key = (__name__, source, tuple(sorted(defines.items())))
-    return _context_cache.cached(queue, key, build)[KERNELS[method]]
+    return shared_program(queue, source, defines).kernels[KERNELS[method]]
 
 
 def _tiles_bytes(block: tuple[int, int], local: tuple[int, int]) -> int:

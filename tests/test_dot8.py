@@ -224,3 +224,51 @@ def test_khronos_tier_is_cl_khr_integer_dot_product():
     )
     assert forced.path("cl_qcom_dot_product8") == "fallback"
     assert not any("dot_product8" in f for f in forced.compiler_options())
+
+
+def _ptx(program: cl.Program) -> str:
+    binary = bytes(program.get_info(cl.program_info.BINARIES)[0])
+    return binary.rstrip(b"\0").decode("utf-8", "replace")
+
+
+def test_nvidia_portable_path_uses_dp4a(device_caps, kernel_context):
+    """On NVIDIA from compute capability 6.1 the portable builtins are PTX dp4a, with the
+    semantics above (the other tests of this file run them there)."""
+    found = device_caps.limits.nv_compute_capability
+    if found is None or tuple(found) < (6, 1):
+        pytest.skip(f"{device_caps.label}: not an NVIDIA GPU of compute capability 6.1 or later")
+    if device_caps.path("cl_qcom_dot_product8") != "fallback":
+        pytest.skip(f"{device_caps.label}: dot8 takes {device_caps.path('cl_qcom_dot_product8')}")
+    ptx = _ptx(qcom_ext.build_program(kernel_context, KERNEL))
+    assert "dp4a.u32.u32" in ptx and "dp4a.s32.u32" in ptx
+    run = Dot8(kernel_context)
+    udot, sdot = run(
+        [pack(11, 22, 33, 44), pack(-11, 22, -33, 44)], [pack(55, 66, 77, 88)] * 2, [9, 9]
+    )
+    assert (udot[0], sdot[1]) == (8479, 2187)
+
+
+def test_the_nvidia_flag_is_inert_elsewhere(kernel_context):
+    """QCOM_EXT_NV_SM picks dp4a only where the compiler targets PTX (__NVPTX__): given to
+    any other compiler the portable code still builds and gives the reference's results."""
+    options = ["-I", str(kernels_dir()), "-DQCOM_EXT_NV_SM=90"]
+    program = cl.Program(kernel_context, "#include <qcom_ext.h>\n" + KERNEL).build(options)
+    _random_check(Dot8(kernel_context, program))
+
+
+@pytest.mark.parametrize(
+    ("capability", "flag"), [((6, 0), "-DQCOM_EXT_NV_SM=60"), ((12, 1), "-DQCOM_EXT_NV_SM=121")]
+)
+def test_the_compute_capability_reaches_every_build(capability, flag):
+    from qcom_ext.device.limits import Limits
+
+    caps = qcom_ext.DeviceCaps.from_info(
+        extensions="cl_nv_device_attribute_query",
+        limits=Limits(nv_compute_capability=capability),
+        disabled=(),
+    )
+    assert flag in caps.compiler_options()
+    assert not any(
+        "NV_SM" in f
+        for f in qcom_ext.DeviceCaps.from_info(extensions="", disabled=()).compiler_options()
+    )

@@ -37,6 +37,25 @@ int qcom_dot8_acc(uint p0, uint p1, int acc)
 {
     return dot_acc_sat(as_char4(p0), as_uchar4(p1), acc);
 }
+#elif defined(__NVPTX__) && defined(QCOM_EXT_NV_SM) && QCOM_EXT_NV_SM >= 61
+/* The portable path on NVIDIA GPUs of compute capability 6.1 and later (QCOM_EXT_NV_SM:
+ * DeviceCaps.compiler_options, from cl_nv_device_attribute_query), whose OpenCL has no
+ * integer dot product: PTX dp4a (NVIDIA's OpenCL compiler takes inline PTX). dp4a wraps
+ * its accumulator around, so it sums the four products into 0 (exact: |sum| <= 260100)
+ * and the add to acc saturates, as everywhere. ".s32.u32": the first operand's lanes
+ * signed, the second's unsigned. */
+int qcom_udot8_acc(uint p0, uint p1, int acc)
+{
+    uint sum;
+    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(sum) : "r"(p0), "r"(p1), "r"(0u));
+    return add_sat(acc, (int)sum);
+}
+int qcom_dot8_acc(uint p0, uint p1, int acc)
+{
+    int sum;
+    asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(sum) : "r"(p0), "r"(p1), "r"(0));
+    return add_sat(acc, sum);
+}
 #else
 /* Portable OpenCL C 1.2 (also taken when a Khronos tier was chosen but the compiler does
  * not define the cl_khr_integer_dot_product feature macros). */

@@ -360,8 +360,16 @@ class DeviceCaps:
         ``QCOM_EXT_NATIVE_<ext>`` for native, ``QCOM_EXT_KHR_<ext>`` for the Khronos tier,
         nothing for the portable fallback; then the device's quirks. With
         cl_intel_required_subgroup_size, also the sizes ``"half"`` and ``"full"`` stand
-        for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``). Worked out once per report (a
-        frozen one): every shared-program lookup keys on them.
+        for (``QCOM_EXT_SUB_GROUP_SIZE_HALF/FULL``). On NVIDIA, the compute capability
+        as ``QCOM_EXT_NV_SM=<10 major + minor>`` (the portable dot8 builtins use PTX
+        ``dp4a`` from 61 on). Worked out once per report (a frozen one): every
+        shared-program lookup keys on them.
+
+        >>> from qcom_ext.device.limits import Limits
+        >>> caps = DeviceCaps.from_info(extensions="cl_nv_device_attribute_query",
+        ...     limits=Limits(nv_compute_capability=(9, 0)), disabled=())
+        >>> caps.compiler_options()
+        ('-DQCOM_EXT_NV_SM=90',)
         """
         return self._compiler_flags
 
@@ -373,7 +381,13 @@ class DeviceCaps:
         options += self._quirks()
         if self.path(_REQD) == _INTEL_TIER:
             options += self._sub_group_sizes()
-        return tuple(options)
+        return tuple(options + self._nv_options())
+
+    def _nv_options(self) -> list[str]:
+        """``-DQCOM_EXT_NV_SM=<10 major + minor>`` where the device reported its NVIDIA compute
+        capability (cl_nv_device_attribute_query), else nothing."""
+        found = self.limits.nv_compute_capability
+        return [f"-DQCOM_EXT_NV_SM={found[0] * 10 + found[1]}"] if found else []
 
     def trial_options(self, extension: str, path: str) -> tuple[str, ...]:
         """The ``-D`` flags of kernels that take ``path`` for ``extension`` and the portable

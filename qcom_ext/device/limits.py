@@ -31,6 +31,12 @@ CORE_LIMITS: tuple[LimitQuery, ...] = (
     ),
     # cl_khr_subgroups / OpenCL 2.1+: whether the driver can report sub-group sizes
     LimitQuery("max_num_sub_groups", ("CL_DEVICE_MAX_NUM_SUB_GROUPS",), needs="cl_khr_subgroups"),
+    # NVIDIA: (major, minor); the portable dot8 builtins use PTX dp4a from 6.1 on
+    LimitQuery(
+        "nv_compute_capability",
+        ("CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV", "CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV"),
+        needs="cl_nv_device_attribute_query",
+    ),
 )
 
 #: Every query the probe makes, in order: the core ones, then each extension's.

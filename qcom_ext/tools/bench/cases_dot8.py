@@ -87,12 +87,16 @@ def setup(caps: qcom_ext.DeviceCaps, items: int | None = None) -> dict[str, Any]
             "items": items, "out": out}  # fmt: skip
 
 
+def _enqueue(state: dict[str, Any], which: str, rounds: int) -> None:
+    kernel = state["kernels"][which]
+    kernel(state["queue"], (state["items"],), None, *state["args"], np.int32(rounds))
+
+
 def launch(state: dict[str, Any], which: str, rounds: int = ROUNDS) -> np.ndarray:
     """Run kernel ``which`` ("probed" or "portable") and return (s, t) per work-item."""
-    queue = state["queue"]
-    state["kernels"][which](queue, (state["items"],), None, *state["args"], np.int32(rounds))
+    _enqueue(state, which, rounds)
     found = np.empty((state["items"], 2), np.int32)
-    cl.enqueue_copy(queue, found, state["out"])
+    cl.enqueue_copy(state["queue"], found, state["out"])
     return found
 
 
@@ -115,9 +119,8 @@ def reference(a: np.ndarray, b: np.ndarray, rounds: int) -> np.ndarray:
 
 def _run(which: str) -> Any:
     def run(state: dict[str, Any]) -> None:
-        queue = state["queue"]
-        state["kernels"][which](queue, (state["items"],), None, *state["args"], np.int32(ROUNDS))
-        queue.finish()
+        _enqueue(state, which, ROUNDS)
+        state["queue"].finish()
 
     return run
 

@@ -63,7 +63,16 @@ def test_an_image_op_choice_round_trips_and_answers_its_key_only(tuning_cache_di
 
 @pytest.mark.parametrize(
     "variant",
-    [{"method": 3}, {"method": "x" * 40}, {"block": [1, 2, 3, 4, 5]}, {}, [], {"m": [1.5]}],
+    [
+        {"method": 3},
+        {"method": "x" * 40},
+        {"block": [1, 2, 3, 4, 5]},
+        {},
+        [],
+        {"m": [1.5]},
+        [[1], 2],  # an unhashable item: a miss, not a TypeError
+        {"block": [[2], 2]},
+    ],
 )
 def test_malformed_choices_are_misses(tuning_cache_dir, variant):
     store_variant(KEY, CHOICE, 900.0, [])

@@ -33,7 +33,6 @@ input shape. Lookups are memoised in the process; :func:`forget` (called by
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import threading
@@ -106,7 +105,6 @@ class VariantKey(NamedTuple):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-@functools.cache
 def _small_int(value: Any) -> bool:
     return type(value) is int and 0 <= value < _MAX_INT
 

@@ -10,15 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qcom_ext.ext.program.launch import enqueue
-from qcom_ext.ext.program.shared import shared_program, source_text
+from qcom_ext.ext.program.shared import kernels_digest, shared_program
 from qcom_ext.ops.tuning import KernelIdentity, cached_local_size, kernel_identity, padded
 
-__all__ = ["Launcher", "kernel_for", "source_digest"]
-
-
-def source_digest(filename: str) -> str:
-    """The hash of ``kernels/<filename>`` and the headers it may include."""
-    return source_text(filename).digest
+__all__ = ["Launcher", "kernel_for"]
 
 
 @dataclass
@@ -76,7 +71,7 @@ def kernel_for(
 
     def launcher() -> Launcher:
         kernel = shared.kernels[name]
-        source = f"{filename}\0{source_digest(filename)}"
+        source = f"{filename}\0{kernels_digest(filename)}"
         identity = kernel_identity(kernel, device, source=source, options=shared.options)
         return Launcher(kernel, identity, device)
 

@@ -18,10 +18,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ext.program.shared import kernels_digest
 from qcom_ext.ext.variant import Variant as Candidate
 from qcom_ext.ext.variant_store import VariantKey, cached_variant
 from qcom_ext.ops._layer import Layer
-from qcom_ext.ops._programs import Launcher, source_digest
+from qcom_ext.ops._programs import Launcher
 from qcom_ext.ops.tuning import TuningResult
 from qcom_ext.ops.variant_tuning import choose
 
@@ -78,7 +79,7 @@ class VariantLayer(Layer):
             device.name.strip(),
             device.driver_version.strip(),
             self.op_name,
-            "".join(source_digest(name) for name in self.files),
+            "".join(kernels_digest(name) for name in self.files),
             self.key_options(),
         )
 

@@ -240,7 +240,6 @@ def upscale2x_image(
     >>> float(out[8, 8]), float(out[0, 0]) < 1  # flat inside; the border (0) pulls the edge
     (1.0, True)
     """
-
     options = {"method": method, "block": block, "local_size": local_size}
 
     def launch(**chosen: Any) -> Any:

@@ -33,7 +33,6 @@ from qcom_ext._resources import kernels_dir
 
 __all__ = [
     "SharedProgram",
-    "SourceText",
     "defines_key",
     "kernels_digest",
     "shared_program",
@@ -41,15 +40,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class SourceText:
-    """A file of ``kernels/``: its text, and a hash of it and of every header it may
-    include (a program's identity for the tuning and variant caches)."""
-
-    text: str
-    digest: str
 
 
 @cache
@@ -67,9 +57,10 @@ def kernels_digest(*names: str) -> str:
 
 
 @cache
-def source_text(filename: str) -> SourceText:
-    """``kernels/<filename>``, read once per process."""
-    return SourceText((kernels_dir() / filename).read_text(), kernels_digest(filename))
+def source_text(filename: str) -> str:
+    """The text of ``kernels/<filename>``, read once per process (its identity:
+    :func:`kernels_digest`)."""
+    return (kernels_dir() / filename).read_text()
 
 
 def defines_key(defines: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
@@ -141,7 +132,7 @@ def shared_program(
         from qcom_ext.ext.program.build import build_program, kernels
 
         program = build_program(
-            context, source_text(filename).text, devices=devices, defines=defines
+            context, source_text(filename), devices=devices, defines=defines
         )
         options = program.get_build_info(devices[0], cl.program_build_info.OPTIONS) or ""
         return SharedProgram(program, options, kernels(program))

@@ -131,9 +131,7 @@ def shared_program(
     def build(context: Any) -> SharedProgram:
         from qcom_ext.ext.program.build import build_program, kernels
 
-        program = build_program(
-            context, source_text(filename), devices=devices, defines=defines
-        )
+        program = build_program(context, source_text(filename), devices=devices, defines=defines)
         options = program.get_build_info(devices[0], cl.program_build_info.OPTIONS) or ""
         return SharedProgram(program, options, kernels(program))
 

@@ -193,6 +193,17 @@ DRIVER_CASES = [
     ("rusticl", dict(platform_name="rusticl", device_name="FD630", vendor_id=0x5143)),
     ("rusticl", dict(platform_name="rusticl", device_name="AMD Radeon", vendor_id=0x1002)),
     ("clvk", dict(platform_name="clvk", device_name="Adreno (TM) 740", vendor_id=0x5143)),
+    # Microsoft's layer over D3D12 on Windows on Snapdragon: never Qualcomm's driver
+    (
+        "openclon12",
+        dict(
+            platform_name="OpenCLOn12",
+            platform_version="OpenCL 3.0 D3D12 Implementation",
+            device_name="Qualcomm(R) Adreno(TM) X1-85 GPU",
+            vendor_id=0x5143,
+        ),
+    ),
+    ("openclon12", dict(platform_version="OpenCL 1.2 D3D12 Implementation")),
     ("pocl", dict(platform_name="Portable Computing Language", vendor_id=0x10DE)),
     ("pocl", dict(platform_version="OpenCL 3.0 PoCL 6.0  Linux")),
     ("nvidia", dict(platform_name="NVIDIA CUDA", vendor_id=0x10DE)),
@@ -245,6 +256,8 @@ def test_any_strings_give_one_known_driver(texts, vendor):
          "clvk-adreno-740-gpu"),
         (dict(platform_name="Clover", device_name="FD630", vendor_id=0x5143),
          "clover-adreno-630-gpu"),
+        (dict(platform_name="OpenCLOn12", device_name="Qualcomm(R) Adreno(TM) X1-85 GPU",
+              vendor_id=0x5143), "openclon12-adreno-x1-85-gpu"),
     ],
 )  # fmt: skip
 def test_labels(kwargs, label):

@@ -154,7 +154,7 @@ class DeviceCaps:
     adreno_compiler: str | None
     #: Which OpenCL string named the model (``"device_version"``, ``"device_name"``,
     #: ``"opencl_c_version"``) or the kernel driver's file (``"kgsl:gpu_model"``,
-    #: ``"kgsl:chipid"``); None without a model.
+    #: ``"kgsl:chipid"``, ``"drm:compatible"``); None without a model.
     model_source: str | None
     #: The OpenCL implementation: one of :data:`~qcom_ext.device.driver_strings.DRIVERS`
     #: (``"qualcomm"``, ``"rusticl"``, ``"clvk"``, ``"pocl"``, ``"nvidia"``, ...).
@@ -220,7 +220,7 @@ class DeviceCaps:
     ) -> DeviceCaps:
         """Build the report from the device's strings (no device needed). ``disabled``
         defaults to ``QCOM_EXT_DISABLE``; ``broken`` to the Khronos tiers this driver is
-        known to get wrong; ``kgsl`` (:class:`~qcom_ext.device.kgsl.KgslFacts`) names the
+        known to get wrong; ``kgsl`` (:class:`~qcom_ext.device.kernel_gpu.KernelGpu`) names the
         model of a Qualcomm-driver Adreno whose strings name none."""
         strings = dict(
             device_name=device_name,

@@ -42,7 +42,16 @@ __all__ = [
 
 #: The OpenCL implementations ``driver_kind`` tells apart.
 Driver = Literal[
-    "qualcomm", "rusticl", "clvk", "pocl", "nvidia", "oclgrind", "intel", "amd", "other"
+    "qualcomm",
+    "rusticl",
+    "clvk",
+    "openclon12",
+    "pocl",
+    "nvidia",
+    "oclgrind",
+    "intel",
+    "amd",
+    "other",
 ]
 DRIVERS: tuple[str, ...] = get_args(Driver)
 QUALCOMM_VENDOR_ID = 0x5143  # "QC"
@@ -160,11 +169,14 @@ def driver_kind(
     """Which OpenCL implementation runs the device: one of :data:`DRIVERS`.
 
     Implementations that run on other vendors' hardware (Oclgrind, pocl, Mesa's rusticl
-    and Clover, clvk) are recognised first, by their platform; then the hardware
-    vendor's own driver, by vendor id or name. An Adreno under Mesa is never Qualcomm's.
+    and Clover, clvk, Microsoft's OpenCLOn12 over D3D12) are recognised first, by their
+    platform; then the hardware vendor's own driver, by vendor id or name. An Adreno
+    under Mesa or OpenCLOn12 is never Qualcomm's.
 
     >>> driver_kind(platform_name="clvk", device_name="Adreno (TM) 740")
     'clvk'
+    >>> driver_kind(platform_name="OpenCLOn12", device_name="Qualcomm(R) Adreno(TM) X1-85 GPU")
+    'openclon12'
     >>> driver_kind(vendor_id=0x5143, driver_version="OpenCL 3.0 QUALCOMM build: 1")
     'qualcomm'
     """
@@ -177,6 +189,8 @@ def driver_kind(
     for layered in ("rusticl", "clvk"):
         if layered in platform:
             return layered
+    if "openclon12" in platform or "d3d12" in platform:  # Microsoft's layer over D3D12
+        return "openclon12"
     if "mesa" in platform or "clover" in platform or _FREEDRENO_NAME.search(device_name):
         return "other"
     device = f"{name} {device_version.lower()}"
@@ -206,7 +220,8 @@ def device_facts(
 ) -> dict[str, Any]:
     """The :class:`~qcom_ext.device.caps.DeviceCaps` fields the strings decide.
 
-    ``kgsl`` (a :class:`~qcom_ext.device.kgsl.KgslFacts`) names the model only for an
+    ``kgsl`` (the kernel's facts: anything with ``model()``, a
+    :class:`~qcom_ext.device.kernel_gpu.KernelGpu`) names the model only for an
     Adreno under Qualcomm's driver whose OpenCL strings name none.
     """
     found = find_model(device_version, device_name, opencl_c_version)

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from qcom_ext.device.sysroot import Sysroot, read_regular
 
 __all__ = [
     "KGSL_ROOT",
@@ -107,32 +108,29 @@ def model_from_chip_id(chip_id: int | None) -> str | None:
 def _read_text(path: Path) -> str | None:
     """The stripped ASCII text of a small regular file; None when missing, unreadable,
     not a regular file (a FIFO would block), too long or not printable text."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):
+    data = read_regular(path, MAX_BYTES)
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         text = data.decode("ascii").strip()
     except UnicodeDecodeError:
         return None
-    return text if len(data) <= MAX_BYTES and text.isprintable() else None
+    return text if text.isprintable() else None
 
 
 def read_kgsl(root: str | os.PathLike[str] | None = None) -> KgslFacts:
-    """The facts under ``root`` (default :data:`KGSL_ROOT`); empty facts where there is
-    no KGSL (any system but a Qualcomm Linux or Android one).
+    """The facts under ``root`` (default :data:`KGSL_ROOT` under ``QCOM_EXT_SYSROOT``,
+    :mod:`qcom_ext.device.sysroot`); empty facts where there is no KGSL (any system but
+    a Qualcomm Linux or Android one).
 
     >>> read_kgsl("/nonexistent").model() is None
     True
     """
-    base = Path(KGSL_ROOT if root is None else root)
+    if root is None:
+        real = Sysroot.from_env().real_path(KGSL_ROOT)
+        if real is None:
+            return KgslFacts()
+        root = real
+    base = Path(root)
     chip = parse_chip_id(_read_text(base / "gpu_chipid"))
     return KgslFacts(gpu_model=_read_text(base / "gpu_model"), chip_id=chip)

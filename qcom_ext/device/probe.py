@@ -2,8 +2,8 @@
 
 Everything is read through cffi (no kernel is compiled): the strings, and the limits
 the registry declares (:data:`~qcom_ext.device.limits.LIMIT_QUERIES`); for a Qualcomm
-device whose strings name no model, also the kernel driver's files
-(:mod:`~qcom_ext.device.kgsl`). Each report is
+device whose strings name no model, also the kernel driver's files (KGSL or DRM,
+:mod:`~qcom_ext.device.kernel_gpu`). Each report is
 cached per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup.
 The cached verdicts of :mod:`qcom_ext.device.verdicts` are applied; ``probe(verify=True)``
 runs the missing trials in child processes first.
@@ -36,10 +36,10 @@ from typing import Any
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, driver, handle_int
 from qcom_ext.device import clml as _clml
-from qcom_ext.device import kgsl as _kgsl
+from qcom_ext.device import kernel_gpu as _kernel_gpu
 from qcom_ext.device import verdicts as _verdicts
 from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, parse_disabled
-from qcom_ext.device.driver_strings import QUALCOMM_VENDOR_ID, find_model
+from qcom_ext.device.driver_strings import QUALCOMM_VENDOR_ID, driver_kind, find_model
 from qcom_ext.device.limits import LIMIT_QUERIES, Limits
 from qcom_ext.device.registry import LimitQuery
 from qcom_ext.errors import CLError, ConfigError, EntryPointMissing, NoPlatformError, QcomExtError
@@ -118,12 +118,13 @@ def _extension_versions(device: int, device_version: str) -> dict[str, str]:
     return {name: _info.version_string(v) for name, v in packed.items()}
 
 
-def _kgsl_facts(vendor_id: int, *texts: str) -> _kgsl.KgslFacts | None:
-    """The kernel driver's facts for a Qualcomm device whose OpenCL strings (device
-    version, name, OpenCL C version) name no model; None for every other device."""
+def _kernel_facts(vendor_id: int, *texts: str) -> _kernel_gpu.KernelGpu | None:
+    """The kernel driver's facts (KGSL, else DRM) for a Qualcomm device whose OpenCL
+    strings (device version, name, OpenCL C version) name no model; None for every
+    other device."""
     if vendor_id != QUALCOMM_VENDOR_ID or find_model(*texts) is not None:
         return None
-    return _kgsl.read_kgsl()
+    return _kernel_gpu.read_kernel_gpu()
 
 
 def read_device(device: Any) -> DeviceCaps:
@@ -145,7 +146,7 @@ def read_device(device: Any) -> DeviceCaps:
         device_name=name,
         vendor_id=vendor,
         opencl_c_version=c_version,
-        kgsl=_kgsl_facts(vendor, device_version, name, c_version),
+        kgsl=_kernel_facts(vendor, device_version, name, c_version),
         device_type=_device_type(_info.device_uint(dev, C.CL_DEVICE_TYPE)),
         platform_name=_info.platform_str(platform, C.CL_PLATFORM_NAME),
         platform_version=_info.platform_str(platform, C.CL_PLATFORM_VERSION),
@@ -181,8 +182,23 @@ def _pick(
     return matches[-1] if last else matches[0]
 
 
+def _preferred_platform(platforms: list[int]) -> int:
+    """Qualcomm's platform where there is one, else the first: a Qualcomm Linux board
+    shows Mesa's rusticl next to Qualcomm's driver, both on the same Adreno."""
+    for platform in platforms:
+        kind = driver_kind(
+            platform_name=_info.platform_str(platform, C.CL_PLATFORM_NAME),
+            platform_version=_info.platform_str(platform, C.CL_PLATFORM_VERSION),
+        )
+        if kind == "qualcomm":
+            return platform
+    return platforms[0]
+
+
 def default_device(spec: str | None = None) -> int:
-    """The device ``pyopencl.create_some_context(interactive=False)`` would use.
+    """The device ``pyopencl.create_some_context(interactive=False)`` would use, except
+    that without a platform named, Qualcomm's platform comes first where there is one
+    (pyopencl takes the first platform, which may be rusticl on the same Adreno).
 
     ``spec`` is a ``PYOPENCL_CTX``-style choice (``"<platform>:<device>"``, indices or
     name substrings, as the CLIs' ``--device``); None reads ``PYOPENCL_CTX``. Followed
@@ -195,13 +211,18 @@ def default_device(spec: str | None = None) -> int:
         answers = spec.split(":") if spec else []
         if len(answers) > 2:
             raise ConfigError(f"{source}={spec!r}: expected '<platform>:<device>'")
-        platform = _pick(
-            _require_platforms(),
-            answers[0] if answers else "",
-            lambda p: _info.platform_str(p, C.CL_PLATFORM_NAME),
-            "platform",
-            last=True,  # pyopencl keeps the last platform whose name matches
-            source=source,
+        platforms = _require_platforms()
+        platform = (
+            _pick(
+                platforms,
+                answers[0] if answers else "",
+                lambda p: _info.platform_str(p, C.CL_PLATFORM_NAME),
+                "platform",
+                last=True,  # pyopencl keeps the last platform whose name matches
+                source=source,
+            )
+            if answers and answers[0]
+            else _preferred_platform(platforms)
         )
         devices = _info.device_ids(platform)
         if not devices:

@@ -30,6 +30,8 @@ _EXPORTS: dict[str, str] = {
     "ExtensionStatus": "qcom_ext.device.extensions",
     "probe": "qcom_ext.device.probe",
     "probe_all": "qcom_ext.device.probe",
+    "doctor": "qcom_ext.device.doctor",
+    "DoctorReport": "qcom_ext.device.doctor",
     "CompilerVersion": "qcom_ext.device.compiler_version",
     "Quirk": "qcom_ext.device.quirks",
     # errors
@@ -141,6 +143,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from qcom_ext import ops
     from qcom_ext.device.caps import DeviceCaps, Limits
+    from qcom_ext.device.doctor import DoctorReport, doctor
     from qcom_ext.device.extensions import REGISTRY, ExtensionStatus
     from qcom_ext.device.probe import probe, probe_all
     from qcom_ext.errors import (

@@ -229,14 +229,17 @@ class LibraryNotFound(OpenCLUnavailable):
 class NoPlatformError(OpenCLUnavailable):
     """The OpenCL library loaded but reports no platform (no driver is installed)."""
 
-    def __init__(self, library: str, detail: str = "") -> None:
+    def __init__(self, library: str, detail: str = "", doctor: str | None = None) -> None:
         self.library = library
+        self.doctor = doctor
         extra = f" ({detail})" if detail else ""
-        super().__init__(
-            f"no OpenCL platform found through {library}{extra}. Install an OpenCL driver "
-            "(for a CPU one: pip install 'qcom_ext[pocl]'), check OCL_ICD_VENDORS, "
-            "or point QCOM_EXT_OPENCL_LIBRARY at the vendor libOpenCL.so."
+        advice = (
+            doctor
+            if doctor
+            else "Install an OpenCL driver (for a CPU one: pip install 'qcom_ext[pocl]'), "
+            "check OCL_ICD_VENDORS, or run 'qcom-ext doctor'."
         )
+        super().__init__(f"no OpenCL platform found through {library}{extra}. {advice}")
 
 
 class LibraryMismatch(OpenCLUnavailable):

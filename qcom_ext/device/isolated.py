@@ -31,9 +31,9 @@ from qcom_ext.binding.lib import driver
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.choice import device_from_spec
 from qcom_ext.device.limits import Limits
-from qcom_ext.device.probe import default_device, probe
+from qcom_ext.device.probe import default_device, no_platform_error, probe
 from qcom_ext.device.verdicts import Verdict
-from qcom_ext.errors import NoPlatformError, QcomExtError
+from qcom_ext.errors import QcomExtError
 
 __all__ = ["DEFAULT_TIMEOUT", "probe_isolated", "report_from_dict"]
 
@@ -116,7 +116,7 @@ def _reports(request: dict[str, Any], stage: Callable[[str], None]) -> dict[str,
     driver.library  # noqa: B018  (opening the library calls clGetPlatformIDs too)
     platforms = _info.platform_ids()
     if not platforms:
-        raise NoPlatformError(driver.library.path)
+        raise no_platform_error()
     if not request["all"]:
         spec = request["spec"]
         stage(f"choosing the device {spec!r}" if spec else "choosing the default device")

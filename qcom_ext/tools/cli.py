@@ -11,6 +11,8 @@ there is an error message and exit status 1.
 ``qcom-ext selftest`` runs every extension's computation on a device, on each path the
 device can take, against numpy and path against path (:mod:`qcom_ext.tools.selftest`);
 ``--json`` prints the report to attach to a bug report; exit status 1 on failure.
+``qcom-ext doctor`` says how this Python reaches an OpenCL driver and the fix, ``qcom-ext
+env`` prints that fix as export lines (:mod:`qcom_ext.tools.doctor_cli`).
 ``qcom-ext tune`` tunes the local sizes of the convolution suite
 (:mod:`qcom_ext.tools.tune_cli`); ``qcom-ext bench`` runs the benchmark cases.
 """
@@ -34,8 +36,10 @@ from qcom_ext.device import report_text
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.choice import device_from_spec
 from qcom_ext.device.isolated import probe_isolated
+from qcom_ext.device.kernel_gpu import read_kernel_gpu
 from qcom_ext.device.probe import probe, probe_all
 from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
+from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import tune_cli as _tune_cli
 
 _ISOLATED_HINT = (
@@ -152,6 +156,14 @@ def _probe_command(args: argparse.Namespace) -> int:
     console = Console()
     for caps in reports:
         _render(caps, console)
+    if not any(c.qualcomm_driver for c in reports) and read_kernel_gpu().adreno_seen:
+        console.print(
+            Text(
+                f"Adreno hardware ({read_kernel_gpu().describe()}) but no Qualcomm OpenCL "
+                "platform: run 'qcom-ext doctor'",
+                style="yellow",
+            )
+        )
     return 0
 
 
@@ -245,6 +257,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_probe(commands)
     _add_selftest(commands)
+    _doctor_cli.add_parsers(commands)
     _tune_cli.add_parser(commands)
     bench_parser = commands.add_parser(
         "bench",

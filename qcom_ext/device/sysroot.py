@@ -168,8 +168,12 @@ class Sysroot:
 
     def link_name(self, path: str) -> str | None:
         """The last component of what the link ``path`` points to (a sysfs ``driver``)."""
+        parent = self.resolve(posixpath.dirname(posixpath.normpath("/" + path)))
+        if parent is None:
+            return None
+        link = self.host_path(posixpath.join(parent, posixpath.basename(path)))
         try:
-            return posixpath.basename(os.readlink(self.host_path(path)).rstrip("/")) or None
+            return posixpath.basename(os.readlink(link).rstrip("/")) or None
         except OSError:
             return None
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from qcom_ext.device.doctor.elf import ElfFacts
 from qcom_ext.device.doctor.libraries import IcdSource
-from qcom_ext.device.driver_strings import driver_kind
+from qcom_ext.device.driver_strings import driver_kind, find_model
 from qcom_ext.device.kernel_gpu import KernelGpu
 
 __all__ = ["DoctorFacts", "LibraryFacts", "Platform", "PythonSide", "platforms_from"]
@@ -31,6 +31,11 @@ class Platform:
     @property
     def qualcomm(self) -> bool:
         return self.driver == "qualcomm"
+
+    @property
+    def adreno(self) -> bool:
+        """Whether a device of it is an Adreno (whichever implementation runs it)."""
+        return any("adreno" in d.lower() or find_model(device_name=d) for d in self.devices)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -191,6 +191,8 @@ def _vendor_not_icd(facts: DoctorFacts, lib: LibraryFacts, notes: list[str]) -> 
     py = facts.python
     directory = posixpath.dirname(lib.path)
     needed = py.needed_loader or "libOpenCL.so"
+    if py.wheel_loader:  # after a source build: the SONAME of the system's loader
+        needed = "libOpenCL.so" if facts.system in ("termux", "android") else "libOpenCL.so.1"
     commands: list[str] = []
     paths = [directory]
     if posixpath.basename(lib.path) != needed:
@@ -284,7 +286,8 @@ def _icd(facts: DoctorFacts, lib: LibraryFacts, notes: list[str]) -> Verdict:
 
 def _no_qualcomm_library(facts: DoctorFacts, notes: list[str]) -> Verdict:
     py = facts.python
-    if not facts.kernel.adreno_seen:
+    shown = [p for p in py.platforms if p.adreno]
+    if not facts.kernel.adreno_seen and not shown:
         if py.platforms:
             names = ", ".join(p.name for p in py.platforms)
             return Verdict(
@@ -307,7 +310,11 @@ def _no_qualcomm_library(facts: DoctorFacts, notes: list[str]) -> Verdict:
             f"{p.name} ({p.driver}) runs on this Adreno: qcom_ext uses it, every cl_qcom_* "
             "through its fallback"
         )
-    where = facts.kernel.describe()
+    where = (
+        facts.kernel.describe()
+        if facts.kernel.adreno_seen
+        else f"{shown[0].name} shows {', '.join(shown[0].devices)}"
+    )
     if facts.system in ("termux", "android"):
         text = (
             "this phone's vendor image has no Adreno OpenCL library in /vendor/lib64 or "

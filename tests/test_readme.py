@@ -191,6 +191,20 @@ def check_tune(result: Any, devices: list[Any], tmp_path: Path) -> None:
     assert results and "median gain" in result.stdout
 
 
+def check_doctor_table(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    assert "verdict" in result.stdout and "pyopencl" in result.stdout, result.stdout
+    assert "ok" in result.stdout.split("verdict", 1)[1].splitlines()[0]  # exit 0: ok
+
+
+def check_doctor_json(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    report = json.loads(result.stdout)
+    assert report["schema"] == "qcom_ext.doctor/1" and report["verdict"]["status"] == "ok"
+    import pyopencl as cl
+
+    names = [p["name"] for p in report["python"]["platforms"]]
+    assert names == [p.name.strip() for p in cl.get_platforms()]
+
+
 # command -> (the options this test adds so it fits the test budget, the check)
 COMMANDS = {
     "qcom-ext probe": ([], check_probe_table),
@@ -198,6 +212,8 @@ COMMANDS = {
     "qcom-ext probe --all": ([], check_probe_all),
     "qcom-ext probe --verify": ([], check_probe_table),
     "qcom-ext probe --isolated": ([], check_probe_table),
+    "qcom-ext doctor": ([], check_doctor_table),
+    "qcom-ext doctor --json": ([], check_doctor_json),
     "qcom-ext selftest --isolated": (["--only", "recordable_queues"], check_selftest_table),
     # --only: the README's way to repeat one extension's checks (the full run takes minutes)
     "qcom-ext selftest": (["--only", "recordable_queues"], check_selftest_table),

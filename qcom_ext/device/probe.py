@@ -36,7 +36,6 @@ from typing import Any
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import PYOPENCL_LOADER, C, driver, handle_int, pyopencl_library
 from qcom_ext.device import clml as _clml
-from qcom_ext.device import doctor as _doctor
 from qcom_ext.device import kernel_gpu as _kernel_gpu
 from qcom_ext.device import verdicts as _verdicts
 from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, parse_disabled
@@ -165,9 +164,11 @@ def no_platform_error() -> NoPlatformError:
     """The error for a library that lists no platform; on a machine whose kernel shows
     Adreno hardware it names ``qcom-ext doctor``'s verdict and fix in one line."""
     library = driver.library
-    try:
+    try:  # lazily: the doctor is needed on this error path only
+        from qcom_ext.device.doctor import hint
+
         asked = pyopencl_library() if library.origin == PYOPENCL_LOADER else library.path
-        line = _doctor.hint(asked)
+        line = hint(asked)
     except Exception:  # the advice must never hide the error itself
         line = None
     return NoPlatformError(library.path, doctor=line)

@@ -67,8 +67,13 @@ def render(report: DoctorReport, console: Console) -> None:
     for note in verdict["notes"]:
         _line(console, "note", note)
     console.print(_line.grid)
-    py = data["python"]
     console.rule(Text("facts", style="dim"))
+    console.print(_facts(data, console))
+
+
+def _facts(data: dict[str, Any], console: Console) -> Table:
+    """The facts' rows: the system, pyopencl's side, the ICD sources, the libraries."""
+    py = data["python"]
     _line = _Rows()
     _line(console, "system", f"{data['system']} (sysroot {data['sysroot']})")
     _line(console, "GPU", data["kernel"]["described"])
@@ -105,7 +110,7 @@ def render(report: DoctorReport, console: Console) -> None:
             _line(console, "", f"platforms: {_platforms(lib['platforms'])}")
         elif lib["skipped"]:
             _line(console, "", lib["skipped"], "dim")
-    console.print(_line.grid)
+    return _line.grid
 
 
 def _doctor_command(args: argparse.Namespace) -> int:

@@ -41,7 +41,13 @@ STEERING = (
 
 @dataclass(frozen=True)
 class DoctorReport:
-    """The facts and the verdict; :meth:`to_dict` is ``qcom-ext doctor --json``."""
+    """The facts and the verdict; :meth:`to_dict` is ``qcom-ext doctor --json``.
+
+    >>> report = doctor()
+    >>> data = report.to_dict()
+    >>> data["schema"], data["verdict"]["code"] == report.verdict.code
+    ('qcom_ext.doctor/1', True)
+    """
 
     facts: DoctorFacts
     verdict: Verdict

@@ -60,6 +60,18 @@ class Sysroot:
         parts = [p for p in posixpath.normpath("/" + path).split("/") if p]
         return self.root.joinpath(*parts) if parts else self.root
 
+    def device_path(self, host: str) -> str:
+        """The device path of a host path inside the root (``host_path``'s inverse); a
+        path outside the root is returned as it is."""
+        if self.is_host:
+            return host
+        base, real = os.path.realpath(self.root), os.path.realpath(host)
+        if real == base:
+            return "/"
+        if real.startswith(base + os.sep):
+            return "/" + os.path.relpath(real, base).replace(os.sep, "/")
+        return host
+
     def resolve(self, path: str) -> str | None:
         """The device path ``path`` names once every link is followed inside the root;
         None when a component is missing or the links loop."""

@@ -6,9 +6,9 @@ what ``qcom-ext doctor`` needs, read with pyelftools:
 * an **ICD driver** defines ``clIcdGetPlatformIDsKHR`` (``cl_khr_icd``), or only
   ``clGetExtensionFunctionAddress``, through which a loader asks for it (pocl): an ICD
   loader can load it from a ``.icd`` file;
-* an **ICD loader** (ocl-icd, the Khronos loader) defines ``clGetPlatformIDs`` and reads
-  ``OCL_ICD_VENDORS`` (the name is in its read-only data, as is its compiled-in vendors
-  directory);
+* an **ICD loader** (ocl-icd, the Khronos loader) defines ``clGetPlatformIDs`` and its
+  read-only data names it (ocl-icd's ``ocl_icd_loader`` and ``OCL_ICD_PLATFORM_SORT``,
+  ``Khronos OpenCL ICD Loader``), as it holds its compiled-in vendors directory;
 * a **vendor library, not an ICD** defines ``clGetPlatformIDs`` but not the ICD entry
   point (Android's Adreno ``libOpenCL.so``): only the dynamic linker can put it in a
   loader's place.
@@ -34,7 +34,9 @@ __all__ = ["ICD_ENTRY", "ElfFacts", "host_machine", "read_elf"]
 ICD_ENTRY = "clIcdGetPlatformIDsKHR"
 EXTENSION_ENTRY = "clGetExtensionFunctionAddress"
 _WATCHED = frozenset({"clGetPlatformIDs", ICD_ENTRY, EXTENSION_ENTRY})
-_LOADER_MARK = b"OCL_ICD_VENDORS\x00"
+# Strings only an ICD loader's read-only data holds: ocl-icd's source file and variable
+# names, the Khronos loader's name (what clGetICDLoaderInfoOCLICDP answers).
+_LOADER_MARKS = (b"ocl_icd_loader", b"OCL_ICD_PLATFORM_SORT\x00", b"Khronos OpenCL ICD Loader")
 _VENDORS_DIR = re.compile(rb"(/[\x21-\x7e]{0,200}/OpenCL/vendors)/?\x00")
 _MACHINES = {"x86_64": "EM_X86_64", "amd64": "EM_X86_64", "aarch64": "EM_AARCH64",
              "arm64": "EM_AARCH64", "i686": "EM_386", "i386": "EM_386"}  # fmt: skip
@@ -135,14 +137,16 @@ def _dynamic(elf: object) -> tuple[str | None, tuple[str, ...]]:
 
 
 def _loader_strings(elf: object) -> tuple[bool, tuple[str, ...]]:
-    """Whether the read-only data names ``OCL_ICD_VENDORS``, and the vendors directories
-    it names."""
+    """Whether the read-only data holds a loader's marks, and the vendors directories it
+    names."""
     section = elf.get_section_by_name(".rodata")  # type: ignore[attr-defined]
     if section is None or section.data_size > _READ_ONLY_LIMIT:
         return False, ()
     data = section.data()
     found = _VENDORS_DIR.findall(data)
-    return _LOADER_MARK in data, tuple(dict.fromkeys(d.decode("ascii") for d in found))
+    return any(m in data for m in _LOADER_MARKS), tuple(
+        dict.fromkeys(d.decode("ascii") for d in found)
+    )
 
 
 def read_elf(path: str | Path, shown: str | None = None) -> ElfFacts:

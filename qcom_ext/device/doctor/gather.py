@@ -82,12 +82,7 @@ class DoctorReport:
 
 def _shown(host: str | None, root: Sysroot) -> str | None:
     """The device path of a host path under ``root`` (a path outside it unchanged)."""
-    if host is None or root.is_host:
-        return host
-    base, real = os.path.realpath(root.root), os.path.realpath(host)
-    if real.startswith(base + os.sep):
-        return "/" + os.path.relpath(real, base).replace(os.sep, "/")
-    return host
+    return None if host is None else root.device_path(host)
 
 
 def _python_side(raw: dict[str, Any], root: Sysroot) -> PythonSide:

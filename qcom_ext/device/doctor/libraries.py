@@ -95,7 +95,8 @@ def _ld_conf_dirs(root: Sysroot) -> list[str]:
 def search_dirs(root: Sysroot, env: Mapping[str, str], kind: str) -> list[str]:
     """The directories the dynamic linker searches for a bare library name, in order
     (``LD_LIBRARY_PATH``, the configured and default ones)."""
-    dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d.startswith("/")]
+    # a host path inside a prepared root (a simulation's environment) is the device's
+    dirs = [root.device_path(d) for d in env.get("LD_LIBRARY_PATH", "").split(":") if d[:1] == "/"]
     if kind in ("termux", "android"):
         dirs += list(_ANDROID_DIRS)
     else:
@@ -204,6 +205,7 @@ def icd_sources(
     ``bundled_dir``: a pyopencl wheel's own ICD directory (its loader reads it too)."""
     sources: list[IcdSource] = []
     vendors = env.get("OCL_ICD_VENDORS", "")
+    vendors = root.device_path(vendors) if vendors.startswith("/") else vendors
     compiled = list(loader.vendors_dirs) if loader and loader.vendors_dirs else []
     if not compiled and kind == "termux":
         compiled = [f"{termux_prefix(root, env)}/etc/OpenCL/vendors"]
@@ -216,7 +218,7 @@ def icd_sources(
         sources.append(
             IcdSource("compiled-in", directory, not vendors, _entries(directory, root, env, kind))
         )
-    filenames = [f for f in env.get("OCL_ICD_FILENAMES", "").split(":") if f]
+    filenames = [root.device_path(f) for f in env.get("OCL_ICD_FILENAMES", "").split(":") if f]
     if filenames and loader is not None and not loader.vendors_dirs:
         # ocl-icd (whose directory is readable in its data) has no OCL_ICD_FILENAMES
         entries = tuple(IcdEntry(None, f, find_library(f, root, env, kind)) for f in filenames)

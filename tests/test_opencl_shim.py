@@ -115,7 +115,8 @@ def qualcomm_shim(directory: Path, *, icd: bool, filename: str = "libOpenCL.so")
 @pytest.mark.parametrize("icd", [False, True], ids=["android", "icd"])
 def test_shim_loaded_by_path_looks_like_qualcomm(tmp_path, icd):
     """Loaded by path, the shim is a working OpenCL library with one Qualcomm platform
-    (backed by pocl); only the ICD variant exports and answers clIcdGetPlatformIDsKHR."""
+    (backed by pocl, whatever the caller's OCL_ICD_VENDORS, which it leaves as it was);
+    only the ICD variant exports and answers clIcdGetPlatformIDsKHR."""
     shim = qualcomm_shim(tmp_path / "lib", icd=icd)
     code = """
 import ctypes, json
@@ -129,7 +130,11 @@ lib.clGetPlatformInfo(ctypes.c_void_p(platforms[0]), 0x0902, 256, name, None)
 lib.clGetExtensionFunctionAddress.restype = ctypes.c_void_p
 lib.clGetExtensionFunctionAddressForPlatform.restype = ctypes.c_void_p
 key = b"clIcdGetPlatformIDsKHR"
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
 print(json.dumps({
+    "environment": {k: libc.getenv(k.encode()) and libc.getenv(k.encode()).decode()
+                    for k in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES")},
     "status": status, "count": count.value, "name": name.value.decode(),
     "exported": hasattr(lib, "clIcdGetPlatformIDsKHR"),
     "address": bool(lib.clGetExtensionFunctionAddress(key)),
@@ -137,8 +142,11 @@ print(json.dumps({
         ctypes.c_void_p(platforms[0]), key)),
 }))
 """
-    got = report(run_child(code, tmp_path, args=(shim,)))
+    callers = str(tmp_path / "callers-vendors")
+    got = report(run_child(code, tmp_path, args=(shim,), OCL_ICD_VENDORS=callers))
     assert (got["status"], got["count"], got["name"]) == (0, 1, QUALCOMM_PLATFORM)
+    # The private loader's OCL_ICD_VENDORS was set for its initialisation only.
+    assert got["environment"] == {"OCL_ICD_VENDORS": callers, "OCL_ICD_FILENAMES": None}
     assert got["exported"] is icd
     assert got["address"] is icd and got["for_platform"] is icd
 
@@ -233,3 +241,67 @@ print(json.dumps({"status": status, "count": count.value, "name": name.value.dec
     else:
         assert got == {"status": -1001, "count": 0, "name": ""}  # CL_PLATFORM_NOT_FOUND_KHR
         assert "libOpenCL_adreno.so" in done.stderr
+
+
+_RUN_KERNEL = """
+import numpy as np
+results = {}
+for platform in cl.get_platforms():
+    ctx = cl.Context(platform.get_devices())
+    queue = cl.CommandQueue(ctx)
+    data = np.arange(16, dtype=np.int32)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=data)
+    program = cl.Program(ctx, "kernel void inc(global int *a) { a[get_global_id(0)] += 1; }")
+    program.build().inc(queue, data.shape, None, buf)
+    cl.enqueue_copy(queue, data, buf)
+    results[platform.name] = data.tolist()
+"""
+
+
+@needs_oclgrind
+def test_qualcomm_linux_board_lists_both_icds_with_their_looks(tmp_path):
+    """A Qualcomm Linux board: adrenocl.icd (Qualcomm's ICD) and rusticl.icd. The wheel's
+    pyopencl (its own bundled ocl-icd) lists both platforms with their looks, which the
+    objects' dispatch tables give through the outer loader, and runs a kernel on each."""
+    lib = tmp_path / "usr/lib"
+    adrenocl = build_shim(lib, ShimSpec("libadrenocl.so", "libadrenocl.so", "qualcomm", True))
+    rusticl = build_shim(
+        lib,
+        ShimSpec("libRusticlOpenCL.so.1", "libRusticlOpenCL.so.1", "rusticl", True, "oclgrind"),
+    )
+    vendors = tmp_path / "etc/OpenCL/vendors"
+    vendors.mkdir(parents=True)
+    (vendors / "adrenocl.icd").write_text(f"{adrenocl}\n")
+    (vendors / "rusticl.icd").write_text(f"{rusticl}\n")
+    code = _PLATFORMS.replace(
+        "print(json.dumps({", _RUN_KERNEL + "print(json.dumps({'ran': results,", 1
+    )
+    got = report(run_child(code, tmp_path, OCL_ICD_VENDORS=str(vendors)))
+    assert "/.libs/" in got["mapped"][0], got["mapped"]  # the wheel's own loader
+    looks = {p["name"]: (p["vendor"], p["devices"]) for p in got["platforms"]}
+    # The wheel's loader also reads the pocl.icd it bundles (its own pocl, in .libs).
+    assert sorted(looks) == ["Portable Computing Language", QUALCOMM_PLATFORM, "rusticl"]
+    assert looks[QUALCOMM_PLATFORM][0] == "QUALCOMM"
+    assert looks[QUALCOMM_PLATFORM][1][0][:2] == [
+        "QUALCOMM Adreno(TM) 740",
+        "OpenCL 3.0 Adreno(TM) 740",
+    ]
+    assert looks["rusticl"][0] == "Mesa/X.org"
+    assert looks["rusticl"][1] == [["FD643", "OpenCL 1.2 ", "25.0.7", 0x5143]]
+    assert got["ran"] == {name: list(range(1, 17)) for name in looks}
+
+
+@pytest.mark.slow
+def test_selftest_passes_on_the_qualcomm_look(termux, tmp_path):
+    """``qcom-ext selftest`` in the Termux environment with the fix: every computation
+    on the device qcom_ext takes for Qualcomm's driver (the Adreno quirks applied, every
+    cl_qcom_* path a fallback on pocl) agrees with numpy."""
+    code = "from qcom_ext.tools.cli import main\nsys.exit(main(['selftest', '--json']))\n"
+    done = run_child(code, tmp_path, paths=(termux / "site",), **termux_fix_env(termux))
+    assert done.returncode == 0, (done.stdout[-6000:], done.stderr[-3000:])
+    got = json.loads(done.stdout)
+    assert got["ok"] and got["counts"]["fail"] == 0 and got["counts"]["pass"] > 0
+    device = got["device"]
+    assert (device["platform"], device["adreno_model"]) == (QUALCOMM_PLATFORM, "740")
+    assert device["adreno_compiler"] == "E031.47.00.00"
+    assert "adreno-mad24" in {q["id"] for q in got["quirks"]}  # the Adreno build flags ran

@@ -123,8 +123,12 @@ def termux_phone(base: Path, *, split: bool = False, icd_file: bool = False) -> 
     root = base / "phone"
     vendor = root / "vendor/lib64"
     if split:
-        build_shim(vendor, ShimSpec("libOpenCL_adreno.so", "libOpenCL_adreno.so", "qualcomm", False))
-        spec = ShimSpec("libOpenCL.so", "libOpenCL.so", "none", False, "library:libOpenCL_adreno.so")
+        build_shim(
+            vendor, ShimSpec("libOpenCL_adreno.so", "libOpenCL_adreno.so", "qualcomm", False)
+        )
+        spec = ShimSpec(
+            "libOpenCL.so", "libOpenCL.so", "none", False, "library:libOpenCL_adreno.so"
+        )
         build_shim(vendor, spec)
     else:
         build_shim(vendor, ShimSpec("libOpenCL.so", "libOpenCL.so", "qualcomm", False))
@@ -182,11 +186,8 @@ def test_termux_with_the_fix_reaches_qualcomm(termux, tmp_path):
     done = qcom_ext(["probe", "--json"], termux, env, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     probe = json.loads(done.stdout)
-    assert (probe["driver"], probe["adreno_model"], probe["label"]) == (
-        "qualcomm",
-        "740",
-        "adreno-740-cpu",  # the backend is pocl's CPU device
-    )
+    assert probe["device"]["driver"] == "qualcomm" and probe["adreno"]["model"] == "740"
+    assert probe["label"] == "adreno-740-cpu"  # the backend is pocl's CPU device
 
 
 def test_no_platform_error_names_the_doctors_fix(termux, tmp_path):
@@ -229,16 +230,22 @@ def test_selftest_passes_through_the_fix(termux, tmp_path):
 # ---- Qualcomm Linux boards ----------------------------------------------------------------
 
 
-def linux_board(base: Path, *, drm: bool, registered_in: str = "/etc/OpenCL/vendors") -> dict[str, Any]:
-    """Qualcomm's adrenocl ICD (registered in ``registered_in``) and Mesa's rusticl ICD
-    (in /etc/OpenCL/vendors, by a bare library name); KGSL or DRM; the wheel pyopencl."""
+def linux_board(base: Path, *, drm: bool, read: str = "/etc/OpenCL/vendors") -> dict[str, Any]:
+    """Qualcomm's adrenocl ICD in /etc/OpenCL/vendors, Mesa's rusticl ICD in ``read``, the
+    directory pyopencl's loader reads (a conda environment's loader reads its own); the
+    .icd files name their libraries without a directory; KGSL or DRM; the wheel pyopencl."""
     root = base / "board"
-    build_shim(root / "usr/lib", ShimSpec("libOpenCL_adreno.so.1", "libOpenCL_adreno.so.1", "qualcomm", True))
-    build_shim(root / "usr/lib", ShimSpec("libRusticlOpenCL.so.1", "libRusticlOpenCL.so.1", "rusticl", True, "oclgrind"))
-    write(root, f"{registered_in}/adrenocl.icd", "/usr/lib/libOpenCL_adreno.so.1\n")
-    write(root, "/etc/OpenCL/vendors/rusticl.icd", "libRusticlOpenCL.so.1\n")
+    adreno = ShimSpec("libOpenCL_adreno.so.1", "libOpenCL_adreno.so.1", "qualcomm", True)
+    build_shim(root / "usr/lib", adreno)
+    rusticl = ShimSpec(
+        "libRusticlOpenCL.so.1", "libRusticlOpenCL.so.1", "rusticl", True, "oclgrind"
+    )
+    build_shim(root / "usr/lib", rusticl)
+    write(root, "/etc/OpenCL/vendors/adrenocl.icd", "libOpenCL_adreno.so.1\n")
+    write(root, f"{read}/rusticl.icd", "libRusticlOpenCL.so.1\n")
     if drm:
-        write(root, "/sys/devices/platform/soc@0/3d00000.gpu/of_node/compatible", b"qcom,adreno-43050a01\0qcom,adreno\0")
+        compatible = b"qcom,adreno-43050a01\0qcom,adreno\0"
+        write(root, "/sys/devices/platform/soc@0/3d00000.gpu/of_node/compatible", compatible)
         (root / "sys/class/drm/card0").mkdir(parents=True)
         (root / "sys/class/drm/card0/device").symlink_to("/sys/devices/platform/soc@0/3d00000.gpu")
     else:
@@ -247,7 +254,7 @@ def linux_board(base: Path, *, drm: bool, registered_in: str = "/etc/OpenCL/vend
     env = {
         "QCOM_EXT_SYSROOT": str(root),
         "LD_LIBRARY_PATH": str(root / "usr/lib"),  # the board's default library directory
-        "OCL_ICD_VENDORS": str(root / "etc/OpenCL/vendors"),  # the loader's compiled-in one
+        "OCL_ICD_VENDORS": str(root / read.lstrip("/")),  # the loader's compiled-in one
     }
     return {"root": root, "env": env, "paths": ()}
 
@@ -263,18 +270,18 @@ def test_board_with_rusticl_reaches_qualcomm_by_default(tmp_path, drm):
     assert ("DRM" if drm else "KGSL") in report["kernel"]["described"]
     done = qcom_ext(["probe", "--json"], board, board["env"], tmp_path)
     probe = json.loads(done.stdout)
-    assert probe["platform"]["name"] == QUALCOMM and probe["driver"] == "qualcomm"
+    assert probe["platform"]["name"] == QUALCOMM and probe["device"]["driver"] == "qualcomm"
 
 
 @needs_oclgrind
 def test_board_icd_in_a_directory_the_loader_does_not_read(tmp_path):
-    board = linux_board(tmp_path, drm=True, registered_in="/opt/qcom/OpenCL/vendors")
+    board = linux_board(tmp_path, drm=True, read="/opt/conda/etc/OpenCL/vendors")
     report = doctor(board, board["env"], tmp_path)
     verdict = report["verdict"]
     assert verdict["code"] == "icd-not-read", verdict
-    assert QUALCOMM not in platform_names(report)
+    assert QUALCOMM not in platform_names(report) and "rusticl" in platform_names(report)
     assert verdict["fix"]["env"] == [
-        {"name": "OCL_ICD_VENDORS", "paths": ["/opt/qcom/OpenCL/vendors"], "keep": False}
+        {"name": "OCL_ICD_VENDORS", "paths": ["/etc/OpenCL/vendors"], "keep": False}
     ]
     report = doctor(board, fixed(board, report), tmp_path)
     assert report["verdict"]["code"] == "ok" and QUALCOMM in platform_names(report)

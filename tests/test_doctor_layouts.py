@@ -218,6 +218,25 @@ def test_split_driver(tmp_path):
     assert report["verdict"]["code"] == "ok" and platform_names(report) == [QUALCOMM]
 
 
+@pytest.mark.parametrize(("kind", "outcome"), [("segfault", "SIGSEGV"), ("hang", "timeout")])
+def test_a_crashing_or_hanging_vendor_driver_is_a_finding(tmp_path, kind, outcome):
+    """The vendor library is loaded in a child: its crash (or hang, past --timeout) is
+    the verdict, and the doctor itself finishes."""
+    from _crashing_opencl import build_libraries
+
+    phone = termux_phone(tmp_path)
+    built = build_libraries(tmp_path)
+    target = phone["root"] / "vendor/lib64/libOpenCL.so"
+    target.write_bytes(Path(built[kind]).read_bytes())
+    done = qcom_ext(["doctor", "--json", "--timeout", "10"], phone, phone["env"], tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]
+    verdict = json.loads(done.stdout)["verdict"]
+    assert (verdict["status"], verdict["code"]) == ("problem", "driver-crash"), verdict
+    assert "/vendor/lib64/libOpenCL.so" in verdict["summary"]
+    assert "clGetPlatformIDs" in verdict["summary"]
+    assert (outcome if kind == "segfault" else "killed at the timeout") in verdict["summary"]
+
+
 @pytest.mark.slow
 def test_selftest_passes_through_the_fix(termux, tmp_path):
     env = fixed(termux, doctor(termux, termux["env"], tmp_path))

@@ -219,17 +219,17 @@ def _library(path: str, stage: Callable[[str], None]) -> dict[str, Any]:
     get_ids = _entry(library, "clGetPlatformIDs")
     entries = ("clGetPlatformInfo", "clGetDeviceIDs", "clGetDeviceInfo")
     exported = [_entry(library, n) for n in entries]
-    through_icd = get_ids is None or None in exported
+    through_icd = get_ids is None
     if through_icd:  # an ICD-only library (pocl): its ICD entry and dispatch table
         address = extension(b"clIcdGetPlatformIDsKHR") if extension is not None else None
         if not address:
             return {"outcome": "ok", "loaded": True, "icd_entry": icd_entry, "platforms": None}
         get_ids = _typed(address, "clGetPlatformIDs")
-    stage("clGetPlatformIDs" if not through_icd else "clIcdGetPlatformIDsKHR")
+    stage("clIcdGetPlatformIDsKHR" if through_icd else "clGetPlatformIDs")
     platforms = []
     for handle in _handles(get_ids):
         stage("clGetPlatformInfo / clGetDeviceIDs / clGetDeviceInfo")
-        if through_icd:
+        if through_icd or None in exported:
             exported = [_dispatched(handle, i + 1, n) for i, n in enumerate(entries)]
             if None in exported:
                 continue

@@ -317,3 +317,6 @@ def test_drm_board_without_qualcomms_driver(tmp_path):
     assert verdict["code"] == "no-driver" and "DRM" in verdict["summary"], verdict
     assert "meta-qcom" in verdict["fix"]["text"]
     assert any("rusticl" in n for n in verdict["notes"])
+    done = qcom_ext(["probe"], board, board["env"], tmp_path)  # rusticl's report, and:
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "no Qualcomm OpenCL platform: run 'qcom-ext doctor'" in done.stdout

@@ -308,7 +308,8 @@ def _probed(handle: int, verify: bool) -> DeviceCaps:
 def probe(
     device: Any = None, *, verify: bool = False, disabled: str | Iterable[str] = ()
 ) -> DeviceCaps:
-    """The capability report of ``device`` (default: the device pyopencl would pick).
+    """The capability report of ``device`` (default: :func:`default_device`, the device
+    pyopencl would pick, Qualcomm's platform first where there is one).
 
     Cached trial verdicts (:mod:`qcom_ext.device.verdicts`) are applied: an advertised
     extension whose trial crashed or failed takes the path it would take without it.

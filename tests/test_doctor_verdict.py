@@ -333,3 +333,44 @@ def test_verdict_dict_is_json_ready():
     verdict = decide(facts(python(), libraries=[vendor()]))
     data = json.loads(json.dumps(verdict.to_dict()))
     assert data["code"] == "vendor-not-icd" and data["fix"]["env"][0]["name"] == "LD_LIBRARY_PATH"
+
+
+# ---- Windows: the Khronos loader's registry ------------------------------------------------
+
+
+def test_windows_registry_icds(monkeypatch, tmp_path):
+    """The value names of HKLM\\SOFTWARE\\Khronos\\OpenCL\\Vendors are the ICDs (data 0:
+    enabled); read through winreg, here a stand-in with the same calls."""
+    import sys
+    import types
+
+    from qcom_ext.device.doctor.libraries import WINDOWS_VENDORS_KEY, windows_icds
+
+    dll = tmp_path / "qcom_adreno_cl.dll"
+    dll.write_bytes(b"MZ")
+    values = [(str(dll), 0, 4), ("C:\\Windows\\System32\\OpenCLOn12.dll", 0, 4), ("off.dll", 1, 4)]
+
+    class Key:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def open_key(root, name):
+        assert (root, name) == ("HKLM", WINDOWS_VENDORS_KEY)
+        return Key()
+
+    def enum_value(key, index):
+        if index >= len(values):
+            raise OSError("no more data")
+        return values[index]
+
+    fake = types.SimpleNamespace(HKEY_LOCAL_MACHINE="HKLM", OpenKey=open_key, EnumValue=enum_value)
+    monkeypatch.setitem(sys.modules, "winreg", fake)
+    source = windows_icds()
+    assert source.where == "registry" and source.read
+    assert [(e.library, e.found) for e in source.entries] == [
+        (str(dll), str(dll)),
+        ("C:\\Windows\\System32\\OpenCLOn12.dll", None),
+    ]

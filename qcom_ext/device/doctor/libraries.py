@@ -225,6 +225,10 @@ def icd_sources(
         sources.append(IcdSource("OCL_ICD_FILENAMES", ":".join(filenames), True, entries))
     if bundled_dir:
         sources.append(IcdSource("pyopencl wheel", bundled_dir, True, _bundled(bundled_dir)))
+    if kind == "windows":
+        registry = windows_icds()
+        sources += [registry] if registry is not None else []
+        return sources
     known = [DEFAULT_VENDORS]
     prefix = termux_prefix(root, env)
     if prefix:
@@ -236,6 +240,33 @@ def icd_sources(
                 IcdSource("known", directory, False, _entries(directory, root, env, kind))
             )
     return sources
+
+
+#: Where the Khronos loader on Windows finds ICDs: the value names of this key are DLLs.
+WINDOWS_VENDORS_KEY = r"SOFTWARE\Khronos\OpenCL\Vendors"
+
+
+def windows_icds() -> IcdSource | None:
+    """The ICDs registered for the Khronos loader on Windows (``HKLM\\SOFTWARE\\Khronos\\
+    OpenCL\\Vendors``: each value's name a DLL, its data 0 when enabled); None elsewhere
+    or when the key cannot be read."""
+    try:
+        import winreg  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    entries = []
+    try:
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, WINDOWS_VENDORS_KEY) as key:
+            for index in range(_MAX_ICDS):
+                try:
+                    name, value, _ = winreg.EnumValue(key, index)
+                except OSError:
+                    break
+                if value == 0:  # a non-zero DWORD disables the entry
+                    entries.append(IcdEntry(None, name, name if os.path.isfile(name) else None))
+    except OSError:
+        return None
+    return IcdSource("registry", f"HKLM\\{WINDOWS_VENDORS_KEY}", True, tuple(entries))
 
 
 def _bundled(directory: str) -> tuple[IcdEntry, ...]:

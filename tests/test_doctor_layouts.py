@@ -170,6 +170,20 @@ def test_termux_verdict_is_ld_library_path(termux, tmp_path):
     assert report["kernel"]["model"] == {"model": "740", "source": "kgsl:gpu_model"}
 
 
+def test_termux_doctor_table_fits_80_columns(termux, tmp_path):
+    done = qcom_ext(["doctor"], termux, {**termux["env"], "COLUMNS": "80"}, tmp_path)
+    assert done.returncode == 1, done.stderr  # not ok: there is a fix to apply
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, done.stdout
+    assert lines[1].split() == ["verdict", "fix", "(vendor-not-icd)"]
+    flat = " ".join(done.stdout.split())
+    bare = "".join(done.stdout.split())  # rich folds long values anywhere
+    keep = "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    assert f'shexportLD_LIBRARY_PATH="/vendor/lib64:{PREFIX}/lib{keep}"' in bare
+    assert "library /vendor/lib64/libOpenCL.so (vendor-library" in flat
+    assert "not found" not in flat and " note " not in flat  # nothing else is wrong
+
+
 def test_termux_env_prints_the_export(termux, tmp_path):
     done = qcom_ext(["env"], termux, termux["env"], tmp_path)
     assert done.returncode == 0, done.stderr

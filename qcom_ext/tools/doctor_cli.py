@@ -61,7 +61,7 @@ def render(report: DoctorReport, console: Console) -> None:
         for command in fix["commands"]:
             _line(console, "run", command)
         for export in fix["exports"]:
-            _line(console, "export", export)
+            _line(console, "sh", export)
         if fix["exports"]:
             _line(console, "", 'or: eval "$(qcom-ext env)", then start Python', "dim")
     for note in verdict["notes"]:

@@ -181,9 +181,13 @@ def _icd_file(path: str, root: Sysroot, env: Mapping[str, str], kind: str) -> Ic
     return IcdEntry(path, text, find_library(text, root, env, kind))
 
 
-def _entries(path: str, root: Sysroot, env: Mapping[str, str], kind: str) -> tuple[IcdEntry, ...]:
-    """What one vendors value names: a directory's ``.icd`` files, one ``.icd`` file, or
-    (ocl-icd) a library."""
+def _entries(
+    path: str, root: Sysroot, env: Mapping[str, str], kind: str, value: bool = False
+) -> tuple[IcdEntry, ...]:
+    """What a vendors directory holds: its ``.icd`` files; for ``OCL_ICD_VENDORS``'s
+    ``value``, also one ``.icd`` file, or (ocl-icd) a library."""
+    if not value and not root.is_dir(path):
+        return ()
     if root.is_dir(path):
         names = [n for n in root.listdir(path) if n.endswith(".icd")][:_MAX_ICDS]
         found = (_icd_file(posixpath.join(path, n), root, env, kind) for n in names)
@@ -212,7 +216,9 @@ def icd_sources(
     compiled = compiled or [DEFAULT_VENDORS]
     if vendors:
         sources.append(
-            IcdSource("OCL_ICD_VENDORS", vendors, True, _entries(vendors, root, env, kind))
+            IcdSource(
+                "OCL_ICD_VENDORS", vendors, True, _entries(vendors, root, env, kind, value=True)
+            )
         )
     for directory in compiled:
         sources.append(

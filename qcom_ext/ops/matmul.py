@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ext.program.launch import copy
 from qcom_ext.ops import _matmul_programs as programs
 from qcom_ext.ops._casting import cast_array, compute_dtype, float_array
 from qcom_ext.ops._matmul_layout import PATHS, DeviceWeights, choose_path, pack
@@ -103,12 +104,11 @@ class BufferMatrix:
 
     def to_numpy(self, queue: Any) -> np.ndarray:
         """The matrix read back to the host (blocking)."""
-        import pyopencl as cl
 
         if self.buffer.context != queue.context:
             raise ConfigError("the matrix belongs to another context than the queue")
         out = np.empty(self.shape, self.dtype)
-        cl.enqueue_copy(queue, out, self.buffer)
+        copy(queue, out, self.buffer)
         return out
 
 

@@ -124,6 +124,12 @@ class Linear:
     None; ``activation_format``: None or "q8_0" (q8_0 and q4_0 W only); ``path``: None
     (the probe's choice), "image" or "buffer"; ``gemm_tile``: a key of
     :data:`~qcom_ext.ops._matmul_programs.GEMM_TILES` (default: chosen per device).
+
+    Threads may share a layer and a queue (one call's kernels are enqueued at a time);
+    in-order and out-of-order queues both work (:mod:`qcom_ext.ext.program.launch`).
+    q8_0 / q4_0 weights with a scale beyond float16 are refused (a ConfigError naming the
+    row and block), and ``activation_format="q8_0"`` keeps NaN and inf: a block of x
+    holding one makes its row's outputs NaN.
     """
 
     def __init__(

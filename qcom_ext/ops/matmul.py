@@ -320,7 +320,7 @@ class Linear:
         """x quantized to q8_0 on the device (enqueued): [words, scales, sums]."""
         rows, nb = x.shape[0], self.nb
         quantizer = self._kernel(queue, ("gemv", 1, x.dtype == np.float16)).quantizer
-        key = (rows, queue.int_ptr)  # per queue: in-order, so calls never overlap
+        key = (rows, queue.int_ptr)  # per queue: its calls run in order (chained if OOO)
         scratch = self._scratch.get(key)
         if scratch is None:  # kept: a new buffer's first use costs time on some devices
             scratch = self._scratch.setdefault(

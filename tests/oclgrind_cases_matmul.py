@@ -84,7 +84,8 @@ def case_matmul_gemm_images(t: Trial) -> None:
 @case("shufflevector", "image-reads")
 def case_matmul_q8_activations(t: Trial) -> None:
     """matmul_quantize.cl and matmul_gemv.cl with ACT_Q8 (qcom_dot8_acc), 1 and 9 rows
-    (two launches of the GEMV), against the numpy model of the integer arithmetic."""
+    (two launches of the GEMV), against the numpy model of the integer arithmetic; NaN
+    and inf in x (their rows NaN)."""
     for fmt in ("q8_0", "q4_0"):
         for m in (1, 9):
             w = t.rng.standard_normal((7, 96)).astype(np.float32)
@@ -92,6 +93,16 @@ def case_matmul_q8_activations(t: Trial) -> None:
             layer = ops.Linear(t.queue, w, weight_format=fmt, activation_format="q8_0")
             model, tol = integer_model(x, layer.quantized)
             _check(t, f"q8_0 activations {fmt} {m} rows", layer(t.queue, x), model, tol)
+    # A block of x holding NaN or inf: every output of its row NaN (the quantizer's scale
+    # NaN, its quants 0), the other rows as the model says.
+    x = t.rng.standard_normal((3, 96)).astype(np.float32)
+    x[0, 3], x[1, 64] = np.nan, -np.inf
+    got = layer(t.queue, x)
+    t.checks += 1
+    if not np.isnan(got[:2]).all():
+        raise Mismatch(f"q8_0 activations: NaN / inf in x gave finite outputs\n{got[:2]}")
+    model, tol = integer_model(x[2:], layer.quantized)
+    _check(t, "q8_0 activations beside NaN and inf", got[2:], model, tol)
 
 
 @case()

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
+from qcom_ext.ext.program.launch import copy
 from qcom_ext.ops._casting import FLOAT_DTYPES, cast_array, compute_dtype, storage_dtype
 
 __all__ = ["LAYOUTS", "BufferTensor", "ImageTensor", "upload"]
@@ -283,11 +284,10 @@ class BufferTensor:
 
     def to_numpy(self, queue: Any) -> np.ndarray:
         """The tensor read back to the host (blocking), in its layout."""
-        import pyopencl as cl
 
         check_contexts(queue.context, "the queue", tensor=self)
         out = np.empty(self.shape, self.dtype)
-        cl.enqueue_copy(queue, out, self.buffer)
+        copy(queue, out, self.buffer)
         return out
 
 

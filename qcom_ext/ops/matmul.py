@@ -24,7 +24,7 @@ on the device and takes integer dot products (qcom_dot8_acc) against q8_0 or q4_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from qcom_ext.errors import ConfigError
 from qcom_ext.ops import _matmul_programs as programs
 from qcom_ext.ops._casting import cast_array, compute_dtype, float_array
 from qcom_ext.ops._matmul_layout import PATHS, DeviceWeights, choose_path, pack
+from qcom_ext.ops._matmul_matrix import BufferMatrix, memory_span, overlap, shape2
 from qcom_ext.ops._matmul_programs import (
     GEMV_MAX_ROWS,
     Gemm,
@@ -40,7 +41,7 @@ from qcom_ext.ops._matmul_programs import (
     gemv_candidates,
     gemv_local,
 )
-from qcom_ext.ops._tensor import MAX_ELEMENTS, allocate, held_dtype, upload
+from qcom_ext.ops._tensor import allocate, upload
 from qcom_ext.ops._weights import bias_vector
 from qcom_ext.ops.quant import FORMATS as QUANT_FORMATS
 from qcom_ext.ops.quant import QuantizedWeights, quantize
@@ -61,75 +62,6 @@ MATMUL_PATHS = PATHS
 WEIGHT_FORMATS = ("f32", "f16", "q8_0", "q4_0")
 #: ``activation_format`` values besides None (x kept in float).
 ACTIVATION_FORMATS = ("q8_0",)
-
-
-@dataclass(frozen=True)
-class BufferMatrix:
-    """A row-major ``(rows, cols)`` float32 or float16 matrix in a pyopencl Buffer."""
-
-    buffer: Any
-    shape: tuple[int, int]
-    dtype: np.dtype
-
-    @property
-    def nbytes(self) -> int:
-        return self.shape[0] * self.shape[1] * self.dtype.itemsize
-
-    @classmethod
-    def empty(cls, context: Any, shape: tuple[int, int], dtype: Any = np.float32) -> BufferMatrix:
-        """A new matrix of ``shape``; contents undefined."""
-        shape, dtype = _shape2(shape, "matrix shape"), held_dtype(dtype, "matrix")
-        buffer = allocate(context, shape[0] * shape[1] * dtype.itemsize, f"a {shape} matrix")
-        return cls(buffer, shape, dtype)
-
-    @classmethod
-    def wrap(cls, buffer: Any, shape: tuple[int, int], dtype: Any) -> BufferMatrix:
-        """An existing buffer holding a ``shape`` matrix of ``dtype`` (float32/float16)."""
-        matrix = cls(buffer, _shape2(shape, "matrix shape"), held_dtype(dtype, "matrix"))
-        if buffer.size < matrix.nbytes:
-            raise ConfigError(
-                f"a {matrix.shape} {matrix.dtype.name} matrix needs {matrix.nbytes} bytes; "
-                f"the buffer has {buffer.size}"
-            )
-        return matrix
-
-    @classmethod
-    def from_numpy(cls, context: Any, array: np.ndarray) -> BufferMatrix:
-        """A matrix in a new read-only buffer holding a copy of the 2-D ``array``."""
-        shape = _shape2(array.shape, "matrix shape")
-        dtype = held_dtype(array.dtype, "matrix")
-        what = f"a {shape} {dtype.name} matrix"
-        return cls(upload(context, np.ascontiguousarray(array), what), shape, dtype)
-
-    def to_numpy(self, queue: Any) -> np.ndarray:
-        """The matrix read back to the host (blocking)."""
-        import pyopencl as cl
-
-        if self.buffer.context != queue.context:
-            raise ConfigError("the matrix belongs to another context than the queue")
-        out = np.empty(self.shape, self.dtype)
-        cl.enqueue_copy(queue, out, self.buffer)
-        return out
-
-
-def _shape2(shape: Any, what: str) -> tuple[int, int]:
-    """2 positive ints whose product the kernels' 32-bit indices reach."""
-    try:
-        items = tuple(shape)
-    except TypeError:
-        raise ConfigError(f"{what} must be 2 sizes (rows, cols), not {shape!r}") from None
-    ints = all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in items
-    )
-    if len(items) != 2 or not ints or min(items) < 1:
-        raise ConfigError(f"{what} must be 2 positive ints (rows, cols), not {shape!r}")
-    rows, cols = int(items[0]), int(items[1])
-    if rows * cols > MAX_ELEMENTS:
-        raise ConfigError(
-            f"{what} ({rows}, {cols}) has more than the 2**31 - 1 elements the kernels' "
-            "32-bit indices reach; split it"
-        )
-    return rows, cols
 
 
 def _weight_format(weight: Any, weight_format: Any) -> str:
@@ -156,11 +88,31 @@ def _weights_in(weight: Any, fmt: str) -> np.ndarray | QuantizedWeights:
     array = float_array(weight, "weight")
     if array.ndim != 2 or 0 in array.shape:
         raise ConfigError(f"weight must be a non-empty (N, K) matrix, got shape {array.shape}")
-    _shape2(array.shape, "weight shape")
+    shape2(array.shape, "weight shape")
     if fmt in QUANT_FORMATS:
         return quantize(cast_array(array, "weight", np.float32), fmt)
     target = np.float16 if fmt == "f16" else np.float32
     return np.ascontiguousarray(cast_array(array, "weight", target))
+
+
+#: The largest magnitude in a block whose scale float16 holds (ggml's d = amax / 127 for
+#: q8_0, m / -8 for q4_0; 65520 and above round to inf).
+SCALE_LIMITS = {"q8_0": 65520.0 * 127, "q4_0": 65520.0 * 8}
+
+
+def _finite_scales(weights: QuantizedWeights) -> None:
+    """A ConfigError naming the first row and block whose float16 scale is not finite:
+    every output would be inf or NaN (as the f16 format refuses weights beyond half)."""
+    bad = ~np.isfinite(weights.scales)
+    if bad.any():
+        row, block = (int(v) for v in np.argwhere(bad)[0])
+        limit = SCALE_LIMITS[weights.format]
+        raise ConfigError(
+            f"weight row {row}, block {block} (columns {32 * block}..{32 * block + 31}): "
+            f"its {weights.format} scale is {float(weights.scales[row, block])}, beyond "
+            f"float16 (a block's largest |w| must stay under {limit:.4g}); y would be "
+            f"inf or NaN; blocks so: {int(bad.sum())}. Scale W down or use f32"
+        )
 
 
 class Linear:
@@ -172,6 +124,12 @@ class Linear:
     None; ``activation_format``: None or "q8_0" (q8_0 and q4_0 W only); ``path``: None
     (the probe's choice), "image" or "buffer"; ``gemm_tile``: a key of
     :data:`~qcom_ext.ops._matmul_programs.GEMM_TILES` (default: chosen per device).
+
+    Threads may share a layer and a queue (one call's kernels are enqueued at a time);
+    in-order and out-of-order queues both work (:mod:`qcom_ext.ext.program.launch`).
+    q8_0 / q4_0 weights with a scale beyond float16 are refused (a ConfigError naming the
+    row and block), and ``activation_format="q8_0"`` keeps NaN and inf: a block of x
+    holding one makes its row's outputs NaN.
     """
 
     def __init__(
@@ -200,6 +158,8 @@ class Linear:
             )
         self.activation_format = activation_format
         self.quantized = stored if isinstance(stored, QuantizedWeights) else None
+        if self.quantized is not None:
+            _finite_scales(self.quantized)
         self.bias_values = bias_vector(bias, self.shape[0])
         self.context, self.device = queue.context, queue.device
         packed = pack(stored, self.weight_format)
@@ -209,6 +169,12 @@ class Linear:
         self.weights = DeviceWeights(self.context, packed, self.path)
         self.weight_bytes = packed.nbytes
         self.bias = upload(self.context, self.bias_values, "the bias")
+        owned = (self.weights.words, self.weights.scales, self.bias)
+        self._owned = tuple(memory_span(b) for b in owned)  # what out= must not overlap
+        # One call at a time enqueues its launches: the q8_0 activations' scratch buffers
+        # are the layer's (per queue), so another thread's quantizer must not come
+        # between a call's quantizer and its GEMV.
+        self._lock = threading.Lock()
         programs.gemm_tile(self.device, 1, gemm_tile)  # checked now
         self._tile = gemm_tile
         self._kernels: dict[tuple[Any, ...], Any] = {}
@@ -270,7 +236,8 @@ class Linear:
                 f"x has {k} columns; the weight {self.shape} takes K = {self.in_features}"
             )
         want = (rows, self.out_features)
-        _shape2(want, "y")
+        shape2(want, "y")
+        given = out is not None
         if out is None:
             out = BufferMatrix.empty(self.context, want, np.float32)
         if not isinstance(out, BufferMatrix) or out.shape != want or out.dtype != np.float32:
@@ -278,7 +245,23 @@ class Linear:
         for name, matrix in (("x", x), ("out", out)):
             if matrix.buffer.context != self.context:
                 raise ConfigError(f"{name} belongs to another context than {where}")
+        if given:
+            self._check_alias(x, out)
         return x, out
+
+    def _check_alias(self, x: BufferMatrix, out: BufferMatrix) -> None:
+        """A ConfigError where ``out`` overlaps x or the layer's weights or bias: the
+        kernels read them while they write y."""
+        if out is x or out.buffer == x.buffer or overlap(out.span, x.span):
+            raise ConfigError(
+                "out overlaps x (the same matrix, buffer or bytes of one): the kernels read "
+                "x while they write y; give out a buffer of its own"
+            )
+        if any(overlap(out.span, owned) for owned in self._owned):
+            raise ConfigError(
+                "out overlaps the buffers of this Linear's weights or bias; give out a "
+                "buffer of its own"
+            )
 
     def _kernel(self, queue: Any, key: tuple[Any, ...]) -> Any:
         """The built Gemv / Gemm of ``key`` (("gemv", rows, x half) or ("gemm", tile, x
@@ -300,10 +283,11 @@ class Linear:
         """Enqueue ``out = x @ W.T + bias`` (BufferMatrix, checked) on ``queue``; returns
         the events of the kernels, in order (the q8_0 activation quantizer's first)."""
         x, out = self._prepared(queue, x, out)
-        events = []
-        for kernel, global_size, args in self._launches(queue, x, out, events):
-            local = self._local(kernel, global_size, local_size)
-            events.append(kernel.launcher(queue, global_size, *args, local_size=local))
+        events: list[Any] = []
+        with self._lock:
+            for kernel, global_size, args in self._launches(queue, x, out, events):
+                local = self._local(kernel, global_size, local_size)
+                events.append(kernel.launcher(queue, global_size, *args, local_size=local))
         return events
 
     def _launches(
@@ -336,7 +320,7 @@ class Linear:
         """x quantized to q8_0 on the device (enqueued): [words, scales, sums]."""
         rows, nb = x.shape[0], self.nb
         quantizer = self._kernel(queue, ("gemv", 1, x.dtype == np.float16)).quantizer
-        key = (rows, queue.int_ptr)  # per queue: in-order, so calls never overlap
+        key = (rows, queue.int_ptr)  # per queue: its calls run in order (chained if OOO)
         scratch = self._scratch.get(key)
         if scratch is None:  # kept: a new buffer's first use costs time on some devices
             scratch = self._scratch.setdefault(

@@ -23,6 +23,7 @@ import numpy as np
 
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.support import accelerated_limits, context_path
+from qcom_ext.ext.program.launch import copy
 from qcom_ext.ext.variant import positive_pair
 
 if TYPE_CHECKING:
@@ -287,13 +288,12 @@ class MotionField:
     event: Any = None
 
     def get(self, queue: pyopencl.CommandQueue) -> tuple[np.ndarray, np.ndarray]:
-        import pyopencl as cl
 
         vectors = np.empty((*self.shape, 2), np.int32)
         costs = np.empty(self.shape, np.float32)
         wait = [self.event] if self.event is not None else None
-        cl.enqueue_copy(queue, vectors, self.vectors, wait_for=wait)
-        cl.enqueue_copy(queue, costs, self.costs, wait_for=wait).wait()
+        copy(queue, vectors, self.vectors, wait_for=wait, is_blocking=False)
+        copy(queue, costs, self.costs, wait_for=wait)
         return vectors, costs
 
 

@@ -26,7 +26,7 @@ from qcom_ext.ext.accelerated.rgba import read_rgba_image as download
 from qcom_ext.ext.accelerated.rgba import rgba_image as upload
 from qcom_ext.ext.accelerated.rgba import rgba_supported as supports
 from qcom_ext.ext.accelerated.weights import WeightImage, box_size
-from qcom_ext.ext.program.launch import enqueue
+from qcom_ext.ext.program.launch import copy, enqueue
 from qcom_ext.ext.program.shared import shared_program
 
 __all__ = ["SOURCE_FILE", "PointOps", "download", "empty", "supports", "upload"]
@@ -63,7 +63,7 @@ class PointOps:
         results = []
         for buffer in buffers:
             out = np.empty((count, 4), np.float32)
-            cl.enqueue_copy(queue, out, buffer)
+            copy(queue, out, buffer)
             results.append(out)
         return results
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ext.program.launch import copy
 
 __all__ = ["empty_rgba_image", "read_rgba_image", "rgba_image", "rgba_supported"]
 
@@ -69,8 +70,7 @@ def empty_rgba_image(context: Any, width: int, height: int) -> Any:
 
 def read_rgba_image(queue: Any, image: Any) -> np.ndarray:
     """The pixels of an RGBA float image as (height, width, 4) float32."""
-    import pyopencl as cl
 
     out = np.empty((image.height, image.width, 4), np.float32)
-    cl.enqueue_copy(queue, out, image, origin=(0, 0), region=(image.width, image.height))
+    copy(queue, out, image, origin=(0, 0), region=(image.width, image.height))
     return out

@@ -44,6 +44,7 @@ from qcom_ext.ext.images.host_arrays import check_destination, check_pixels
 from qcom_ext.ext.memory.external import ExternalMemory, import_route
 from qcom_ext.ext.memory.flags import access_flags, flag_names
 from qcom_ext.ext.memory.host_ptr import import_memory
+from qcom_ext.ext.program.launch import copy
 
 __all__ = ["QcomImage", "create_image", "parse_image_format", "supported_image_formats"]
 
@@ -144,25 +145,23 @@ class QcomImage:
         """Copy ``(height, width[, channels])`` pixels of the format's dtype into the
         image (blocking); any other dtype or shape is a ConfigError naming both
         (:mod:`~qcom_ext.ext.images.host_arrays`): nothing is reinterpreted."""
-        import pyopencl
 
         width, height, _ = self._host_access("write")
         target = f"a {width}x{height} {self.format} image"
         pixels = check_pixels(pixels, self.format, (height, width), "pixels", target)
-        pyopencl.enqueue_copy(queue, self.image, pixels, origin=(0, 0), region=(width, height))
+        copy(queue, self.image, pixels, origin=(0, 0), region=(width, height))
 
     def read(self, queue: Any, out: np.ndarray | None = None) -> np.ndarray:
         """The pixels as ``(height, width, channels)`` of the channel dtype (blocking);
         into ``out`` when given (checked as :meth:`write` checks its pixels, and
         C-contiguous and writeable), which is returned."""
-        import pyopencl
 
         width, height, _ = self._host_access("read")
         if out is None:
             out = np.empty((height, width, self.format.channels), self.format.dtype)
         target = f"a {width}x{height} {self.format} image"
         out = check_destination(out, self.format, (height, width), "out", target)
-        pyopencl.enqueue_copy(queue, out, self.image, origin=(0, 0), region=(width, height))
+        copy(queue, out, self.image, origin=(0, 0), region=(width, height))
         return out
 
 

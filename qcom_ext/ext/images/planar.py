@@ -59,6 +59,7 @@ from qcom_ext.ext.memory.external import (
     native_handle,
 )
 from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.program.launch import copy
 
 __all__ = ["LAYOUTS", "Nv12Image", "PlanarImage", "nv12_image", "planar_image"]
 
@@ -188,9 +189,7 @@ class Nv12Image(PlanarImage):
         written: list[str] = []
         for name, image, host, region in planes:
             try:
-                pyopencl.enqueue_copy(
-                    queue, image, np.ascontiguousarray(host), origin=(0, 0), region=region
-                )
+                copy(queue, image, np.ascontiguousarray(host), origin=(0, 0), region=region)
             except pyopencl.Error as exc:  # say which planes hold the new frame already
                 raise PartialEnqueueError(
                     getattr(exc, "routine", "clEnqueueWriteImage"),
@@ -231,14 +230,13 @@ class Nv12Image(PlanarImage):
 
     def read(self, queue: Any) -> np.ndarray:
         """The frame as one ``(H*3/2, W)`` uint8 array (blocking)."""
-        import pyopencl
 
         self._check_host_access()
         frame = np.empty((self.height * 3 // 2, self.width), np.uint8)
         y, uv = nv12_planes(frame)
-        pyopencl.enqueue_copy(queue, y, self.y, origin=(0, 0), region=(self.width, self.height))
+        copy(queue, y, self.y, origin=(0, 0), region=(self.width, self.height))
         chroma = np.empty_like(uv)
-        pyopencl.enqueue_copy(queue, chroma, self.uv, origin=(0, 0), region=self._uv_region())
+        copy(queue, chroma, self.uv, origin=(0, 0), region=self._uv_region())
         uv[...] = chroma
         return frame
 

@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 SOURCE = Path(__file__).with_name("shim.c")
-_MULTIARCH = sysconfig.get_config_var("MULTIARCH") or f"{os.uname().machine}-linux-gnu"
+_MULTIARCH = sysconfig.get_config_var("MULTIARCH") or f"{platform.machine()}-linux-gnu"
 _LIBDIR = Path("/usr/lib") / _MULTIARCH
 #: The system ICD loader (ocl-icd), the source of the entry point list and of the copies.
 SYSTEM_LOADER = _LIBDIR / "libOpenCL.so.1"
@@ -115,7 +116,7 @@ def missing_tools(backends: Iterable[str] = ("pocl",)) -> str | None:
     for backend in backends:
         if not BACKENDS[backend].is_file():
             missing.append(f"{backend} ({BACKENDS[backend]})")
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "aarch64"):
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
         missing.append("Linux on x86-64 or aarch64 (the trampolines' assembly)")
     return "opencl shim needs: " + ", ".join(missing) if missing else None
 

@@ -305,3 +305,29 @@ def test_selftest_passes_on_the_qualcomm_look(termux, tmp_path):
     assert (device["platform"], device["adreno_model"]) == (QUALCOMM_PLATFORM, "740")
     assert device["adreno_compiler"] == "E031.47.00.00"
     assert "adreno-mad24" in {q["id"] for q in got["quirks"]}  # the Adreno build flags ran
+
+
+def test_missing_tools_names_what_is_missing(monkeypatch):
+    import fakes.opencl_shim as shim
+
+    real = shim.shutil.which
+    monkeypatch.setattr(shim.shutil, "which", lambda t: None if t == "patchelf" else real(t))
+    assert shim.missing_tools() == "opencl shim needs: patchelf"
+    monkeypatch.setitem(shim.BACKENDS, "oclgrind", Path("/nonexistent/liboclgrind-rt-icd.so"))
+    assert "oclgrind (/nonexistent/" in (shim.missing_tools(("oclgrind",)) or "")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("filename", "lib/libOpenCL.so"),
+        ("soname", ""),
+        ("look", "adreno"),
+        ("backend", "rocm"),
+        ("backend", "library:/vendor/lib64/libOpenCL_adreno.so"),
+    ],
+)
+def test_a_bad_spec_is_a_value_error_naming_it(field, value):
+    fields = {"filename": "libOpenCL.so", "soname": "libOpenCL.so", "look": "none", "icd": False}
+    with pytest.raises(ValueError, match=f"ShimSpec.{field} {value!r}"):
+        ShimSpec(**{**fields, field: value})

@@ -96,32 +96,40 @@ def test_gemv_rounds_across_chunks(queue, local_size):
         assert_within(got, reference(x, exact, None), bound(x, abs(exact), None), what)
 
 
+class _Posing:
+    """A device's probe report, claiming to be an Adreno or not (``is_adreno``)."""
+
+    def __init__(self, caps, is_adreno):
+        self._caps, self.is_adreno = caps, is_adreno
+
+    def __getattr__(self, name):
+        return getattr(self._caps, name)
+
+
 def test_the_default_path_is_buffers_off_adreno(queue, monkeypatch):
     """Image1d_buffer views are the default on Adreno only (its texture path); a device
-    that could take them but is no Adreno gets buffers, and path="image" still works."""
+    that could take them but is no Adreno gets buffers, and path="image" still works.
+    The device poses as each in turn, so that this holds on an Adreno too."""
     import qcom_ext.device.probe as probe_module
 
+    real = probe_module.probe
+
+    def pose(is_adreno):
+        monkeypatch.setattr(
+            probe_module, "probe", lambda device=None: _Posing(real(device), is_adreno)
+        )
+
     w = np.ones((4, 64), np.float32)
+    pose(False)
     layer = ops.Linear(queue, w)
     if layer.path_reason.startswith("the "):  # no images, formats or room for the views
         pytest.skip(f"no image1d_buffer path here: {layer.path_reason}")
     assert layer.path == "buffer" and "Adreno" in layer.path_reason
-    real = probe_module.probe
-
-    class AsAdreno:
-        def __init__(self, caps):
-            self._caps = caps
-
-        is_adreno = True
-
-        def __getattr__(self, name):
-            return getattr(self._caps, name)
-
-    monkeypatch.setattr(probe_module, "probe", lambda device=None: AsAdreno(real(device)))
     try:
         ops.Linear(queue, w, path="image")
     except ConfigError:
         pytest.skip("the device lists no image1d_buffer of the texel formats")
+    pose(True)
     assert ops.Linear(queue, w).path == "image"
 
 

@@ -26,6 +26,11 @@ One vocabulary, used by every module here and by the tests that import them:
   (the ``fake_cl_objects`` fixture of tests/conftest.py installs it), since pyopencl
   must never see one.
 
+One double is no substitute: :mod:`fakes.opencl_shim` compiles a real OpenCL library
+(forwarding every entry point to pocl or Oclgrind) that looks like Qualcomm's driver or
+Mesa rusticl, for the Snapdragon library layouts tests/test_opencl_shim.py simulates in
+child processes.
+
 Handles of a fake driver are small integers (:data:`driver.DEVICE`, :data:`driver.PLATFORM`,
 :data:`memory.CTX`), never real ones. Byte helpers (``addr``, ``raw``, ``cstr``, ``u32``,
 ``u64``) live in :mod:`fakes.driver`.

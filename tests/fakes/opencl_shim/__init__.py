@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 SOURCE = Path(__file__).with_name("shim.c")
-_MULTIARCH = sysconfig.get_config_var("MULTIARCH") or f"{os.uname().machine}-linux-gnu"
+_MULTIARCH = sysconfig.get_config_var("MULTIARCH") or f"{platform.machine()}-linux-gnu"
 _LIBDIR = Path("/usr/lib") / _MULTIARCH
 #: The system ICD loader (ocl-icd), the source of the entry point list and of the copies.
 SYSTEM_LOADER = _LIBDIR / "libOpenCL.so.1"
@@ -115,7 +116,7 @@ def missing_tools(backends: Iterable[str] = ("pocl",)) -> str | None:
     for backend in backends:
         if not BACKENDS[backend].is_file():
             missing.append(f"{backend} ({BACKENDS[backend]})")
-    if sys.platform != "linux" or os.uname().machine not in ("x86_64", "aarch64"):
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
         missing.append("Linux on x86-64 or aarch64 (the trampolines' assembly)")
     return "opencl shim needs: " + ", ".join(missing) if missing else None
 
@@ -201,16 +202,30 @@ def _built(spec: ShimSpec, source_digest: str) -> Path:
     return output
 
 
+def _install(source: Path, directory: Path, filename: str, soname: str | None = None) -> Path:
+    """``source`` copied to ``directory / filename`` through a mkstemp file renamed over
+    it (a process mapping an older copy keeps its own), its SONAME set when given."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".opencl-shim-", dir=directory)
+    os.close(fd)
+    try:
+        shutil.copyfile(source, name)
+        os.chmod(name, 0o755)
+        if soname is not None:
+            _set_soname(Path(name), soname)
+        os.replace(name, directory / filename)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return directory / filename
+
+
 def build_shim(directory: Path, spec: ShimSpec) -> Path:
     """The fake driver ``spec`` describes, as ``directory / spec.filename`` (a copy of a
     build shared by every call with the same spec and source)."""
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / spec.filename
-    shutil.copyfile(_built(spec, digest), target)
-    target.chmod(0o755)
-    return target
+    return _install(_built(spec, digest), directory, spec.filename)
 
 
 def ocl_icd_copy(
@@ -219,13 +234,7 @@ def ocl_icd_copy(
     """Termux's ocl-icd: a copy of the system loader as ``directory / filename`` whose
     SONAME is ``soname``. It reads ``OCL_ICD_VENDORS`` (Termux's compiled-in
     ``$PREFIX/etc/OpenCL/vendors`` in the simulations)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / filename
-    shutil.copyfile(SYSTEM_LOADER, target)
-    target.chmod(0o755)
-    _set_soname(target, soname)
-    return target
+    return _install(SYSTEM_LOADER, directory, filename, soname)
 
 
 def source_built_pyopencl(directory: Path) -> Path:
@@ -233,7 +242,7 @@ def source_built_pyopencl(directory: Path) -> Path:
     through ``RPATH $ORIGIN/.libs``) under ``directory`` whose ``_cl`` links
     ``libOpenCL.so`` by name and has no RPATH, the bundled libraries left out, as pyopencl
     built from source against Termux's ocl-icd. Returns the directory to put first on
-    ``PYTHONPATH``."""
+    ``PYTHONPATH`` (``directory`` itself; a ``pyopencl`` already there is an error)."""
     found = importlib.util.find_spec("pyopencl")
     if found is None or not found.submodule_search_locations:
         raise RuntimeError("pyopencl is not installed")

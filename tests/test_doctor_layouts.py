@@ -253,12 +253,21 @@ def test_a_crashing_or_hanging_vendor_driver_is_a_finding(tmp_path, kind, outcom
 
 @pytest.mark.slow
 def test_selftest_passes_through_the_fix(termux, tmp_path):
+    """Every computation on the device qcom_ext takes for Qualcomm's driver (Adreno's
+    quirks applied, every cl_qcom_* path a fallback on pocl) agrees with numpy."""
     env = fixed(termux, doctor(termux, termux["env"], tmp_path))
     done = qcom_ext(["selftest", "--json"], termux, env, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
-    assert report["ok"] and report["device"]["label"] == "adreno-740-cpu", report["device"]
-    assert "QUALCOMM" in report["device"]["driver"]  # the driver version string
+    assert report["ok"] and report["counts"]["fail"] == 0 and report["counts"]["pass"] > 0
+    device = report["device"]
+    assert (device["label"], device["platform"], device["adreno_model"]) == (
+        "adreno-740-cpu",
+        QUALCOMM,
+        "740",
+    )
+    assert "QUALCOMM" in device["driver"]  # the driver version string
+    assert "adreno-mad24" in {q["id"] for q in report["quirks"]}  # Adreno's build flags ran
 
 
 # ---- Qualcomm Linux boards ----------------------------------------------------------------

@@ -291,22 +291,6 @@ def test_qualcomm_linux_board_lists_both_icds_with_their_looks(tmp_path):
     assert got["ran"] == {name: list(range(1, 17)) for name in looks}
 
 
-@pytest.mark.slow
-def test_selftest_passes_on_the_qualcomm_look(termux, tmp_path):
-    """``qcom-ext selftest`` in the Termux environment with the fix: every computation
-    on the device qcom_ext takes for Qualcomm's driver (the Adreno quirks applied, every
-    cl_qcom_* path a fallback on pocl) agrees with numpy."""
-    code = "from qcom_ext.tools.cli import main\nsys.exit(main(['selftest', '--json']))\n"
-    done = run_child(code, tmp_path, paths=(termux / "site",), **termux_fix_env(termux))
-    assert done.returncode == 0, (done.stdout[-6000:], done.stderr[-3000:])
-    got = json.loads(done.stdout)
-    assert got["ok"] and got["counts"]["fail"] == 0 and got["counts"]["pass"] > 0
-    device = got["device"]
-    assert (device["platform"], device["adreno_model"]) == (QUALCOMM_PLATFORM, "740")
-    assert device["adreno_compiler"] == "E031.47.00.00"
-    assert "adreno-mad24" in {q["id"] for q in got["quirks"]}  # the Adreno build flags ran
-
-
 def test_missing_tools_names_what_is_missing(monkeypatch):
     import fakes.opencl_shim as shim
 

@@ -24,6 +24,7 @@ from rich.table import Table
 
 import qcom_ext
 from qcom_ext import DeviceCaps
+from qcom_ext.tools._output import write_text
 from qcom_ext.tools.bench._case import SuiteResult, format_seconds
 
 __all__ = [
@@ -342,9 +343,9 @@ def write(
 ) -> None:
     """Write the report as JSON and/or markdown."""
     if json_path is not None:
-        Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        write_text(json_path, json.dumps(report.to_dict(), indent=2) + "\n", "--json")
     if markdown_path is not None:
-        Path(markdown_path).write_text(report.to_markdown())
+        write_text(markdown_path, report.to_markdown(), "--markdown")
 
 
 def render(report: Report, console: Console) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from qcom_ext.device.quirks import Quirk
+from qcom_ext.tools._output import console as _console
 from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestReport
 
 __all__ = ["render"]
@@ -122,7 +122,7 @@ def _quirk_line(quirk: Quirk) -> str:
 
 def render(report: SelftestReport, console: Any = None) -> None:
     """Print the report: device strings, one row per extension and path, the failures."""
-    console = console or Console()
+    console = console or _console()
     device = report.device
     console.rule(f"[bold]qcom-ext selftest[/] {escape(device.label)} — {escape(device.device)}")
     facts = [

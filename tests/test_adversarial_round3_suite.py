@@ -1,0 +1,191 @@
+"""Issue 26, findings 12-16: the suite and the command line under hostile conditions.
+
+The pytest plugin stays inert in a project that did not ask for it; the command line's
+typed errors (a reader that goes away, an unwritable ``--json``, a deeply nested
+``--compare``, an ambiguous ``--device``), driver strings carrying terminal escapes, and
+``CompilerVersion``'s equality for any number of parts; ``Linear.tune(candidates=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qcom_ext import DeviceCaps, ops
+from qcom_ext.device.compiler_version import CompilerVersion
+from qcom_ext.errors import ConfigError, QcomExtError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- finding 16: CompilerVersion, any number of parts ---------------------------------
+
+
+@given(
+    st.lists(st.integers(0, 9999), min_size=1, max_size=8),
+    st.lists(st.integers(0, 9999), min_size=1, max_size=8),
+)
+def test_compiler_version_equality_order_and_hash_agree_for_any_length(a, b):
+    va, vb = CompilerVersion("E031", tuple(a)), CompilerVersion("E031", tuple(b))
+    width = max(len(a), len(b))
+    pa, pb = tuple(a) + (0,) * (width - len(a)), tuple(b) + (0,) * (width - len(b))
+    assert (va == vb) == (pa == pb)
+    assert (va < vb) == (pa < pb) and (va > vb) == (pa > pb)
+    if va == vb:
+        assert hash(va) == hash(vb)
+
+
+def test_compiler_version_trailing_zeros_past_four_numbers():
+    five = CompilerVersion.of("E031", 45, 2, 6, 1)
+    assert five == CompilerVersion.of("E031", 45, 2, 6, 1, 0)
+    assert len({five, CompilerVersion.of("E031", 45, 2, 6, 1, 0, 0)}) == 1
+    assert CompilerVersion.of("E031", 45, 2, 6, 1, 0, 1) > five
+
+
+# ---- finding 16: Linear.tune(candidates=...) ------------------------------------------
+
+
+def test_linear_tune_takes_the_documented_candidates_option(kernel_context):
+    queue = cl.CommandQueue(kernel_context)
+    rng = np.random.default_rng(0)
+    layer = ops.Linear(queue, rng.standard_normal((20, 128)).astype(np.float32))
+    x = rng.standard_normal((1, 128)).astype(np.float32)
+    mine = [(8, 1), (16, 2)]
+    result = layer.tune(queue, x, candidates=mine, budget_s=2, repeats=1, use_cache=False)
+    tried = {local for local, _ in result.measured} | {local for local, _ in result.rejected}
+    assert tried <= {None, *mine} and set(mine) <= tried
+    assert result.local_size in (None, *mine)
+    with pytest.raises(ConfigError, match=r"candidates \[\(3, 1\)\].*power of two"):
+        layer.tune(queue, x, candidates=[(3, 1)], use_cache=False)
+
+
+# ---- finding 16: the command line -----------------------------------------------------
+
+
+def _qcom_ext(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "qcom_ext", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["probe", "--all"],
+        ["probe", "--all", "--json"],
+        ["selftest", "--only", "bitreverse", "--json"],
+    ],
+    ids=["table", "json", "selftest-json"],
+)
+def test_a_reader_that_goes_away_ends_the_cli_quietly(argv):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `qcom-ext probe | head -0`: every write finds no reader
+    try:
+        result = _qcom_ext(*argv, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tune", "--kinds", "1x1", "--scale", "0.05", "--budget-s", "0.05", "--repeats", "1"],
+        ["bench", "cl_context", "--rounds", "1", "--batch-ms", "1"],
+    ],
+    ids=["tune", "bench"],
+)
+def test_an_unwritable_json_path_is_one_typed_line(argv, tmp_path):
+    target = tmp_path / "no-such-folder" / "out.json"
+    result = _qcom_ext(*argv, "--json", str(target))
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "--json" in line]
+    assert len(lines) == 1 and "cannot write there" in lines[0] and str(target) in lines[0]
+
+
+def test_bench_compare_refuses_deeply_nested_json(tmp_path, capsys):
+    from qcom_ext.tools import cli
+
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text("[" * 5000 + "]" * 5000)  # valid JSON, past json's recursion limit
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["bench", "cl_context", "--compare", str(earlier)])
+    assert exited.value.code == 2
+    assert "nested at most 64 deep" in capsys.readouterr().err
+
+
+def _shared_platform_part() -> str | None:
+    """A word of one platform's name that another platform's name contains too."""
+    from qcom_ext.binding import info as _info
+    from qcom_ext.binding.lib import C
+
+    try:
+        names = [_info.platform_str(p, C.CL_PLATFORM_NAME) for p in _info.platform_ids()]
+    except QcomExtError:
+        return None
+    for i, name in enumerate(names):
+        for word in name.split():
+            if any(word.lower() in other.lower() for other in names[i + 1 :]):
+                return word
+    return None
+
+
+def test_a_platform_name_part_matching_two_platforms_is_ambiguous(capsys):
+    from qcom_ext.tools import cli
+
+    shared = _shared_platform_part()
+    if shared is None:
+        pytest.skip("needs two OpenCL platforms whose names share a word (pocl 3.0 and 3.1)")
+    assert cli.main(["probe", "--device", shared]) == 1
+    err = capsys.readouterr().err
+    assert f"--device {shared!r} matches 2 devices" in err, err
+    assert "give the whole label" in err
+
+
+ESCAPES = ("\x1b[2J", "\x1b]0;owned\x07", "\x9b31m", "\r")
+
+
+def _hostile_caps() -> DeviceCaps:
+    return DeviceCaps.from_info(
+        extensions="cl_khr_fp16",
+        device_name="Adreno\x1b[2J (TM) 740",
+        platform_name="QUALCOMM\x1b]0;owned\x07 Snapdragon",
+        platform_version="OpenCL 3.0 \x9b31m",
+        driver_version="OpenCL 3.0 QUALCOMM build\r: 0808.0",
+        device_version="OpenCL 3.0 Adreno\x1b[5m",
+        opencl_c_version="OpenCL C 3.0 Adreno\x07",
+    )
+
+
+def test_driver_strings_reach_the_terminal_without_control_characters(monkeypatch, capsys):
+    from qcom_ext.tools import cli
+
+    caps = _hostile_caps()
+    monkeypatch.setattr(cli, "probe", lambda *args, **kwargs: caps)
+    assert cli.main(["probe"]) == 0
+    out = capsys.readouterr().out
+    assert "Adreno" in out and "Snapdragon" in out
+    assert not any(c in out for c in ("\x1b", "\x07", "\x9b", "\r")), repr(out)
+
+    def failing(*args, **kwargs):
+        raise QcomExtError(f"the driver said {caps.device_name}")
+
+    monkeypatch.setattr(cli, "probe", failing)
+    assert cli.main(["probe"]) == 1
+    err = capsys.readouterr().err
+    assert "the driver said Adreno" in err and "\x1b" not in err, repr(err)

@@ -1,4 +1,5 @@
-"""The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin):
+"""The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin,
+inert until asked; ``qcom_ext = true`` in pyproject.toml enables it for this suite):
 ``device_caps`` / ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context`` over
 every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here;
 the test doubles live in tests/fakes/.

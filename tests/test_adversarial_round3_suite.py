@@ -189,3 +189,84 @@ def test_driver_strings_reach_the_terminal_without_control_characters(monkeypatc
     assert cli.main(["probe"]) == 1
     err = capsys.readouterr().err
     assert "the driver said Adreno" in err and "\x1b" not in err, repr(err)
+
+
+# ---- finding 12: the pytest plugin is inert until asked ---------------------------------
+
+UNRELATED = """
+import sys
+
+def test_unrelated():
+    assert "pyopencl" not in sys.modules, "the qcom_ext plugin imported pyopencl"
+    assert not any(m.startswith("qcom_ext.device") for m in sys.modules), "it probed"
+"""
+
+
+@pytest.fixture(scope="module")
+def crashing_driver(tmp_path_factory) -> str:
+    from _crashing_opencl import build_libraries
+
+    return build_libraries(tmp_path_factory.mktemp("crashing-opencl"))["segfault"]
+
+
+def _pytest_in(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """pytest run in ``folder``, a project of its own (no ini file above it), with the
+    installed plugins loaded as any project's run loads them."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(folder),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env={**os.environ, "PYTHONSAFEPATH": "1", **env},
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"QCOM_EXT_TEST_DEVICES": "no-such-device"}, "crashing driver"],
+    ids=["bad-selector", "crashing-driver"],
+)
+def test_an_unrelated_project_never_wakes_the_plugin(env, tmp_path, request):
+    if env == "crashing driver":
+        env = {"QCOM_EXT_OPENCL_LIBRARY": request.getfixturevalue("crashing_driver")}
+    (tmp_path / "test_unrelated.py").write_text(UNRELATED)
+    result = _pytest_in(tmp_path, "-v", **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    assert "qcom_ext device" not in result.stdout and "qcom_ext:" not in result.stdout
+
+
+def test_an_unrelated_fixture_named_like_the_plugins_is_left_alone(tmp_path):
+    (tmp_path / "test_own.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef cl_context():\n    return 'mine'\n\n"
+        "def test_own(cl_context):\n    assert cl_context == 'mine'\n"
+    )
+    result = _pytest_in(tmp_path, "-v", QCOM_EXT_TEST_DEVICES="no-such-device")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "test_own PASSED" in result.stdout
+
+
+@pytest.mark.parametrize("how", ["ini", "-p"])
+def test_asking_for_the_plugin_probes_and_a_bad_selector_is_a_usage_error(how, tmp_path):
+    (tmp_path / "test_unrelated.py").write_text("def test_plain():\n    pass\n")
+    args = ["-p", "qcom_ext"] if how == "-p" else []
+    if how == "ini":
+        (tmp_path / "pytest.ini").write_text("[pytest]\nqcom_ext = true\n")
+    result = _pytest_in(tmp_path, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # the header: each device, or "qcom_ext: no OpenCL device found"
+    assert "qcom_ext device: " in result.stdout or "qcom_ext: " in result.stdout
+    bad = _pytest_in(tmp_path, *args, QCOM_EXT_TEST_DEVICES="no-such-device")
+    assert bad.returncode == 4, bad.stdout + bad.stderr  # pytest's usage error
+    assert "INTERNALERROR" not in bad.stdout + bad.stderr
+    assert "QCOM_EXT_TEST_DEVICES='no-such-device' matches no device" in bad.stderr

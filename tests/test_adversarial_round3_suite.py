@@ -8,6 +8,7 @@ typed errors (a reader that goes away, an unwritable ``--json``, a deeply nested
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 import pytest
+from conftest import DEVICES
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -270,3 +272,109 @@ def test_asking_for_the_plugin_probes_and_a_bad_selector_is_a_usage_error(how, t
     assert bad.returncode == 4, bad.stdout + bad.stderr  # pytest's usage error
     assert "INTERNALERROR" not in bad.stdout + bad.stderr
     assert "QCOM_EXT_TEST_DEVICES='no-such-device' matches no device" in bad.stderr
+
+
+# ---- finding 13: a device that builds nothing; probes compared on what is stable ------
+
+#: pocl (3.0 and 3.1) refuses every build with an option it does not know: a real device
+#: whose compiler builds nothing, as the PyPI pocl 3.0 on newer CPUs.
+BUILDS_NOTHING = {"POCL_EXTRA_BUILD_FLAGS": "-qcom-ext-builds-nothing"}
+
+
+def _pocl_labels() -> list[str]:
+    return [c.label for c in DEVICES if c.driver == "pocl"]
+
+
+needs_pocl = pytest.mark.skipif(not _pocl_labels(), reason="needs a pocl device")
+
+
+def test_probe_leaves_the_build_check_to_the_first_ask(device_caps, monkeypatch):
+    from qcom_ext.device import builds
+    from qcom_ext.device.probe import read_device
+
+    tried = []
+    real = builds._try_build
+    monkeypatch.setattr(builds, "_try_build", lambda device: tried.append(1) or real(device))
+    builds.forget()
+    caps = read_device(device_caps.device_id)  # a whole probe, uncached
+    assert tried == []
+    first = caps.build_problem
+    assert caps.builds_programs == (first is None) and device_caps.build_problem == first
+    assert tried == [1]  # once per device, whichever report asks
+
+
+@needs_pocl
+def test_a_device_that_builds_nothing_is_one_fact_and_one_selftest_line():
+    label = _pocl_labels()[0]
+    code = (
+        "import json, qcom_ext\n"
+        "from qcom_ext.tools.cli import chosen_device\n"
+        f"caps = qcom_ext.probe(chosen_device({label!r}))\n"
+        "print(json.dumps([caps.builds_programs, caps.build_problem]))\n"
+    )
+    env = {**os.environ, **BUILDS_NOTHING}
+    fact = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert fact.returncode == 0, fact.stderr
+    builds, problem = json.loads(fact.stdout)
+    assert builds is False and problem == "Invalid build option: -qcom-ext-builds-nothing"
+    only = "bitreverse,dot_product8,bfloat16_product,ml_ops"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "qcom_ext",
+            "selftest",
+            "--device",
+            label,
+            "--only",
+            only,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["ok"] is False
+    assert report["build_problem"] == problem
+    assert "BuildError" not in result.stdout  # said once, not once per check
+
+
+@needs_pocl
+def test_the_kernel_building_tests_skip_where_a_device_builds_nothing():
+    """tests/test_launch.py and tests/test_shared_programs.py built kernels on any device:
+    on one that builds nothing they failed rather than skipped."""
+    files = [
+        "tests/test_launch.py",
+        "tests/test_shared_programs.py",
+        "tests/test_benchmark_dot8.py",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *files, "-q", "-rs", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **BUILDS_NOTHING, "QCOM_EXT_TEST_DEVICES": _pocl_labels()[0]},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "cannot build programs on this host: Invalid build option" in result.stdout
+
+
+def test_the_isolated_probe_agrees_on_what_is_stable(device_caps, monkeypatch):
+    """The child reads pocl's memory limits at another moment (another load): here they
+    differ for real (POCL_MEMORY_LIMIT in the child only), the rest must not."""
+    from conftest import stable_report
+
+    from qcom_ext.device.isolated import probe_isolated
+
+    monkeypatch.setenv("POCL_MEMORY_LIMIT", "1")  # GiB; the child inherits it
+    (there,) = probe_isolated(device_caps.label)
+    if device_caps.driver == "pocl":
+        assert there.limits.max_mem_alloc_size != device_caps.limits.max_mem_alloc_size
+    assert stable_report(there) == stable_report(device_caps)
+    assert there.limits.max_mem_alloc_size > 0

@@ -43,7 +43,6 @@ import pytest
 
 DEVICES_ENV = "QCOM_EXT_TEST_DEVICES"
 _EXTENSION_NAME = re.compile(r"cl_[A-Za-z0-9]+_\w+\Z", re.ASCII)  # cl_khr_fp16, cl_ARM_printf
-_compile_problems: dict[int, str | None] = {}
 _devices: list[Any] | None = None
 
 
@@ -245,24 +244,22 @@ def cl_context(cl_device: Any) -> Any:
 
 @pytest.fixture
 def kernel_context(device_caps: Any, cl_context: Any) -> Any:
-    """A context whose device can build kernels; others skip, naming the build error.
+    """A context whose device can build kernels; others skip, naming the build log's first
+    line (``DeviceCaps.build_problem``, one trivial build per device, the one rule).
 
     (The PyPI pocl 3.0 uses LLVM 14, which cannot target some newer host CPUs:
     "unknown target CPU 'generic'".)
     """
-    import pyopencl as cl
-
-    if device_caps.device_id not in _compile_problems:
-        try:
-            cl.Program(cl_context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
-            _compile_problems[device_caps.device_id] = None
-        except cl.Error as exc:
-            lines = [line for line in str(exc).splitlines() if "error" in line.lower()]
-            _compile_problems[device_caps.device_id] = lines[-1] if lines else str(exc)
-    problem = _compile_problems[device_caps.device_id]
-    if problem:
-        pytest.skip(f"{device_caps.label} cannot compile kernels on this host: {problem}")
+    skip_unless_building(device_caps)
     return cl_context
+
+
+def skip_unless_building(caps: Any) -> None:
+    """Skip the test when the device of ``caps`` builds no program (the device rule of
+    every test that builds kernels: ``kernel_context`` goes through it)."""
+    problem = caps.build_problem
+    if problem:
+        pytest.skip(f"{caps.label} cannot build programs on this host: {problem}")
 
 
 @pytest.fixture

@@ -140,6 +140,11 @@ def render(report: SelftestReport, console: Any = None) -> None:
         console.print(f"[dim]{key:>16}[/]  {escape(str(value))}")
     for problem in report.problems:
         console.print(f"[red]probe problem:[/] {escape(problem)}")
+    if report.build_problem:
+        console.print(
+            f"[bold red]the device builds no program:[/] {escape(report.build_problem)} "
+            "(the checks that build kernels are skipped)"
+        )
     for quirk in report.quirks:
         console.print(_quirk_line(quirk), soft_wrap=True)
     for name, verdict in report.verdicts.items():

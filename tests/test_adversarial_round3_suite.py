@@ -378,3 +378,27 @@ def test_the_isolated_probe_agrees_on_what_is_stable(device_caps, monkeypatch):
         assert there.limits.max_mem_alloc_size != device_caps.limits.max_mem_alloc_size
     assert stable_report(there) == stable_report(device_caps)
     assert there.limits.max_mem_alloc_size > 0
+
+
+# ---- finding 14: the sample and tuner tests expect what the device chose -----------------
+
+
+def test_the_expected_kernels_follow_the_devices_choice(kernel_context, monkeypatch):
+    """On a GPU other than Adreno (NVIDIA) the 1x1 layers' default is the staged GEMM,
+    ``conv2d_1x1_staged``: the tests of samples/conv_net.py and ``qcom-ext tune`` take
+    their expectation from the layers built on the device, so they follow it."""
+    from test_samples import conv_net_kernels
+    from test_tune_cli import expected_kernels
+
+    from qcom_ext.ops import conv_1x1
+
+    here = conv_net_kernels(kernel_context)
+    assert [kernel for _, kernel, _ in here][::2] == ["conv2d_1x1", "conv2d_1x1"]
+    tuned = set(expected_kernels(kernel_context, "1x1,int8", 0.05).values())
+    assert tuned == {"conv2d_1x1", "conv2d_1x1_int8"}
+    monkeypatch.setattr(conv_1x1, "default_tile", lambda device: (4, 8))  # as on NVIDIA
+    gpu = conv_net_kernels(kernel_context)
+    assert [kernel for _, kernel, _ in gpu][::2] == ["conv2d_1x1_staged"] * 2
+    assert gpu[1] == here[1]  # the depthwise layer's choice is the same
+    tuned = set(expected_kernels(kernel_context, "1x1,int8", 0.05).values())
+    assert tuned == {"conv2d_1x1_staged", "conv2d_1x1_int8"}

@@ -402,3 +402,52 @@ def test_the_expected_kernels_follow_the_devices_choice(kernel_context, monkeypa
     assert gpu[1] == here[1]  # the depthwise layer's choice is the same
     tuned = set(expected_kernels(kernel_context, "1x1,int8", 0.05).values())
     assert tuned == {"conv2d_1x1_staged", "conv2d_1x1_int8"}
+
+
+# ---- finding 15: checks that can fail ----------------------------------------------------
+
+
+def _sample(name: str):
+    """samples/<name>.py as a module (its ``_common`` beside it)."""
+    import importlib.util
+
+    folder = ROOT / "samples"
+    if not (folder / f"{name}.py").is_file():
+        pytest.skip("not running from a source checkout")
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(f"sample_{name}", folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+    return module
+
+
+@pytest.mark.parametrize("q8", [False, True], ids=["float32", "q8_0"])
+def test_mlp_decode_checks_each_output_within_the_documented_bound(q8):
+    """The old check held the largest error against one tolerance of 30.3 while the
+    largest output was 7.7: an all-zero y printed OK."""
+    mlp = _sample("mlp_decode")
+    rng = np.random.default_rng(3)
+    hidden, ff = 64, 96
+    weights = {
+        "ffn_up.weight": ops.quantize(rng.standard_normal((ff, hidden), np.float32) * 0.1, "q4_0"),
+        "ffn_up.bias": rng.standard_normal(ff).astype(np.float32) * 0.1,
+        "ffn_down.weight": ops.quantize(
+            rng.standard_normal((hidden, ff), np.float32) * 0.05, "q4_0"
+        ),
+        "ffn_down.bias": rng.standard_normal(hidden).astype(np.float32) * 0.1,
+    }
+    x = rng.standard_normal(hidden).astype(np.float32)
+    w1, w2 = (
+        ops.dequantize(weights[f"ffn_{n}.weight"]).astype(np.float64) for n in ("up", "down")
+    )
+    h = np.maximum(w1 @ x + weights["ffn_up.bias"], 0)
+    y = w2 @ h + weights["ffn_down.bias"]
+    ok, ratio, error, scale = mlp.check(weights, x, h, y, q8)
+    assert ok and ratio < 1e-3 and error < 1e-9 and scale > 0.5
+    _, tolerance = mlp.layer_check(w2, weights["ffn_down.bias"], h, q8)
+    assert tolerance.max() < 0.2 * np.abs(y).max()  # the bound is well under the signal
+    for wrong_y, wrong_h in ((np.zeros_like(y), h), (y, np.zeros_like(h)), (y * 1.1, h)):
+        assert not mlp.check(weights, x, wrong_h, wrong_y, q8)[0]

@@ -102,10 +102,10 @@ def check(weights: dict, x: np.ndarray, h: np.ndarray, y: np.ndarray, q8: bool):
     )
     b1, b2 = (weights[f"ffn_{n}.bias"].astype(np.float64) for n in ("up", "down"))
     want_h, tol_h = layer_check(w1, b1, x, q8)
-    want_h, tol_h = np.maximum(want_h, 0), tol_h
+    want_h = np.maximum(want_h, 0)
     want_y, tol_y = layer_check(w2, b2, h, q8)
     errors = (np.abs(h - want_h), np.abs(y - want_y))
-    ratio = max(float((e / t).max()) for e, t in zip(errors, (tol_h, tol_y)))
+    ratio = max(float((e / t).max()) for e, t in zip(errors, (tol_h, tol_y), strict=True))
     ok = h.shape == want_h.shape and y.shape == want_y.shape and ratio <= 1.0
     return ok, ratio, float(errors[1].max()), float(np.abs(want_y).max())
 

@@ -259,7 +259,7 @@ def update_doc(report: Report, path: Path, key: str | None = None) -> None:
         section = SUMMARY_SECTION if name == SUMMARY else None
         body = f"{stamp}\n{suite.markdown}"
         text = replace_block(text, block_begin(key, [name]), body, section)
-    path.write_text(text)
+    write_text(path, text, "--update-doc")
 
 
 def _cell(value: float | None, text: str) -> str:

@@ -44,7 +44,7 @@ import qcom_ext
 from qcom_ext import QcomExtError
 from qcom_ext._cache_dir import parse_json
 from qcom_ext.device.choice import device_from_spec, pyopencl_ctx
-from qcom_ext.tools._output import check_writable
+from qcom_ext.tools._output import check_writable, terminal_safe
 from qcom_ext.tools._output import console as _console
 from qcom_ext.tools.bench._case import Case, Suite
 from qcom_ext.tools.bench.report import (
@@ -266,7 +266,8 @@ def main(
     if args.summary and not any(n in suites for n in args.cases):
         parser.error("--summary summarises suites: name them (e.g. accelerated-suite)")
     earlier = _earlier(parser, args.compare)
-    for option, path in (("--json", args.json), ("--markdown", args.markdown)):
+    outputs = (("--json", args.json), ("--markdown", args.markdown))
+    for option, path in (*outputs, ("--update-doc", args.update_doc)):
         if path is not None:
             try:
                 check_writable(path, option)
@@ -287,7 +288,7 @@ def main(
             os.environ["PYOPENCL_CTX"] = pyopencl_ctx(device_from_spec(args.device))
         caps = qcom_ext.probe()
     except QcomExtError as exc:
-        parser.exit(1, f"benchmarks: no device to run on: {exc}\n")
+        parser.exit(1, f"benchmarks: no device to run on: {terminal_safe(str(exc))}\n")
     rounds = args.rounds or DEFAULT_ROUNDS
     report = measure(chosen, caps, rounds, args.batch_ms / 1e3, _console(stderr=True), command)
     if wanted_suites:

@@ -61,7 +61,7 @@ def test_linear_tune_takes_the_documented_candidates_option(kernel_context):
     layer = ops.Linear(queue, rng.standard_normal((20, 128)).astype(np.float32))
     x = rng.standard_normal((1, 128)).astype(np.float32)
     mine = [(8, 1), (16, 2)]
-    result = layer.tune(queue, x, candidates=mine, budget_s=2, repeats=1, use_cache=False)
+    result = layer.tune(queue, x, candidates=mine, budget_s=60, repeats=1, use_cache=False)
     tried = {local for local, _ in result.measured} | {local for local, _ in result.rejected}
     assert tried <= {None, *mine} and set(mine) <= tried
     assert result.local_size in (None, *mine)

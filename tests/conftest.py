@@ -1,4 +1,5 @@
-"""The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin):
+"""The project's own tests use qcom_ext's installed pytest plugin (qcom_ext.tools.pytest_plugin,
+inert until asked; ``qcom_ext = true`` in pyproject.toml enables it for this suite):
 ``device_caps`` / ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context`` over
 every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here;
 the test doubles live in tests/fakes/.
@@ -15,6 +16,7 @@ Two suite-wide rules are set here:
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 from pathlib import Path
@@ -86,21 +88,49 @@ def benchmark_module(name: str):
     return importlib.import_module(f"qcom_ext.tools.bench.{name}")
 
 
+#: Limits a driver may compute from the host's free memory (pocl does, the image sizes
+#: too): two probes of one device, here and in a child, may read them under another load.
+MEMORY_LIMITS = ("max_mem_alloc_size", "max_large_buffer_size", "image2d_max_size")
+
+
+def stable_report(report) -> dict:
+    """A probe report (a DeviceCaps or its ``to_dict()``) without :data:`MEMORY_LIMITS`:
+    what two probes of one device must agree on whatever the host's load."""
+    data = copy.deepcopy(report if isinstance(report, dict) else report.to_dict())
+    for name in MEMORY_LIMITS:
+        data["limits"].pop(name, None)
+    return data
+
+
 def adreno_strings() -> dict[str, str]:
     """File stem -> the verbatim extension string of a real Adreno device."""
     return {p.stem: p.read_text() for p in sorted(DATA.glob("adreno*.txt"))}
 
 
+def building_device():
+    """The first selected device that builds programs (``DeviceCaps.builds_programs``,
+    the plugin's device rule); the test skips, naming why, where none does."""
+    from qcom_ext.tools.pytest_plugin import skip_unless_building
+
+    if not DEVICES:
+        pytest.skip("needs an OpenCL device")
+    for caps in DEVICES:
+        if caps.builds_programs:
+            return caps
+    skip_unless_building(DEVICES[0])
+
+
 def default_building_context():
     """A context on the default device (``qcom_ext.probe()``), skipping the test where
-    that device cannot build kernels."""
+    that device cannot build kernels (the plugin's device rule, as ``kernel_context``)."""
     import pyopencl as cl
 
     from qcom_ext import QcomExtError, probe
+    from qcom_ext.tools.pytest_plugin import skip_unless_building
 
     try:
-        context = cl.Context([probe().device()])
-        cl.Program(context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
-    except (QcomExtError, cl.Error) as exc:
+        caps = probe()
+    except QcomExtError as exc:
         pytest.skip(f"needs a device that builds kernels: {exc}")
-    return context
+    skip_unless_building(caps)
+    return cl.Context([caps.device()])

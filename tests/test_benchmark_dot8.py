@@ -10,14 +10,14 @@ import pyopencl as cl
 from qcom_ext.tools.bench import cases_dot8
 
 
-def test_both_cases_compute_the_reference(device_caps):
+def test_both_cases_compute_the_reference(device_caps, kernel_context):
     state = cases_dot8.setup(device_caps, items=2048)
     want = cases_dot8.reference(state["a"], state["b"], rounds=40)
     for which in ("probed", "portable"):
         np.testing.assert_array_equal(cases_dot8.launch(state, which, rounds=40), want, which)
 
 
-def test_saturation_is_reached_and_applied(device_caps):
+def test_saturation_is_reached_and_applied(device_caps, kernel_context):
     """Enough rounds to drive the sums into both int32 limits: the model's clipping and
     the kernels' agree there too."""
     state = cases_dot8.setup(device_caps, items=512)
@@ -27,7 +27,7 @@ def test_saturation_is_reached_and_applied(device_caps):
     np.testing.assert_array_equal(cases_dot8.launch(state, "probed", rounds=rounds), want)
 
 
-def test_the_portable_case_leaves_out_every_faster_path(device_caps):
+def test_the_portable_case_leaves_out_every_faster_path(device_caps, kernel_context):
     state = cases_dot8.setup(device_caps, items=64)
     program = state["kernels"]["portable"].get_info(cl.kernel_info.PROGRAM)
     options = program.get_build_info(device_caps.device(), cl.program_build_info.OPTIONS)

@@ -28,7 +28,9 @@ def test_cases_are_declared_for_the_runner(cases_module):
     assert [c.name for c in cases if c.baseline] == ["gemv_preset_enqueue"]
 
 
-def test_every_case_computes_the_layers_product(cases_module, device_caps, monkeypatch):
+def test_every_case_computes_the_layers_product(
+    cases_module, device_caps, kernel_context, monkeypatch
+):
     monkeypatch.setattr(cases_module, "CALLS", 2)
     state = cases_module.setup(device_caps)
     queue, layer, x, out = (state[k] for k in ("queue", "layer", "x", "out"))

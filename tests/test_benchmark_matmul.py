@@ -66,7 +66,7 @@ def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monk
     assert [v.split(":")[0] for v in verdicts] == ["GEMV f16", "GEMV q8_0", "GEMV q4_0"]
 
 
-def test_the_read_floor_grows_with_the_bytes(device_caps):
+def test_the_read_floor_grows_with_the_bytes(device_caps, kernel_context):
     """A read-only kernel of 64 MiB takes longer than one of 64 KiB (each byte is read:
     the kernel's own correctness is the Oclgrind case bench_read)."""
     import pyopencl as cl

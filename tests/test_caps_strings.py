@@ -269,7 +269,10 @@ def test_report_round_trips_through_json():
 
 
 def test_equal_inputs_give_equal_reports():
-    assert adreno_caps("adreno650-cl2.0") == adreno_caps("adreno650-cl2.0")
+    first, second = adreno_caps("adreno650-cl2.0"), adreno_caps("adreno650-cl2.0")
+    assert first is not second  # two reports built apart, not one compared with itself
+    assert first == second and hash(first) == hash(second)
+    assert first != adreno_caps("adreno740-cl3.0")  # and equality can fail
 
 
 def test_unknown_extension_query_names_known_ones():

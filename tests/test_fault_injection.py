@@ -59,6 +59,7 @@ from qcom_ext.errors import RecordingStateError, error_name
 from qcom_ext.ext import context as context_module
 from qcom_ext.ext.memory import external as external_memory
 from qcom_ext.ext.memory import image_buffer as image_buffer_module
+from qcom_ext.tools.pytest_plugin import skip_unless_building
 
 DEVICE = next((c for c in DEVICES if c.image_support), None)
 pytestmark = [
@@ -459,6 +460,7 @@ class Env:
 
 @pytest.fixture(scope="module")
 def shared():
+    skip_unless_building(DEVICE)
     context = cl.Context([DEVICE.device()])
     kernel = cl.Kernel(cl.Program(context, ADD).build(), "add")
     return context, cl.CommandQueue(context), kernel

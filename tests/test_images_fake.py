@@ -297,3 +297,34 @@ def test_bad_frame_sizes_are_refused_before_any_call(dmabuf, shape, match):
 def test_unknown_layout_is_refused():
     with FakeMemDriver(), pytest.raises(ConfigError, match=r"'yuyv'.*nv12, p010, tp10"):
         qcom_ext.planar_image(FakeContext(), (8, 8), "yuyv")
+
+
+class _EveryFlags(dict):
+    """clGetSupportedImageFormats' answer for any flags: these formats."""
+
+    def __init__(self, formats: list[tuple[int, int]]) -> None:
+        super().__init__()
+        self.formats = formats
+
+    def get(self, flags, default=None):
+        return self.formats
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="a memfd stands in for the ION fd")
+def test_only_a_dma_buf_backs_the_portable_planes():
+    """On a device that imports ION natively but has no cl_qcom_other_image, an NV12 frame
+    over ION memory would take the portable planes: those map the memory, which only a
+    dma-buf may be (ION and AHardwareBuffer memory is never mapped into the host)."""
+    fd = os.memfd_create("qcom-ext-fake-ion")
+    try:
+        os.ftruncate(fd, 1 << 16)
+        memory = qcom_ext.ExternalMemory.ion(fd, 0x7F0000000000)
+        with (
+            FakeMemDriver(extra="cl_qcom_ion_host_ptr", drop="cl_qcom_other_image") as fake,
+            pytest.raises(ExtensionUnavailable, match="only a dma-buf can back the portable"),
+        ):
+            fake.formats = _EveryFlags([(C.CL_R, C.CL_UNORM_INT8), (C.CL_RG, C.CL_UNORM_INT8)])
+            qcom_ext.nv12_image(FakeContext(), (32, 16), memory=memory)
+        assert fake.images == [] and fake.buffers == []  # nothing made, nothing mapped
+    finally:
+        os.close(fd)

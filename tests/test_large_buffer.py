@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pyopencl as cl
 import pytest
-from conftest import DEVICES
+from conftest import DEVICES, building_device
 from fakes.claiming import claiming, real
 from fakes.driver import addr, mem_properties, u32, u64
 from fakes.ledger import Ledger
@@ -281,7 +281,7 @@ def device(monkeypatch):
     if not DEVICES:
         pytest.skip("needs an OpenCL device")
     monkeypatch.delenv("QCOM_EXT_DISABLE", raising=False)
-    return DEVICES[0]
+    return building_device()
 
 
 @pytest.fixture

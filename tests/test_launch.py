@@ -28,7 +28,7 @@ def _run(queue, kernel, a, b, n=8):
     return out
 
 
-def test_every_call_passes_its_own_scalars(cl_queue):
+def test_every_call_passes_its_own_scalars(kernel_context, cl_queue):
     kernel = cl.Program(cl_queue.context, SOURCE).build().affine
     for a, b in [(1, 0), (3, 5), (0, 7), (2**31, 1)]:
         want = (np.uint64(a) * np.arange(8, dtype=np.uint64) + np.uint64(b)) % 2**32
@@ -36,7 +36,7 @@ def test_every_call_passes_its_own_scalars(cl_queue):
         np.testing.assert_array_equal(got, want.astype(np.uint32))
 
 
-def test_a_change_of_scalar_types_retypes_the_kernel(cl_queue):
+def test_a_change_of_scalar_types_retypes_the_kernel(kernel_context, cl_queue):
     """int32 -1 after uint32 values: its own bytes (0xFFFFFFFF), as untyped pyopencl."""
     kernel = cl.Program(cl_queue.context, SOURCE).build().affine
     _run(cl_queue, kernel, np.uint32(1), np.uint32(2))
@@ -45,7 +45,7 @@ def test_a_change_of_scalar_types_retypes_the_kernel(cl_queue):
     assert scalar_dtypes([None, np.int32(0), cl.LocalMemory(4)]) == (None, np.int32, None)
 
 
-def test_threads_sharing_a_kernel_get_their_own_arguments(cl_queue):
+def test_threads_sharing_a_kernel_get_their_own_arguments(kernel_context, cl_queue):
     kernel = cl.Program(cl_queue.context, SOURCE).build().affine
     results, errors = {}, []
 

@@ -4,6 +4,7 @@ live in three places each before."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -49,3 +50,74 @@ def test_library_programs_are_built_and_cached_in_one_place():
     }
     found = {p for p in found if not p.startswith("tools/") and p != "__init__.py"}
     assert found == {"ext/program/shared.py"}
+
+
+# ---- one device rule for the tests that build kernels (issue 26, finding 13) ---------
+
+TESTS = Path(__file__).parent
+_DEVICE_FIXTURES = {"cl_context", "cl_queue", "cl_device", "device_caps"}
+_BUILDS = {"Program", "build_program", "shared_program"}
+_THE_RULE = {"skip_unless_building", "building_device", "default_building_context"}
+
+
+def _called(node: ast.AST) -> set[str]:
+    return {
+        getattr(call.func, "attr", getattr(call.func, "id", ""))
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+    }
+
+
+def _fixture_closure(names: list[str], fixtures: dict[str, ast.FunctionDef]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [a.arg for a in fixtures[name].args.args] if name in fixtures else []
+    return seen
+
+
+def kernel_builders_outside_the_rule(source: str) -> list[str]:
+    """The tests of a module that take a device fixture and build a program in their own
+    body (``cl.Program``, ``build_program``, ``shared_program``) without going through the
+    device rule: ``kernel_context`` among their fixtures (those of the module followed),
+    or ``skip_unless_building`` / ``building_device`` / ``default_building_context``."""
+    tree = ast.parse(source)
+    fixtures = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any("fixture" in ast.unparse(d) for d in node.decorator_list)
+    }
+    found = []
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test")):
+            continue
+        used = _fixture_closure([a.arg for a in node.args.args], fixtures)
+        ruled = "kernel_context" in used or _called(node) & _THE_RULE
+        ruled = ruled or any(_called(fixtures[n]) & _THE_RULE for n in used if n in fixtures)
+        if used & _DEVICE_FIXTURES and not ruled and _called(node) & _BUILDS:
+            found.append(node.name)
+    return found
+
+
+def test_every_kernel_building_test_goes_through_the_device_rule():
+    """A device whose compiler builds nothing (the PyPI pocl 3.0 on newer CPUs: "unknown
+    target CPU 'generic'") skips such tests, naming why, through one rule:
+    ``kernel_context`` / ``skip_unless_building`` (DeviceCaps.build_problem)."""
+    found = {
+        path.name: names
+        for path in sorted(TESTS.glob("test_*.py"))
+        if (names := kernel_builders_outside_the_rule(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_rule_check_sees_a_test_that_builds_on_its_own():
+    source = (
+        "def test_a(cl_queue):\n    cl.Program(cl_queue.context, SRC).build()\n\n"
+        "def test_b(cl_queue, kernel_context):\n    cl.Program(kernel_context, SRC).build()\n"
+    )
+    assert kernel_builders_outside_the_rule(source) == ["test_a"]

@@ -34,6 +34,7 @@ def test_device_selector_and_report_header(pytester, monkeypatch):
     label = DEVICES[0].label
     monkeypatch.setenv("QCOM_EXT_TEST_DEVICES", label)
     pytester.makepyfile(PER_DEVICE)
+    pytester.makeini("[pytest]\nqcom_ext = true\n")  # the header only where asked for
     result = pytester.runpytest_subprocess("-v", "-p", "no:cacheprovider")
     wanted = [c for c in DEVICES if label in c.label]
     result.assert_outcomes(passed=len(wanted))

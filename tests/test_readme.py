@@ -261,7 +261,8 @@ def device_example() -> tuple[str, str]:
 def test_device_option_by_index_and_by_name(devices, tmp_path, monkeypatch):
     """``--device P:D`` for every device here (the README's ``1:0`` among them where it
     exists), and by name as ``PYOPENCL_CTX`` picks: the README's name where a platform has
-    it (else a one-line error naming it), and this machine's platform names."""
+    it (else a one-line error naming it), and this machine's platform names (one that two
+    platforms share, as pocl 3.0 and 3.1 do, is refused as ambiguous)."""
     import pyopencl as cl
 
     by_index, name = device_example()
@@ -278,6 +279,13 @@ def test_device_option_by_index_and_by_name(devices, tmp_path, monkeypatch):
         assert "Traceback" not in result.stderr, result.stderr
     assert by_index in specs or len(cl.get_platforms()) < 2
     for spec in specs + sorted(names):
+        shared = [pf for pf in cl.get_platforms() if ":" not in spec and spec in pf.name.lower()]
+        if len(shared) > 1:  # PYOPENCL_CTX keeps the last; an ambiguous --device is an error
+            result = run([*qcom_ext_command(), "probe", "--device", spec], tmp_path)
+            assert result.returncode != 0, spec
+            assert f"--device {spec!r} matches {len(shared)} devices" in result.stderr
+            assert "Traceback" not in result.stderr, result.stderr
+            continue
         monkeypatch.setenv("PYOPENCL_CTX", spec)
         (expected,) = cl.create_some_context(interactive=False).devices
         report = json.loads(cli(["probe", "--json", "--device", spec], tmp_path).stdout)

@@ -377,7 +377,7 @@ def child_results(device_caps, path: str) -> tuple[dict[str, str], str]:
     ],
 )
 @pytest.mark.parametrize("path", PATHS)
-def test_cases_that_crashed_before(device_caps, path, case, expected):
+def test_cases_that_crashed_before(device_caps, kernel_context, path, case, expected):
     results, ending = child_results(device_caps, path)
     assert case in results, f"the child died before {case}: {ending}"
     assert results[case].startswith(expected)

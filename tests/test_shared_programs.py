@@ -58,8 +58,9 @@ def _kernels_of_every_user(queue, device, ops, monkeypatch):
 
 
 def test_every_user_gets_the_program_of_the_paths_in_force(
-    marked_flags, cl_device, cl_context, cl_queue, monkeypatch
+    marked_flags, cl_device, kernel_context, cl_queue, monkeypatch
 ):
+    cl_context = kernel_context
     if not cl_device.image_support:
         pytest.skip(f"{cl_device.name}: no image support (the point ops read images)")
     ops = PointOps(cl_context)  # made outside the block, used inside it too
@@ -73,7 +74,8 @@ def test_every_user_gets_the_program_of_the_paths_in_force(
         assert again[user] is outside[user], f"{user}: the first program was built again"
 
 
-def test_one_program_per_context_source_defines_and_devices(cl_context, cl_device):
+def test_one_program_per_context_source_defines_and_devices(kernel_context, cl_device):
+    cl_context = kernel_context
     queue = cl.CommandQueue(cl_context)
     first = shared_program(cl_context, "bitreverse.cl")
     assert shared_program(queue, "bitreverse.cl") is first  # the queue's context: same entry
@@ -83,7 +85,8 @@ def test_one_program_per_context_source_defines_and_devices(cl_context, cl_devic
     assert shared_program(cl.Context([cl_device]), "bitreverse.cl") is not first
 
 
-def test_derived_values_are_made_once_per_program(cl_context):
+def test_derived_values_are_made_once_per_program(kernel_context):
+    cl_context = kernel_context
     shared = shared_program(cl_context, "bitreverse.cl")
     made = []
     first = shared.derived("thing", lambda: made.append(1) or object())
@@ -91,7 +94,8 @@ def test_derived_values_are_made_once_per_program(cl_context):
     assert made == [1]
 
 
-def test_a_failed_build_caches_nothing(cl_context, monkeypatch):
+def test_a_failed_build_caches_nothing(kernel_context, monkeypatch):
+    cl_context = kernel_context
     from qcom_ext import BuildError
 
     with pytest.raises(BuildError):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from qcom_ext.device.builds import build_problem
 from qcom_ext.device.compiler_version import CompilerVersion
 from qcom_ext.device.driver_strings import (
     device_facts,
@@ -420,6 +421,17 @@ class DeviceCaps:
         if not self.device_id:
             raise ValueError("this DeviceCaps was built from strings, not from a device")
         return pyopencl.Device.from_int_ptr(self.device_id)
+
+    @property
+    def build_problem(self) -> str | None:
+        """Why the device builds no program (a trivial kernel's first build log line; built
+        on first ask, once per device: :mod:`.builds`), or None."""
+        return build_problem(self)
+
+    @property
+    def builds_programs(self) -> bool:
+        """Whether the device builds programs (:attr:`build_problem` is None)."""
+        return build_problem(self) is None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the whole report."""

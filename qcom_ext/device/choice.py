@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from qcom_ext.binding import info as _info
-from qcom_ext.binding.lib import handle_int
+from qcom_ext.binding.lib import C, handle_int
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.location import location
 from qcom_ext.device.probe import default_device, probe
@@ -59,9 +59,19 @@ def device_from_spec(spec: str, *, option: str = "--device") -> int:
     ConfigError naming ``option`` (and listing the devices) when none or several match.
     """
     try:
-        return default_device(spec)
+        chosen = default_device(spec)
     except ConfigError:
         pass  # not a PYOPENCL_CTX choice here: perhaps a label
+    else:
+        named = _named_by_ctx(spec)
+        if len(named) > 1:  # PYOPENCL_CTX keeps the last platform; --device refuses
+            every = devices_by_index()
+            raise ConfigError(
+                f"{option} {spec!r} matches {len(named)} devices: "
+                f"{_listing([(i, c) for i, c in every if c.device_id in named])}; give the "
+                "whole label, or '<platform>:<device>' where two devices share a label"
+            )
+        return chosen
     every = devices_by_index()
     found = [(i, c) for i, c in every if c.label == spec] or [
         (i, c) for i, c in every if label_matches(c.label, spec)
@@ -78,6 +88,36 @@ def device_from_spec(spec: str, *, option: str = "--device") -> int:
         f"{option} {spec!r} matches {len(found)} devices: {_listing(found)}; give the whole "
         "label, or '<platform>:<device>' where two devices share a label"
     )
+
+
+def _matching(handles: list[int], answer: str, name_of: Any) -> list[int]:
+    """The handles ``answer`` names under ``PYOPENCL_CTX``'s rules (an index, else a
+    case-insensitive name part), every one of them; the first without an answer."""
+    if not answer:
+        return handles[:1]
+    if answer.isascii() and answer.isdigit() and int(answer) < len(handles):
+        return [handles[int(answer)]]
+    return [h for h in handles if answer.lower() in name_of(h).lower()]
+
+
+def _named_by_ctx(spec: str) -> set[int]:
+    """Every device a ``PYOPENCL_CTX``-style ``spec`` could mean: pyopencl settles a name
+    part that matches two platforms (``Portable``: pocl 3.0 and 3.1) or two devices by
+    taking one; ``--device`` counts them all, to refuse the ambiguity."""
+    answers = spec.split(":")
+    named = set()
+    for platform in _matching(_info.platform_ids(), answers[0], _platform_name):
+        device_answer = answers[1].split(",")[0] if len(answers) > 1 else ""
+        named.update(_matching(_info.device_ids(platform), device_answer, _device_name))
+    return named
+
+
+def _platform_name(handle: int) -> str:
+    return _info.platform_str(handle, C.CL_PLATFORM_NAME)
+
+
+def _device_name(handle: int) -> str:
+    return _info.device_str(handle, C.CL_DEVICE_NAME)
 
 
 def pyopencl_ctx(device: Any) -> str:

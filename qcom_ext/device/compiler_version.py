@@ -43,8 +43,9 @@ _AFTER_COMPILER = re.compile(r"Compiler\s+V?(E031|E17|DX)\.(\d{1,4}(?:\.\d{1,4})
 @dataclass(frozen=True, eq=False)
 class CompilerVersion:
     """An Adreno compiler version: ``family`` (``"E031"``, ``"E17"``, ``"DX"``) and
-    ``numbers`` (``(45, 2, 6)``). Missing trailing numbers count as 0 when comparing:
-    ``E031.45 == E031.45.00.00``. ``text`` keeps the form the driver printed."""
+    ``numbers`` (``(45, 2, 6)``). Missing trailing numbers count as 0 when comparing and
+    hashing, however many numbers there are: ``E031.45 == E031.45.00.00.00``. ``text``
+    keeps the form the driver printed."""
 
     family: str
     numbers: tuple[int, ...]
@@ -85,7 +86,12 @@ class CompilerVersion:
         return None
 
     def _key(self) -> tuple[int, ...]:
-        return self.numbers + (0,) * (4 - len(self.numbers))
+        """The numbers without trailing zeros: equal for ``45`` and ``45.0.0.0.0``, and
+        ordered as zero-padded tuples of any length are."""
+        numbers = list(self.numbers)
+        while numbers and numbers[-1] == 0:
+            numbers.pop()
+        return tuple(numbers)
 
     def _same_family(self, other: object) -> CompilerVersion:
         if not isinstance(other, CompilerVersion):

@@ -356,14 +356,26 @@ class Linear:
     def tune(self, queue: Any, x: Any, **options: Any) -> TuningResult:
         """Tune the local size of the kernel that runs for ``x`` (a numpy array or a
         :class:`BufferMatrix`; see :func:`qcom_ext.tune` for ``options``); later calls
-        with the same shapes use the result. The GEMM's local size is its tile's."""
+        with the same shapes use the result. The GEMM's local size is its tile's.
+        ``candidates`` replace the GEMV's own (each ``(L0, L1)`` it takes, else a
+        ConfigError)."""
         if not isinstance(x, BufferMatrix):
             array = self._host_input(x).reshape(-1, self.in_features)
             x = BufferMatrix.from_numpy(queue.context, array)
         x, out = self._prepared(queue, x, None)
         kernel, global_size, args = self._launches(queue, x, out, [])[0]
-        candidates = None
-        if isinstance(kernel, Gemv):
+        candidates = options.pop("candidates", None)
+        if candidates is not None and isinstance(kernel, Gemv):
+            candidates = list(candidates)
+            bad = [
+                c for c in candidates if c is not None and not _gemv_fits(_shape(c), kernel.items)
+            ]
+            if bad:
+                raise ConfigError(
+                    f"candidates {bad!r}: the GEMV takes local sizes (L0, L1) with L0 a power "
+                    f"of two of at most {kernel.items} and L1 >= 1 (or None, the driver's)"
+                )
+        elif isinstance(kernel, Gemv):
             candidates = gemv_candidates(self.nb, global_size[1], kernel.items, kernel.split)
         return tune_report(
             kernel.launcher.kernel,
@@ -375,6 +387,14 @@ class Linear:
             identity=kernel.launcher.identity,
             **options,
         )
+
+
+def _shape(local: Any) -> tuple[Any, ...]:
+    """A candidate as a tuple (a non-sequence alone in one, which the GEMV refuses)."""
+    try:
+        return tuple(local)
+    except TypeError:
+        return (local,)
 
 
 def _gemv_fits(local: tuple[int, ...], items: int) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,8 @@ from qcom_ext.device.probe import probe, probe_all
 from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
 from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import tune_cli as _tune_cli
+from qcom_ext.tools._output import console as _console
+from qcom_ext.tools._output import terminal_safe
 
 _ISOLATED_HINT = (
     "qcom-ext: the driver ran in a child process (--isolated) and qcom-ext never called "
@@ -153,7 +156,7 @@ def _probe_command(args: argparse.Namespace) -> int:
         payload = [c.to_dict() for c in reports]
         print(json.dumps(payload if args.all else payload[0], indent=2))
         return 0
-    console = Console()
+    console = _console()
     for caps in reports:
         _render(caps, console)
     if not any(c.qualcomm_driver for c in reports) and read_kernel_gpu().adreno_seen:
@@ -188,7 +191,7 @@ def _selftest_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        render(report, Console())
+        render(report, _console())
     return 0 if report.ok else 1
 
 
@@ -270,6 +273,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status. A reader that goes away (``qcom-ext probe
+    --json | head -1``) ends it quietly with status 1, as rich's console does for the
+    tables."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 1
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit does not
+    raise (and print) BrokenPipeError again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (an in-process caller)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:  # its options belong to the benchmarks runner's own parser
         args = argparse.Namespace(args=argv[1:], run=_bench_command)
@@ -278,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except QcomExtError as exc:
-        print(f"qcom-ext: error: {exc}", file=sys.stderr)
+        print(f"qcom-ext: error: {terminal_safe(str(exc))}", file=sys.stderr)
         if isinstance(exc, (DriverCrashError, DriverTimeoutError)):
             print(_ISOLATED_HINT, file=sys.stderr)
         return 1

@@ -17,7 +17,13 @@ Installed with qcom_ext (entry point ``pytest11``), so a project's tests just us
     ``probe(disabled=...)`` and a ``disabling()`` block around the test, never through the
     environment); ``qcom_path`` is the DeviceCaps probed under that setting.
 
-The report header lists each device's probe summary. Example test module::
+Installed is not enabled: in a run that does not ask for it the plugin is inert and
+cheap (it registers its fixtures and markers, and probes nothing, imports no pyopencl).
+It wakes up when a collected test uses one of its device fixtures (the devices are
+probed then, for that test's parameters), or for the whole run with the ini option
+``qcom_ext = true`` (``[tool.pytest.ini_options]``) or ``-p qcom_ext``: then the report
+header lists each device's probe summary too, and a ``QCOM_EXT_TEST_DEVICES`` that keeps
+no device is a usage error up front. Example test module::
 
     import pytest
 
@@ -37,8 +43,6 @@ import pytest
 
 DEVICES_ENV = "QCOM_EXT_TEST_DEVICES"
 _EXTENSION_NAME = re.compile(r"cl_[A-Za-z0-9]+_\w+\Z", re.ASCII)  # cl_khr_fp16, cl_ARM_printf
-_DEVICE_FIXTURES = {"device_caps", "cl_device", "cl_context", "cl_queue", "kernel_context"}
-_compile_problems: dict[int, str | None] = {}
 _devices: list[Any] | None = None
 
 
@@ -113,6 +117,49 @@ def device_ids(devices: list[Any]) -> list[str]:
     return ids
 
 
+#: The ini option that enables the plugin for the whole run (``qcom_ext = true``).
+INI_OPTION = "qcom_ext"
+_PLUGIN_NAMES = ("qcom_ext", __name__)  # what ``-p`` may name it by
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        INI_OPTION,
+        type="bool",
+        default=False,
+        help="qcom_ext: probe the OpenCL devices for the whole run (report header); without "
+        "it only tests that use qcom_ext's device fixtures probe them",
+    )
+
+
+def enabled(config: pytest.Config) -> bool:
+    """Whether the run asked for the plugin up front: the ini option ``qcom_ext = true``
+    or ``-p qcom_ext`` (or ``-p qcom_ext.tools.pytest_plugin``)."""
+    asked = getattr(config.option, "plugins", None) or []
+    return bool(config.getini(INI_OPTION)) or any(name in _PLUGIN_NAMES for name in asked)
+
+
+def _devices_or_usage_error() -> list[Any]:
+    """:func:`selected_devices`, a bad ``QCOM_EXT_TEST_DEVICES`` as pytest's usage error
+    (a clear message, not an INTERNALERROR)."""
+    from qcom_ext.errors import ConfigError
+
+    try:
+        return selected_devices()
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _uses_device_fixtures(metafunc: pytest.Metafunc) -> bool:
+    """Whether the test asks for this plugin's ``device_caps`` (directly or through
+    ``cl_device`` / ``cl_context`` / ``cl_queue`` / ``kernel_context``), not for a
+    project's own fixture of the same name."""
+    if "device_caps" not in metafunc.fixturenames:
+        return False
+    definitions = getattr(metafunc, "_arg2fixturedefs", {}).get("device_caps") or ()
+    return any(getattr(d.func, "__module__", None) == __name__ for d in definitions[-1:])
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -126,15 +173,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    devices = selected_devices()
+    if not enabled(config):
+        return []  # inert: nothing probed before a test asks for a device
+    devices = _devices_or_usage_error()
     if not devices:
         return ["qcom_ext: no OpenCL device found"]
     return [f"qcom_ext device: {caps.summary()}" for caps in devices]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if _DEVICE_FIXTURES & set(metafunc.fixturenames):
-        devices = selected_devices()
+    if _uses_device_fixtures(metafunc):
+        devices = _devices_or_usage_error()
         if devices:
             metafunc.parametrize("device_caps", devices, ids=device_ids(devices), indirect=True)
         else:
@@ -195,24 +244,22 @@ def cl_context(cl_device: Any) -> Any:
 
 @pytest.fixture
 def kernel_context(device_caps: Any, cl_context: Any) -> Any:
-    """A context whose device can build kernels; others skip, naming the build error.
+    """A context whose device can build kernels; others skip, naming the build log's first
+    line (``DeviceCaps.build_problem``, one trivial build per device, the one rule).
 
     (The PyPI pocl 3.0 uses LLVM 14, which cannot target some newer host CPUs:
     "unknown target CPU 'generic'".)
     """
-    import pyopencl as cl
-
-    if device_caps.device_id not in _compile_problems:
-        try:
-            cl.Program(cl_context, "__kernel void k(__global int *a) { a[0] = 1; }").build()
-            _compile_problems[device_caps.device_id] = None
-        except cl.Error as exc:
-            lines = [line for line in str(exc).splitlines() if "error" in line.lower()]
-            _compile_problems[device_caps.device_id] = lines[-1] if lines else str(exc)
-    problem = _compile_problems[device_caps.device_id]
-    if problem:
-        pytest.skip(f"{device_caps.label} cannot compile kernels on this host: {problem}")
+    skip_unless_building(device_caps)
     return cl_context
+
+
+def skip_unless_building(caps: Any) -> None:
+    """Skip the test when the device of ``caps`` builds no program (the device rule of
+    every test that builds kernels: ``kernel_context`` goes through it)."""
+    problem = caps.build_problem
+    if problem:
+        pytest.skip(f"{caps.label} cannot build programs on this host: {problem}")
 
 
 @pytest.fixture

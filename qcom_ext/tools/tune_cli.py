@@ -20,6 +20,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from qcom_ext.tools._output import check_writable, write_text
+from qcom_ext.tools._output import console as _console
+
 __all__ = ["add_parser"]
 
 
@@ -71,10 +74,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch < 1:
         raise ConfigError(f"--batch must be at least 1, not {args.batch}")
+    if args.json:
+        check_writable(args.json, "--json")
     layers = suite(kinds=[k for k in args.kinds.split(",") if k], scale=args.scale)
     caps, queue = _open(args.device)
     device = queue.device
-    console = Console()
+    console = _console()
     if not device.image_support:
         skipped = [layer.name for layer in layers if layer.kind in ("conv", "depthwise")]
         layers = [layer for layer in layers if layer.kind not in ("conv", "depthwise")]
@@ -91,12 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if gains:
         console.print(f"median gain over the driver's choice: {statistics.median(gains):.2f}x")
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(
-                {"device": caps.label, "batch": args.batch, "dtype": args.dtype, "results": rows},
-                out,
-                indent=1,
-            )
+        results = {"device": caps.label, "batch": args.batch, "dtype": args.dtype, "results": rows}
+        write_text(args.json, json.dumps(results, indent=1), "--json")
     return 0
 
 

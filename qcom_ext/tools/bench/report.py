@@ -24,6 +24,7 @@ from rich.table import Table
 
 import qcom_ext
 from qcom_ext import DeviceCaps
+from qcom_ext.tools._output import write_text
 from qcom_ext.tools.bench._case import SuiteResult, format_seconds
 
 __all__ = [
@@ -258,7 +259,7 @@ def update_doc(report: Report, path: Path, key: str | None = None) -> None:
         section = SUMMARY_SECTION if name == SUMMARY else None
         body = f"{stamp}\n{suite.markdown}"
         text = replace_block(text, block_begin(key, [name]), body, section)
-    path.write_text(text)
+    write_text(path, text, "--update-doc")
 
 
 def _cell(value: float | None, text: str) -> str:
@@ -342,9 +343,9 @@ def write(
 ) -> None:
     """Write the report as JSON and/or markdown."""
     if json_path is not None:
-        Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        write_text(json_path, json.dumps(report.to_dict(), indent=2) + "\n", "--json")
     if markdown_path is not None:
-        Path(markdown_path).write_text(report.to_markdown())
+        write_text(markdown_path, report.to_markdown(), "--markdown")
 
 
 def render(report: Report, console: Console) -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import pkgutil
 import sys
@@ -43,7 +42,10 @@ from rich.console import Console
 
 import qcom_ext
 from qcom_ext import QcomExtError
+from qcom_ext._cache_dir import parse_json
 from qcom_ext.device.choice import device_from_spec, pyopencl_ctx
+from qcom_ext.tools._output import check_writable, terminal_safe
+from qcom_ext.tools._output import console as _console
 from qcom_ext.tools.bench._case import Case, Suite
 from qcom_ext.tools.bench.report import (
     BLOCK_END,
@@ -228,14 +230,26 @@ def _list(console: Console, chosen: Sequence[Case], suites: Iterable[Suite]) -> 
     return 0
 
 
+_COMPARE_MAX_BYTES = 64 << 20  # a report of every case and suite is well under 1 MiB
+_COMPARE_MAX_DEPTH = 64  # a report nests 6 deep; json's recursion ends near 1000
+
+
 def _earlier(parser: argparse.ArgumentParser, path: Path | None) -> dict[str, Any] | None:
     """The ``--compare`` JSON report (None without the option)."""
     if path is None:
         return None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        parser.error(f"--compare {path}: {exc}")
+        data = path.read_bytes()
+    except OSError as exc:
+        parser.error(f"--compare {path}: {exc.strerror or exc}")
+    earlier = parse_json(data, max_bytes=_COMPARE_MAX_BYTES, max_depth=_COMPARE_MAX_DEPTH)
+    if not isinstance(earlier, dict):
+        parser.error(
+            f"--compare {path}: not a benchmark JSON report (a UTF-8 JSON object of at most "
+            f"{_COMPARE_MAX_BYTES >> 20} MiB, nested at most {_COMPARE_MAX_DEPTH} deep, "
+            "finite numbers)"
+        )
+    return earlier
 
 
 def main(
@@ -252,13 +266,20 @@ def main(
     if args.summary and not any(n in suites for n in args.cases):
         parser.error("--summary summarises suites: name them (e.g. accelerated-suite)")
     earlier = _earlier(parser, args.compare)
+    outputs = (("--json", args.json), ("--markdown", args.markdown))
+    for option, path in (*outputs, ("--update-doc", args.update_doc)):
+        if path is not None:
+            try:
+                check_writable(path, option)
+            except QcomExtError as exc:  # one line before the run, not a traceback after it
+                parser.exit(1, f"{parser.prog}: error: {exc}\n")
     wanted_suites = list({id(s): s for n in args.cases if (s := suites.get(n))}.values())
     wanted = [n for n in args.cases if n not in suites]
     try:
         chosen = select(cases, wanted) if wanted or not wanted_suites else []
     except UnknownCaseError as exc:
         parser.error(str(UnknownCaseError(exc.unknown, exc.known + [s.name for s in found])))
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = _console() if sys.stdout.isatty() else _console(width=160)
     if args.list:
         return _list(console, chosen, wanted_suites or (found if not args.cases else []))
     command = command_line(prog, argv)
@@ -267,9 +288,9 @@ def main(
             os.environ["PYOPENCL_CTX"] = pyopencl_ctx(device_from_spec(args.device))
         caps = qcom_ext.probe()
     except QcomExtError as exc:
-        parser.exit(1, f"benchmarks: no device to run on: {exc}\n")
+        parser.exit(1, f"benchmarks: no device to run on: {terminal_safe(str(exc))}\n")
     rounds = args.rounds or DEFAULT_ROUNDS
-    report = measure(chosen, caps, rounds, args.batch_ms / 1e3, Console(stderr=True), command)
+    report = measure(chosen, caps, rounds, args.batch_ms / 1e3, _console(stderr=True), command)
     if wanted_suites:
         results = {s.name: s.run(caps, args) for s in wanted_suites}
         report = dataclasses_replace(report, suites=results)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from qcom_ext.device.quirks import Quirk
+from qcom_ext.tools._output import console as _console
 from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestReport
 
 __all__ = ["render"]
@@ -122,7 +122,7 @@ def _quirk_line(quirk: Quirk) -> str:
 
 def render(report: SelftestReport, console: Any = None) -> None:
     """Print the report: device strings, one row per extension and path, the failures."""
-    console = console or Console()
+    console = console or _console()
     device = report.device
     console.rule(f"[bold]qcom-ext selftest[/] {escape(device.label)} — {escape(device.device)}")
     facts = [
@@ -140,6 +140,11 @@ def render(report: SelftestReport, console: Any = None) -> None:
         console.print(f"[dim]{key:>16}[/]  {escape(str(value))}")
     for problem in report.problems:
         console.print(f"[red]probe problem:[/] {escape(problem)}")
+    if report.build_problem:
+        console.print(
+            f"[bold red]the device builds no program:[/] {escape(report.build_problem)} "
+            "(the checks that build kernels are skipped)"
+        )
     for quirk in report.quirks:
         console.print(_quirk_line(quirk), soft_wrap=True)
     for name, verdict in report.verdicts.items():

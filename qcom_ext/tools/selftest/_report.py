@@ -273,6 +273,10 @@ class DeviceStrings:
         return dict(self.__dict__)
 
 
+#: A case's skip reason on a device that builds no program (the report says why, once).
+BUILDS_NOTHING = "the device builds no program (see the build problem above)"
+
+
 @dataclass
 class SelftestReport:
     """The whole selftest of one device (``qcom-ext selftest --json`` prints
@@ -288,10 +292,20 @@ class SelftestReport:
     verdicts: dict[str, Any] = field(default_factory=dict)
     #: The known driver/compiler quirks that apply to the device (DeviceCaps.quirks).
     quirks: tuple[Quirk, ...] = ()
+    #: Why the device builds no program at all (DeviceCaps.build_problem), or None: the
+    #: checks that build kernels are then skipped (BUILDS_NOTHING), and the selftest
+    #: fails on this one line.
+    build_problem: str | None = None
 
     @property
     def ok(self) -> bool:
-        return all(e.ok for e in self.extensions)
+        unbuilt = any(
+            case.skipped == BUILDS_NOTHING
+            for item in self.extensions
+            for run in item.runs
+            for case in run.cases
+        )
+        return not unbuilt and all(e.ok for e in self.extensions)
 
     def extension(self, name: str) -> ExtensionReport:
         """The report of extension ``name`` (KeyError names the ones checked)."""
@@ -321,6 +335,7 @@ class SelftestReport:
             "disabled": list(self.disabled),
             "only": None if self.only is None else list(self.only),
             "problems": list(self.problems),
+            "build_problem": self.build_problem,
             "verdicts": self.verdicts,
             "quirks": [quirk.to_dict() for quirk in self.quirks],
             "counts": self.counts(),

@@ -12,11 +12,12 @@ from qcom_ext.device.choice import device_from_spec
 from qcom_ext.device.extensions import REGISTRY
 from qcom_ext.device.isolated import probe_isolated
 from qcom_ext.device.probe import disabling, probe
-from qcom_ext.errors import ConfigError, QcomExtWarning
+from qcom_ext.errors import BuildError, ConfigError, QcomExtWarning
 from qcom_ext.tools.selftest import _registry
 from qcom_ext.tools.selftest._paths import plan_paths
 from qcom_ext.tools.selftest._registry import Case, Env, Skip
 from qcom_ext.tools.selftest._report import (
+    BUILDS_NOTHING,
     CaseResult,
     Comparison,
     DeviceStrings,
@@ -104,13 +105,16 @@ def run_selftest(
         problems=tuple(caps.problems),
         verdicts=verdicts,
         quirks=caps.quirks,
+        build_problem=caps.build_problem,
     )
     for name in names:
-        report.extensions.append(_check_extension(caps, name, seed))
+        report.extensions.append(_check_extension(caps, name, seed, report.build_problem))
     return report
 
 
-def _check_extension(caps: DeviceCaps, extension: str, seed: int) -> ExtensionReport:
+def _check_extension(
+    caps: DeviceCaps, extension: str, seed: int, build_problem: str | None = None
+) -> ExtensionReport:
     status = caps.status(extension)
     result = ExtensionReport(extension, status.path, status.reason)
     reason = _registry.unchecked_reason(extension)
@@ -123,7 +127,8 @@ def _check_extension(caps: DeviceCaps, extension: str, seed: int) -> ExtensionRe
     for path, extra in plan.runs:
         applicable = [c for c in cases if c.applies(path)]
         if applicable:
-            result.runs.append(_run_path(caps, extension, path, extra, applicable, seed))
+            run = _run_path(caps, extension, path, extra, applicable, seed, build_problem)
+            result.runs.append(run)
     result.comparisons = _compare(result.runs, cases)
     return result
 
@@ -135,9 +140,11 @@ def _run_path(
     extra: frozenset[str],
     cases: list[Case],
     seed: int,
+    build_problem: str | None = None,
 ) -> PathRun:
     """Run ``cases`` on ``path``: the report with ``extra`` disabled goes to every case,
-    and the library's own probes see ``extra`` disabled while they run."""
+    and the library's own probes see ``extra`` disabled while they run. On a device that
+    builds no program (``build_problem``, reported once) a case's BuildError skips it."""
     import pyopencl as cl
 
     run = PathRun(path)
@@ -155,7 +162,7 @@ def _run_path(
     try:
         with disabling(extra):
             for item in cases:
-                result, value = _run_case(item, env.for_case(item.name, seed))
+                result, value = _run_case(item, env.for_case(item.name, seed), build_problem)
                 run.cases.append(result)
                 if value is not None and item.compare:
                     run.values[item.name] = value
@@ -165,7 +172,9 @@ def _run_path(
     return run
 
 
-def _run_case(item: Case, env: Env) -> tuple[CaseResult, tuple[Any, float] | None]:
+def _run_case(
+    item: Case, env: Env, build_problem: str | None = None
+) -> tuple[CaseResult, tuple[Any, float] | None]:
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -173,6 +182,10 @@ def _run_case(item: Case, env: Env) -> tuple[CaseResult, tuple[Any, float] | Non
             outcome = item.run(env)
         except Skip as exc:
             outcome, failure, skipped = None, "", str(exc)
+        except BuildError as exc:  # on a device that builds nothing: said once, above
+            outcome, failure, skipped = None, _error_text(exc), ""
+            if build_problem:
+                failure, skipped = "", BUILDS_NOTHING
         except Exception as exc:  # a selftest reports what broke and goes on
             outcome, failure, skipped = None, _error_text(exc), ""
         else:

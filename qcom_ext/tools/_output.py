@@ -1,0 +1,89 @@
+"""What the command line writes: the one console, terminal-safe text, output files.
+
+Driver strings (device and platform names, versions, extension lists) are whatever the
+driver returns: an escape sequence in one would reach the terminal raw. Everything the
+``qcom-ext`` commands print goes through :func:`console` (whose every text segment passes
+:func:`terminal_safe`) or, for a plain message, :func:`terminal_safe` itself. A file an
+option names (``--json PATH``) is checked before the work starts and written with
+:func:`write_text`: an unwritable one is a :class:`~qcom_ext.errors.ConfigError` naming the
+option, never a traceback.
+
+>>> terminal_safe("Adreno\\x1b[2J (TM)\\x07 740")
+'Adreno\\ufffd[2J (TM)\\ufffd 740'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+from qcom_ext.errors import ConfigError
+
+__all__ = ["check_writable", "console", "terminal_safe", "write_text"]
+
+# C0 controls but tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with each control character (escape, bell, carriage return, C1, ...; not
+    tab or newline) replaced by U+FFFD, so a string can neither move the cursor nor
+    restyle or retitle the terminal. Lengths are kept (one character for one)."""
+    return _CONTROL.sub("\ufffd", text)
+
+
+class _SafeConsole(Console):
+    """A rich console whose text segments pass :func:`terminal_safe`; rich's own styles
+    and cursor controls (control segments) are left alone."""
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not _CONTROL.search(segment.text):
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style, segment.control)
+
+
+def console(**options: Any) -> Console:
+    """The console every ``qcom-ext`` command prints through (``rich.console.Console``'s
+    options)."""
+    return _SafeConsole(**options)
+
+
+def check_writable(path: str | os.PathLike[str], option: str) -> Path:
+    """``path`` if a file can be written there (its folder exists and is writable, and it
+    is not a folder or a read-only file), else a ConfigError naming ``option``: checked
+    before a long run rather than after it."""
+    target = Path(path)
+    folder = target.parent
+    problem = None
+    if target.is_dir():
+        problem = "it is a folder"
+    elif not folder.is_dir():
+        problem = f"no folder {str(folder)!r}"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        problem = f"the folder {str(folder)!r} is not writable"
+    elif target.exists() and not os.access(target, os.W_OK):
+        problem = "the file is not writable"
+    if problem:
+        raise ConfigError(f"{option} {terminal_safe(str(path))!r}: cannot write there: {problem}")
+    return target
+
+
+def write_text(path: str | os.PathLike[str], text: str, option: str) -> None:
+    """Write ``text`` to ``path``; an OSError becomes a ConfigError naming ``option``."""
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"{option} {terminal_safe(str(path))!r}: cannot write there: {reason}"
+        ) from None

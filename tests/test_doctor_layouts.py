@@ -178,8 +178,8 @@ def test_termux_doctor_table_fits_80_columns(termux, tmp_path):
     assert lines[1].split() == ["verdict", "fix", "(vendor-not-icd)"]
     flat = " ".join(done.stdout.split())
     bare = "".join(done.stdout.split())  # rich folds long values anywhere
-    keep = "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    assert f'shexportLD_LIBRARY_PATH="/vendor/lib64:{PREFIX}/lib{keep}"' in bare
+    keep = '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+    assert f"shexportLD_LIBRARY_PATH=/vendor/lib64:{PREFIX}/lib{keep}" in bare
     assert "library /vendor/lib64/libOpenCL.so (vendor-library" in flat
     assert "not found" not in flat and " note " not in flat  # nothing else is wrong
 
@@ -187,8 +187,8 @@ def test_termux_doctor_table_fits_80_columns(termux, tmp_path):
 def test_termux_env_prints_the_export(termux, tmp_path):
     done = qcom_ext(["env"], termux, termux["env"], tmp_path)
     assert done.returncode == 0, done.stderr
-    keep = "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    assert f'export LD_LIBRARY_PATH="/vendor/lib64:{PREFIX}/lib{keep}"' in done.stdout
+    keep = '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+    assert f"export LD_LIBRARY_PATH=/vendor/lib64:{PREFIX}/lib{keep}" in done.stdout
 
 
 def test_termux_with_the_fix_reaches_qualcomm(termux, tmp_path):

@@ -4,6 +4,8 @@ with real libraries: tests/test_doctor_layouts.py."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from qcom_ext.device.doctor.elf import ElfFacts
@@ -83,8 +85,8 @@ def test_termux_vendor_library_is_not_an_icd_fix_is_ld_library_path():
     assert verdict.fix.env == (
         EnvSetting("LD_LIBRARY_PATH", ("/vendor/lib64", f"{PREFIX}/lib")),
     )  # the order users report working: the vendor directory first
-    keep = "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    assert verdict.fix.exports() == [f'export LD_LIBRARY_PATH="/vendor/lib64:{PREFIX}/lib{keep}"']
+    keep = '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+    assert verdict.fix.exports() == [f"export LD_LIBRARY_PATH=/vendor/lib64:{PREFIX}/lib{keep}"]
     assert verdict.fix.commands == ()
     assert f"LD_LIBRARY_PATH=/vendor/lib64:{PREFIX}/lib" in verdict.line()
 
@@ -124,8 +126,8 @@ def test_a_loader_linked_by_another_name_gets_a_link_directory():
     holds only libOpenCL.so, so the fix makes a directory with the name it needs."""
     verdict = decide(facts(python(needed="libOpenCL.so.1"), libraries=[vendor()]))
     assert verdict.fix.commands == (
-        "mkdir -p ~/.local/lib/qcom-ext-opencl",
-        "ln -sf /vendor/lib64/libOpenCL.so ~/.local/lib/qcom-ext-opencl/libOpenCL.so.1",
+        'mkdir -p "$HOME"/.local/lib/qcom-ext-opencl',
+        'ln -sf /vendor/lib64/libOpenCL.so "$HOME"/.local/lib/qcom-ext-opencl/libOpenCL.so.1',
     )
     assert verdict.fix.env[0].paths[:2] == ("~/.local/lib/qcom-ext-opencl", "/vendor/lib64")
 
@@ -269,7 +271,7 @@ def test_an_icd_in_a_directory_the_loader_does_not_read():
     assert verdict.fix.env == (
         EnvSetting("OCL_ICD_VENDORS", ("/etc/OpenCL/vendors",), keep=False),
     )
-    assert verdict.fix.exports() == ['export OCL_ICD_VENDORS="/etc/OpenCL/vendors"']
+    assert verdict.fix.exports() == ["export OCL_ICD_VENDORS=/etc/OpenCL/vendors"]
 
 
 def test_an_icd_registered_nowhere():
@@ -323,8 +325,9 @@ def test_windows_with_openclon12_only():
 def test_fix_environment_reroots_device_paths(tmp_path):
     fix = Fix("x", (EnvSetting("LD_LIBRARY_PATH", ("/vendor/lib64", "~/lib")),))
     env = fix.environment({"LD_LIBRARY_PATH": "/old"}, Sysroot(tmp_path))
-    assert env["LD_LIBRARY_PATH"] == f"{tmp_path}/vendor/lib64:~/lib:/old"
-    assert fix.environment({})["LD_LIBRARY_PATH"] == "/vendor/lib64:~/lib"
+    home = os.path.expanduser("~")
+    assert env["LD_LIBRARY_PATH"] == f"{tmp_path}/vendor/lib64:{home}/lib:/old"
+    assert fix.environment({})["LD_LIBRARY_PATH"] == f"/vendor/lib64:{home}/lib"
 
 
 def test_verdict_dict_is_json_ready():
@@ -374,3 +377,21 @@ def test_windows_registry_icds(monkeypatch, tmp_path):
         (str(dll), str(dll)),
         ("C:\\Windows\\System32\\OpenCLOn12.dll", None),
     ]
+
+
+def test_exports_are_safe_to_eval(tmp_path):
+    """``eval "$(qcom-ext env)"`` runs the lines: a path with spaces, quotes or a command
+    substitution is a path, nothing runs, and the current value is kept after it."""
+    import shutil
+    import subprocess
+
+    if shutil.which("sh") is None:
+        pytest.skip("no POSIX shell")
+    odd = f"{tmp_path}/a b'c\"$(touch {tmp_path}/pwned)`touch {tmp_path}/pwned2`"
+    fix = Fix("x", (EnvSetting("LD_LIBRARY_PATH", (odd, "~/lib")),))
+    script = "\n".join(fix.exports()) + '\nprintf %s "$LD_LIBRARY_PATH"'
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/home/someone", "LD_LIBRARY_PATH": "/old"}
+    done = subprocess.run(["sh", "-c", f"eval \"$(cat <<'EOF'\n{script}\nEOF\n)\""],
+                          capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    assert done.stdout == f"{odd}:/home/someone/lib:/old"
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()

@@ -306,3 +306,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(exc, (DriverCrashError, DriverTimeoutError)):
             print(_ISOLATED_HINT, file=sys.stderr)
         return 1
+
+
+if __name__ == "__main__":  # python -m qcom_ext.tools.cli runs it too, not silently nothing
+    sys.exit(main())

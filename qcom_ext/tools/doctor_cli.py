@@ -19,6 +19,8 @@ from rich.text import Text
 
 from qcom_ext.device.doctor import DoctorReport, doctor
 from qcom_ext.device.doctor.gather import DEFAULT_TIMEOUT
+from qcom_ext.tools._output import console as _console
+from qcom_ext.tools._output import terminal_safe
 
 __all__ = ["add_parsers"]
 
@@ -118,23 +120,21 @@ def _doctor_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        render(report, Console())
+        render(report, _console())
     return 0 if report.verdict.status == "ok" else 1
 
 
 def _env_command(args: argparse.Namespace) -> int:
     report = doctor(timeout=args.timeout)
     fix = report.verdict.fix
+    lines = [f"# qcom-ext doctor: {report.verdict.summary}"]
     if fix is None or not fix.env:
-        print(f"# qcom-ext doctor: {report.verdict.line()}")
-        print("# nothing to export")
-        return 0 if report.verdict.status == "ok" else 1
-    print(f"# qcom-ext doctor: {report.verdict.summary}")
-    for command in fix.commands:
-        print(f"# run once: {command}")
-    for line in fix.exports():
-        print(line)
-    return 0
+        lines += [f"# {report.verdict.line()}", "# nothing to export"]
+    else:
+        lines += [f"# run once: {command}" for command in fix.commands] + fix.exports()
+    for line in lines:  # eval runs what this prints: no control character reaches it
+        print(terminal_safe(line.replace("\n", " ")))
+    return 0 if fix is not None and fix.env else (0 if report.verdict.status == "ok" else 1)
 
 
 def add_parsers(commands: Any) -> None:

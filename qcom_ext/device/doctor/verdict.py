@@ -15,7 +15,9 @@ that is registered nowhere, or whose library is not found (``OCL_ICD_VENDORS``).
 
 from __future__ import annotations
 
+import os
 import posixpath
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,15 +43,32 @@ class EnvSetting:
     keep: bool = True
 
     def value(self, current: str = "") -> str:
-        parts = list(self.paths) + ([current] if self.keep and current else [])
-        return ":".join(parts)
+        """The value, ``~/`` expanded (the home directory of this process)."""
+        paths = [os.path.expanduser(p) if p.startswith("~/") else p for p in self.paths]
+        return ":".join(paths + ([current] if self.keep and current else []))
 
     def shell(self) -> str:
-        """The ``export`` line for a POSIX shell (``qcom-ext env``)."""
-        value = ":".join(self.paths)
+        """The ``export`` line for a POSIX shell (``qcom-ext env``): every path quoted
+        (``eval`` runs it), ``~/`` as ``"$HOME"``.
+
+        >>> EnvSetting("LD_LIBRARY_PATH", ("/vendor/lib64", "~/lib")).shell()
+        'export LD_LIBRARY_PATH=/vendor/lib64:"$HOME"/lib"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+        """
+        value = ":".join(shell_path(p) for p in self.paths)
         if self.keep:
-            value += f"${{{self.name}:+:${self.name}}}"
-        return f'export {self.name}="{value}"'
+            value += f'"${{{self.name}:+:${self.name}}}"'
+        return f"export {self.name}={value}"
+
+
+def shell_path(path: str) -> str:
+    """``path`` quoted for a POSIX shell, ``~/`` as ``"$HOME"``.
+
+    >>> shell_path("/data/x y"), shell_path("~/.local/lib"), shell_path("/a/$(b)")
+    ("'/data/x y'", '"$HOME"/.local/lib', "'/a/$(b)'")
+    """
+    if path.startswith("~/"):
+        return '"$HOME"' + shlex.quote(path[1:])
+    return shlex.quote(path)
 
 
 @dataclass(frozen=True)
@@ -196,7 +215,8 @@ def _vendor_not_icd(facts: DoctorFacts, lib: LibraryFacts, notes: list[str]) -> 
     commands: list[str] = []
     paths = [directory]
     if posixpath.basename(lib.path) != needed:
-        commands += [f"mkdir -p {_SHIM_DIR}", f"ln -sf {lib.path} {_SHIM_DIR}/{needed}"]
+        link = shell_path(f"{_SHIM_DIR}/{needed}")
+        commands += [f"mkdir -p {shell_path(_SHIM_DIR)}", f"ln -sf {shell_path(lib.path)} {link}"]
         paths.insert(0, _SHIM_DIR)
     loader_dir = posixpath.dirname(py.library) if py.library and not py.wheel_loader else None
     if loader_dir is None and facts.termux_prefix:
@@ -277,7 +297,7 @@ def _icd(facts: DoctorFacts, lib: LibraryFacts, notes: list[str]) -> Verdict:
         text = f"start Python with {setting.name}={source.path}"
         return Verdict("fix", "icd-not-read", summary, Fix(text, (setting,)), tuple(notes))
     summary = f"Qualcomm's driver {lib.path} is an ICD that no .icd file registers"
-    command = f"echo {lib.path} | sudo tee /etc/OpenCL/vendors/adrenocl.icd"
+    command = f"echo {shell_path(lib.path)} | sudo tee /etc/OpenCL/vendors/adrenocl.icd"
     text = f"register it ({command}), or start Python with {single.name}={lib.path}"
     return Verdict(
         "fix", "icd-not-registered", summary, Fix(text, (single,), (command,)), tuple(notes)

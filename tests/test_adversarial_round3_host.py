@@ -4,8 +4,13 @@ child process)."""
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pyopencl
 import pytest
 from fakes.claiming import claiming
@@ -13,6 +18,7 @@ from fakes.claiming import claiming
 import qcom_ext
 from qcom_ext.device.probe import clear_cache
 from qcom_ext.ext.program.build import build_program
+from qcom_ext.ops import load_weight, save_weights
 
 # ---- 3: child processes never import from the current directory ---------------------
 
@@ -70,3 +76,77 @@ def test_probe_verify_imports_nothing_from_the_cwd(planted_cwd, device_caps, mon
         caps = qcom_ext.probe(device_caps.device_id, verify=True)
     assert name in caps.verdicts
     assert not planted_cwd.exists(), "probe(verify=True)'s trial child ran ./json.py"
+
+
+# ---- 4: save_weights' temporary file is mkstemp's, never a predictable name ----------
+
+
+def _predictable(target: Path, pid: int) -> Path:
+    """The name the temporary file had before the fix."""
+    return target.with_name(f".{target.name}.{pid}.partial")
+
+
+def _weights() -> dict:
+    return {"w": np.ones((2, 3), np.float32)}
+
+
+@pytest.fixture
+def gguf():
+    return pytest.importorskip(
+        "gguf", reason="writing GGUF needs the gguf package (qcom_ext[gguf])"
+    )
+
+
+def test_a_planted_symlink_at_the_old_temporary_name_is_not_followed(tmp_path, gguf):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the victim's file")
+    target = tmp_path / "w.gguf"
+    planted = _predictable(target, os.getpid())
+    planted.symlink_to(victim)
+    save_weights(target, _weights())
+    assert victim.read_text() == "the victim's file"
+    assert not target.is_symlink() and load_weight(target, "w").shape == (2, 3)
+    assert planted.is_symlink() and planted.resolve() == victim.resolve()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [planted.name, "victim.txt", "w.gguf"]
+    )
+
+
+def test_a_planted_file_at_the_old_temporary_name_does_not_become_the_model(tmp_path, gguf):
+    target = tmp_path / "w.gguf"
+    planted = _predictable(target, os.getpid())
+    planted.write_bytes(b"the planter's file")
+    os.chmod(planted, 0o666)
+    save_weights(target, _weights())
+    assert planted.read_bytes() == b"the planter's file"
+    assert os.stat(target).st_ino != os.stat(planted).st_ino
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([planted.name, "w.gguf"])
+
+
+def test_a_planted_fifo_at_the_old_temporary_name_does_not_block_the_save(tmp_path, gguf):
+    target = tmp_path / "w.gguf"
+    code = (
+        "import os, sys, numpy as np; from qcom_ext.ops import save_weights; "
+        "target = sys.argv[1]; d, n = os.path.split(target); "
+        "os.mkfifo(os.path.join(d, f'.{n}.{os.getpid()}.partial')); "
+        "save_weights(target, {'w': np.ones((2, 3), np.float32)})"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(target)], capture_output=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("save_weights blocked on a FIFO planted at its temporary file's name")
+    assert done.returncode == 0, done.stderr.decode()
+    assert load_weight(target, "w").shape == (2, 3)
+
+
+def test_a_failed_save_leaves_no_temporary_file(tmp_path, gguf, monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise ValueError("gguf-py refused")
+
+    monkeypatch.setattr(gguf.GGUFWriter, "write_kv_data_to_file", broken)
+    with pytest.raises(ValueError, match="gguf-py refused"):
+        save_weights(tmp_path / "w.gguf", _weights())
+    assert list(tmp_path.iterdir()) == []

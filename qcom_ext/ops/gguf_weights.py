@@ -27,10 +27,12 @@ quantized types, the last dimension counted in bytes).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -140,7 +142,10 @@ def save_weights(
 ) -> None:
     """Write ``weights`` (name -> :class:`QuantizedWeights`, or a float32 / float16 array)
     to the GGUF file ``path`` with ``general.architecture = arch``, replacing it whole: a
-    failure leaves no file (or the old one) behind."""
+    failure leaves no file (or the old one) behind. The file is written under a fresh
+    name of :func:`tempfile.mkstemp` in the same directory (created exclusively, mode
+    0600: nothing planted there is followed or written into), then renamed onto
+    ``path``; the new file keeps mode 0600."""
     gguf = _gguf()
     if not isinstance(arch, str) or not arch:
         raise ConfigError(f"arch {arch!r}: a non-empty string expected")
@@ -148,14 +153,19 @@ def save_weights(
         raise ConfigError(f"weights of type {type(weights).__name__}: a mapping name -> tensor")
     entries = [_entry(name, value) for name, value in weights.items()]
     target = Path(_path(path))
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
-        _write(gguf, partial, arch, entries)
+        fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    except OSError as exc:
+        raise GGUFFileError(f"{os.fspath(path)}: cannot be written ({exc})") from exc
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _write(gguf, out, arch, entries)
         os.replace(partial, target)
     except OSError as exc:
         raise GGUFFileError(f"{os.fspath(path)}: cannot be written ({exc})") from exc
     finally:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
 
 
 def _entry(name: object, value: object) -> tuple[str, np.ndarray, str | None]:
@@ -185,16 +195,17 @@ def _entry(name: object, value: object) -> tuple[str, np.ndarray, str | None]:
     return name, np.ascontiguousarray(value, dtype=native), None  # the writer orders bytes
 
 
-def _write(gguf: Any, path: Path, arch: str, entries: list) -> None:
-    writer = gguf.GGUFWriter(path, arch)
-    try:
-        for name, data, quantized in entries:
-            raw = getattr(gguf.GGMLQuantizationType, quantized) if quantized else None
-            writer.add_tensor(name, data, raw_dtype=raw)
-        if any(quantized for _, _, quantized in entries):
-            writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-    finally:
-        writer.close()
+def _write(gguf: Any, out: BinaryIO, arch: str, entries: list) -> None:
+    """The GGUF file of ``entries`` written to ``out``, a file qcom_ext opened (gguf-py
+    opens none: it writes where its ``fout`` says; closing ``out`` is the caller's)."""
+    writer = gguf.GGUFWriter(None, arch)
+    for name, data, quantized in entries:
+        raw = getattr(gguf.GGMLQuantizationType, quantized) if quantized else None
+        writer.add_tensor(name, data, raw_dtype=raw)
+    if any(quantized for _, _, quantized in entries):
+        writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    writer.fout, writer.state = [out], gguf.gguf_writer.WriterState.EMPTY  # as if it opened out
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    out.flush()

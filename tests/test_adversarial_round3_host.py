@@ -17,6 +17,7 @@ from fakes.claiming import claiming
 
 import qcom_ext
 from qcom_ext.device.probe import clear_cache
+from qcom_ext.errors import ConfigError
 from qcom_ext.ext.program.build import build_program
 from qcom_ext.ops import load_weight, save_weights
 
@@ -150,3 +151,58 @@ def test_a_failed_save_leaves_no_temporary_file(tmp_path, gguf, monkeypatch):
     with pytest.raises(ValueError, match="gguf-py refused"):
         save_weights(tmp_path / "w.gguf", _weights())
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- 10: allocate_chunked is bounded by the global memory and MAX_CHUNKS -------------
+
+#: A child that makes ``size`` bytes in chunks of ``chunk`` on the device labelled
+#: ``label``, its memory capped, and prints the error it got.
+CHUNKED_CHILD = """
+import resource, sys
+import pyopencl as cl, qcom_ext
+label, size, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) or None
+resource.setrlimit(resource.RLIMIT_AS, (16 << 30, 16 << 30))
+caps = next(c for c in qcom_ext.probe_all() if c.label == label)
+ctx = cl.Context([caps.device()])
+try:
+    parts = qcom_ext.allocate_chunked(ctx, size, chunk=chunk)
+except qcom_ext.errors.QcomExtError as exc:
+    print(type(exc).__name__, exc)
+else:
+    print("made", len(parts), "buffers")
+"""
+
+
+@pytest.mark.parametrize(("size", "chunk"), [(2**50, 0), (64 << 30, 128)])
+def test_allocate_chunked_refuses_more_than_the_global_memory(device_caps, size, chunk):
+    memory = device_caps.device().global_mem_size
+    if size <= memory:
+        pytest.skip(f"{device_caps.label} has {memory} bytes of global memory")
+    command = [sys.executable, "-c", CHUNKED_CHILD, device_caps.label, str(size), str(chunk)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"allocate_chunked({size}, chunk={chunk or None}) still allocating at 60 s")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("BufferTooLargeError"), done.stdout
+    assert f"size {size} bytes exceeds CL_DEVICE_GLOBAL_MEM_SIZE = {memory}" in done.stdout
+
+
+def test_allocate_chunked_refuses_more_than_max_chunks(cl_context, monkeypatch):
+    from qcom_ext.ext.memory import large_buffer
+
+    align = max(d.mem_base_addr_align // 8 for d in cl_context.devices)
+    made = []
+    real = large_buffer.create_buffer
+    monkeypatch.setattr(large_buffer, "create_buffer", lambda *a: made.append(1) or real(*a))
+    size = (large_buffer.MAX_CHUNKS + 1) * align
+    with pytest.raises(
+        ConfigError,
+        match=f"{large_buffer.MAX_CHUNKS + 1} buffers: .* at most {large_buffer.MAX_CHUNKS}",
+    ):
+        qcom_ext.allocate_chunked(cl_context, size, chunk=align)
+    assert made == []  # refused before any allocation
+    parts = qcom_ext.allocate_chunked(cl_context, size - align, chunk=align)
+    assert len(parts) == large_buffer.MAX_CHUNKS
+    for part in parts:
+        part.release()

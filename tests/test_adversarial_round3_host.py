@@ -17,7 +17,7 @@ from fakes.claiming import claiming
 
 import qcom_ext
 from qcom_ext.device.probe import clear_cache
-from qcom_ext.errors import ConfigError
+from qcom_ext.errors import ConfigError, signal_name
 from qcom_ext.ext.program.build import build_program
 from qcom_ext.ops import load_weight, save_weights
 
@@ -206,3 +206,46 @@ def test_allocate_chunked_refuses_more_than_max_chunks(cl_context, monkeypatch):
     assert len(parts) == large_buffer.MAX_CHUNKS
     for part in parts:
         part.release()
+
+
+# ---- 8: a raw int is a device handle only when the enumeration lists it --------------
+
+#: Public entry points that take a device, each given a raw int that is no handle.
+RAW_DEVICE_CALLS = {
+    "probe(1)": ("qcom_ext.probe(1)", 1),
+    "probe(-1)": ("qcom_ext.probe(-1)", -1),
+    "probe(numpy 1)": ("qcom_ext.probe(numpy.int64(1))", 1),
+    "create_context([1])": ("qcom_ext.create_context(devices=[1])", 1),
+    "create_context(1)": ("qcom_ext.create_context(devices=1)", 1),
+    "caps_of(1)": ("qcom_ext.device.shared.caps_of(1)", 1),
+    "accelerated_limits(1)": ("qcom_ext.accelerated_limits(1)", 1),
+    "box_size(device=1)": ("qcom_ext.box_size(1.0, 1.0, device=1)", 1),
+    "query_image_info(1)": ("qcom_ext.query_image_info(1, 'RGBA/UNORM_INT8', (4, 4))", 1),
+    "kernel_sub_group_size(k, 1)": ("qcom_ext.kernel_sub_group_size(1, 1, 8)", 1),
+}
+
+
+def _run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``code`` in a child Python (a crash or a hang there fails the test, not the run)."""
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the child still ran at {timeout} s: {code!r}")
+
+
+@pytest.mark.parametrize("call", list(RAW_DEVICE_CALLS))
+def test_a_raw_int_that_is_no_device_is_a_config_error(call):
+    if not qcom_ext.probe_all():
+        pytest.skip("no OpenCL device")
+    statement, value = RAW_DEVICE_CALLS[call]
+    code = (
+        "import numpy, qcom_ext, qcom_ext.device.shared\n"
+        f"try:\n    {statement}\n"
+        "except qcom_ext.ConfigError as exc:\n    print('ConfigError:', exc)\n"
+    )
+    done = _run_python(code)
+    assert done.returncode == 0, f"{call}: {signal_name(done.returncode)}; {done.stderr[-500:]}"
+    shown = f"device {value} ({value:#x}) is not a device handle"
+    assert done.stdout.startswith("ConfigError:") and shown in done.stdout, done.stdout

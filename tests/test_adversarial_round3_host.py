@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -249,3 +250,83 @@ def test_a_raw_int_that_is_no_device_is_a_config_error(call):
     assert done.returncode == 0, f"{call}: {signal_name(done.returncode)}; {done.stderr[-500:]}"
     shown = f"device {value} ({value:#x}) is not a device handle"
     assert done.stdout.startswith("ConfigError:") and shown in done.stdout, done.stdout
+
+
+# ---- 9: hostile GGUF files are GGUFFileError, never a hang, a RecursionError or SIGBUS -
+
+#: The child: ``weight_names`` or ``load_weight`` on the file, its memory capped; it
+#: prints the typed error it got.
+GGUF_CHILD = """
+import resource, sys
+from qcom_ext.ops import gguf_weights
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+path, name = sys.argv[1], sys.argv[2]
+try:
+    found = gguf_weights.load_weight(path, name) if name else gguf_weights.weight_names(path)
+except gguf_weights.GGUFFileError as exc:
+    print("GGUFFileError:", exc)
+else:
+    print("read", found)
+"""
+
+
+def _kv_file(value_type: int, value: bytes) -> bytes:
+    """A GGUF v3 file of no tensor and one key/value ``x`` of ``value_type``."""
+    key = struct.pack("<Q", 1) + b"x"
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + key + struct.pack("<I", value_type) + value
+
+
+def _read_in_a_child(path: Path, name: str = "") -> str:
+    done = _run_python(GGUF_CHILD, str(path), name, timeout=30)
+    assert done.returncode == 0, f"{signal_name(done.returncode)}: {done.stderr[-1500:]}"
+    return done.stdout
+
+
+def test_an_array_longer_than_the_file_is_refused_not_looped_on(tmp_path, gguf):
+    path = tmp_path / "long-array.gguf"
+    array, uint8 = 9, 0
+    path.write_bytes(_kv_file(array, struct.pack("<IQ", uint8, 2**62)))
+    out = _read_in_a_child(path)
+    assert out.startswith("GGUFFileError:"), out
+    assert f"counts {2**62} items" in out and "the file has 0 bytes left" in out
+
+
+def test_arrays_nested_thousands_deep_are_a_gguf_file_error(tmp_path, gguf):
+    path = tmp_path / "nested.gguf"
+    array, uint8 = 9, 0
+    nested = struct.pack("<IQ", array, 1) * 2999 + struct.pack("<IQ", uint8, 0)
+    path.write_bytes(_kv_file(array, nested))
+    out = _read_in_a_child(path)
+    assert out.startswith("GGUFFileError:") and "nests arrays more than 16 deep" in out, out
+
+
+def test_a_file_truncated_while_a_tensor_is_read_is_a_gguf_file_error(tmp_path, gguf):
+    """The file shrinks after gguf-py parsed it, before the tensor's bytes are copied:
+    through gguf-py's memory map that copy was a SIGBUS."""
+    path = tmp_path / "shrinks.gguf"
+    save_weights(path, {"big": np.ones(1 << 20, np.float32)})
+    hook = (
+        "import os, gguf\n"
+        "parse = gguf.GGUFReader\n"
+        "def shrinking(*args, **kwargs):\n"
+        "    reader = parse(*args, **kwargs)\n"
+        f"    os.truncate({str(path)!r}, 4096)\n"
+        "    return reader\n"
+        "gguf.GGUFReader = shrinking\n"
+    )
+    done = _run_python(hook + GGUF_CHILD, str(path), "big", timeout=60)
+    assert done.returncode == 0, f"{signal_name(done.returncode)}: {done.stderr[-1500:]}"
+    assert done.stdout.startswith("GGUFFileError:"), done.stdout
+    assert "run past the end of the file (4096 bytes)" in done.stdout, done.stdout
+
+
+def test_a_recursion_error_in_gguf_py_is_a_gguf_file_error(tmp_path, gguf, monkeypatch):
+    """Without the header check, gguf-py's own RecursionError is caught and typed."""
+    from qcom_ext.ops import gguf_weights
+
+    path = tmp_path / "nested.gguf"
+    nested = struct.pack("<IQ", 9, 1) * 2999 + struct.pack("<IQ", 0, 0)
+    path.write_bytes(_kv_file(9, nested))
+    monkeypatch.setattr(gguf_weights, "scan_header", lambda *args: None)
+    with pytest.raises(gguf_weights.GGUFFileError, match="RecursionError"):
+        gguf_weights.weight_names(path)

@@ -330,3 +330,56 @@ def test_a_recursion_error_in_gguf_py_is_a_gguf_file_error(tmp_path, gguf, monke
     monkeypatch.setattr(gguf_weights, "scan_header", lambda *args: None)
     with pytest.raises(gguf_weights.GGUFFileError, match="RecursionError"):
         gguf_weights.weight_names(path)
+
+
+# ---- 11: what qcom_ext holds outlives the caller's release() ---------------------------
+
+#: The start of a child on the device labelled argv[1]: ``ctx``, ``queue``, ``mf``.
+DEVICE_CHILD = """
+import gc, sys
+import numpy as np, pyopencl as cl, qcom_ext
+caps = next(c for c in qcom_ext.probe_all() if c.label == sys.argv[1])
+ctx = cl.Context([caps.device()])
+queue = cl.CommandQueue(ctx)
+mf = cl.mem_flags
+def fillers():  # buffers that may take the memory of what was freed
+    return [cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=np.full(64, 255, np.uint8))
+            for _ in range(16)]
+"""
+
+
+def _on_device_in_a_child(device_caps, code: str) -> str:
+    done = _run_python(DEVICE_CHILD + code, device_caps.label)
+    assert done.returncode == 0, f"{signal_name(done.returncode)}: {done.stderr[-1500:]}"
+    return done.stdout.strip()
+
+
+def test_an_image_buffer_outlives_the_callers_release_of_its_image(device_caps):
+    if not device_caps.device().image_support:
+        pytest.skip(f"{device_caps.label} has no image support")
+    code = """
+pixels = np.arange(8 * 4 * 4, dtype=np.uint8).reshape(4, 8, 4)
+image = qcom_ext.create_image(ctx, (8, 4), "RGBA/UNSIGNED_INT8").image
+cl.enqueue_copy(queue, image, pixels, origin=(0, 0), region=(8, 4)).wait()
+pair = qcom_ext.buffer_from_image(image)
+image.release(); del image; gc.collect()
+keep = fillers()
+pair.sync_to_buffer(queue)
+got = pair.read_buffer(queue)
+print("equal" if (got == pixels).all() else got.ravel()[:8].tolist())
+"""
+    assert _on_device_in_a_child(device_caps, code) == "equal"
+
+
+def test_a_wrapped_buffer_matrix_outlives_the_callers_release(device_caps):
+    code = """
+from qcom_ext.ops.matmul import BufferMatrix
+a = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+buf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a)
+matrix = BufferMatrix.wrap(buf, (64, 16), np.float32)
+buf.release(); del buf; gc.collect()
+keep = fillers()
+got = matrix.to_numpy(queue)
+print("equal" if (got == a).all() else got.ravel()[:4].tolist())
+"""
+    assert _on_device_in_a_child(device_caps, code) == "equal"

@@ -24,12 +24,13 @@ on the device and takes integer dot products (qcom_dot8_acc) against q8_0 or q4_
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ext.memory.memobj import hold
 from qcom_ext.ops import _matmul_programs as programs
 from qcom_ext.ops._casting import cast_array, compute_dtype, float_array
 from qcom_ext.ops._matmul_layout import PATHS, DeviceWeights, choose_path, pack
@@ -65,11 +66,17 @@ ACTIVATION_FORMATS = ("q8_0",)
 
 @dataclass(frozen=True)
 class BufferMatrix:
-    """A row-major ``(rows, cols)`` float32 or float16 matrix in a pyopencl Buffer."""
+    """A row-major ``(rows, cols)`` float32 or float16 matrix in a pyopencl Buffer. It
+    holds a reference of its own to the buffer (:func:`~qcom_ext.ext.memory.memobj.hold`):
+    a caller's ``buffer.release()`` cannot free it under the matrix."""
 
     buffer: Any
     shape: tuple[int, int]
     dtype: np.dtype
+    _held: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_held", hold(self.buffer))
 
     @property
     def nbytes(self) -> int:

@@ -5,6 +5,8 @@ compile (:mod:`qcom_ext.ext.program.isolated`); the crash trials of
 :mod:`qcom_ext.tools.verify` start their children with the same environment
 (:func:`child_environment`).
 
+Every child starts through :func:`start_child` (also the verify trials'), so that none
+imports from the current directory (:func:`module_command`, ``PYTHONSAFEPATH``).
 The parent, :func:`run_child`, starts the child in a session of its own, writes the
 request (JSON) on its stdin and reads its report pipe (the child's stdout; what the
 driver prints goes to stderr): ``qcom_ext-isolated: stage <json text>`` before each risky
@@ -51,6 +53,7 @@ __all__ = [
     "no_core_dumps",
     "run_child",
     "serve",
+    "start_child",
 ]
 
 PROTOCOL = "qcom_ext-isolated:"
@@ -65,20 +68,62 @@ _RAISED_AS = (ConfigError, OpenCLUnavailable)
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The parent's environment for a child that imports the same qcom_ext (and the
     same test modules): this process's import path goes into ``PYTHONPATH``, as
-    multiprocessing's spawn does; ``extra`` on top."""
+    multiprocessing's spawn does, less its ``''`` entries (the current directory,
+    whatever it is when the child starts); ``extra`` on top. ``PYTHONSAFEPATH`` is
+    set, so that a child started with ``-c`` or ``-m`` (Python 3.11+) puts no
+    current directory first on its path either."""
     env = dict(os.environ)
-    paths = [p or os.getcwd() for p in sys.path]
+    paths = [p for p in sys.path if p]
     if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
+        paths.extend(p for p in env["PYTHONPATH"].split(os.pathsep) if p)
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONSAFEPATH"] = "1"
     env.update(extra or {})
     return env
 
 
+#: Python 3.10 has no ``-P``: ``-c`` runs this, which takes the current directory's
+#: ``''`` off the path before anything is imported, then runs the module as ``-m`` does.
+_SAFE_MAIN = (
+    "import sys; sys.path[:] = [p for p in sys.path if p]; "
+    "module = sys.argv.pop(1); import runpy; "
+    "runpy.run_module(module, run_name='__main__', alter_sys=True)"
+)
+
+
 def module_command(module: str) -> list[str]:
-    """``python -m module`` with this interpreter."""
-    return [sys.executable, "-m", module]
+    """``python -m module`` with this interpreter, with no current directory on the
+    child's import path: ``-P`` (Python 3.11+), else a ``-c`` prologue that drops it.
+    A file planted in the working directory (a ``json.py``) is never imported."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", module]
+    return [sys.executable, "-c", _SAFE_MAIN, module]
+
+
+def start_child(command: Sequence[str], env: Mapping[str, str] | None) -> subprocess.Popen[bytes]:
+    """The one place qcom_ext starts a child process: ``command`` in a session (process
+    group) of its own, its three streams piped, in ``env`` (default
+    :func:`child_environment`), ``PYTHONSAFEPATH`` always set and ``''`` entries
+    dropped from its ``PYTHONPATH`` (what a caller's ``env`` says notwithstanding)."""
+    group: dict[str, Any] = (
+        {"start_new_session": True}
+        if _POSIX
+        else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    )
+    environment = dict(env) if env is not None else child_environment()
+    environment["PYTHONSAFEPATH"] = "1"
+    if "PYTHONPATH" in environment:
+        parts = environment["PYTHONPATH"].split(os.pathsep)
+        environment["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    return subprocess.Popen(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+        **group,
+    )
 
 
 def no_core_dumps() -> None:
@@ -172,19 +217,7 @@ def run_child(
     :func:`child_environment`."""
     if not timeout > 0:
         raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    group: dict[str, Any] = (
-        {"start_new_session": True}
-        if _POSIX
-        else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    )
-    proc = subprocess.Popen(
-        list(command),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else child_environment(),
-        **group,
-    )
+    proc = start_child(command, env)
     status: int | None
     try:
         out, err = proc.communicate(json.dumps(request).encode(), timeout=timeout)

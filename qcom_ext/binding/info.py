@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
-from qcom_ext.errors import DriverAnswerError
+from qcom_ext.errors import ConfigError, DriverAnswerError
 
 
 def _as(kind: str, handle: Any) -> Any:
@@ -128,3 +128,42 @@ def device_ids(platform: Any) -> list[int]:
         "clGetDeviceIDs",
     )
     return [handle_int(d) for d in ids]
+
+
+def listed_devices() -> list[int]:
+    """Every device of every platform the library reports, in enumeration order."""
+    return [device for platform in platform_ids() for device in device_ids(platform)]
+
+
+def known_device(device: Any) -> int:
+    """The ``cl_device_id`` of ``device``: a pyopencl.Device (an object with ``int_ptr``)
+    as it is; a raw handle (an int, a numpy integer, a cffi pointer) only when it is one
+    of :func:`listed_devices`, checked before any other driver call: the driver would
+    take any other value for a handle and read through it (a crash). The one check of
+    every public entry point that takes a device.
+
+    >>> known_device(1)
+    Traceback (most recent call last):
+    ...
+    qcom_ext.errors.ConfigError: device 1 (0x1) is not a device handle: expected a \
+pyopencl.Device or a cl_device_id handle that clGetDeviceIDs lists (...)
+    """
+    if hasattr(device, "int_ptr"):
+        handle = handle_int(device)
+        if handle > 0:
+            return handle
+        raise ConfigError(f"device {device!r} has no handle (int_ptr {handle}): released?")
+    try:
+        handle = handle_int(device)
+    except ConfigError:
+        raise ConfigError(
+            f"expected a pyopencl.Device or a cl_device_id handle (int), got {device!r}"
+        ) from None
+    listed = listed_devices()
+    if handle in listed:
+        return handle
+    shown = ", ".join(f"{d:#x}" for d in listed) or "none"
+    raise ConfigError(
+        f"device {handle} ({handle:#x}) is not a device handle: expected a pyopencl.Device "
+        f"or a cl_device_id handle that clGetDeviceIDs lists ({shown})"
+    )

@@ -51,6 +51,7 @@ _cache: dict[tuple[int, str], DeviceCaps] = {}
 _derived: dict[tuple[int, str, frozenset[str]], tuple[DeviceCaps, DeviceCaps]] = {}
 _default: dict[str, int] = {}
 _verified: set[tuple[int, str]] = set()  # probe(verify=True) ran for these keys
+_known: set[int] = set()  # device handles known_device accepted (until clear_cache)
 #: The names ``disabling()`` adds in this thread / asyncio task.
 _forced: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
     "qcom_ext_disabled", default=frozenset()
@@ -305,6 +306,16 @@ def _probed(handle: int, verify: bool) -> DeviceCaps:
     return caps
 
 
+def _device_handle(device: Any) -> int:
+    """:func:`~qcom_ext.binding.info.known_device`'s check (a raw handle must be a device
+    the enumeration lists), made once per handle until :func:`clear_cache`."""
+    if type(device) is int and device in _known:
+        return device
+    handle = _info.known_device(device)
+    _known.add(handle)
+    return handle
+
+
 def probe(
     device: Any = None, *, verify: bool = False, disabled: str | Iterable[str] = ()
 ) -> DeviceCaps:
@@ -325,7 +336,7 @@ def probe(
     >>> caps.path("cl_qcom_ion_host_ptr") in ("native", "unavailable")  # never a fallback
     True
     """
-    handle = default_device() if device is None else handle_int(device)
+    handle = default_device() if device is None else _device_handle(device)
     caps = _probed(handle, verify)
     extra = _forced.get() | _names(disabled) if disabled else _forced.get()
     if not extra:
@@ -373,3 +384,4 @@ def clear_cache() -> None:
         _derived.clear()
         _default.clear()
         _verified.clear()
+        _known.clear()

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.extensions import REGISTRY
@@ -98,12 +99,9 @@ def context_devices(context: int) -> list[int]:
 
 
 def device_handle(device: Any) -> int:
-    """The ``cl_device_id`` of a ``pyopencl.Device`` or a positive int; ConfigError else."""
-    if hasattr(device, "int_ptr") or (isinstance(device, int) and not isinstance(device, bool)):
-        handle = handle_int(device)
-        if handle > 0:
-            return handle
-    raise ConfigError(f"expected a pyopencl.Device or a cl_device_id handle (int), got {device!r}")
+    """The ``cl_device_id`` of a ``pyopencl.Device`` or a handle the platform enumeration
+    lists (:func:`qcom_ext.binding.info.known_device`); ConfigError else."""
+    return _info.known_device(device)
 
 
 def _members(devices: Sequence[Any]) -> tuple[DeviceCaps, ...]:

@@ -6,12 +6,13 @@ what the aliasing checks of ``Linear`` compare)."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from qcom_ext.errors import ConfigError
+from qcom_ext.ext.memory.memobj import hold
 from qcom_ext.ext.program.launch import copy
 from qcom_ext.ops._tensor import MAX_ELEMENTS, allocate, held_dtype, upload
 
@@ -22,11 +23,14 @@ __all__ = ["BufferMatrix", "memory_span", "overlap", "shape2"]
 class BufferMatrix:
     """A row-major ``(rows, cols)`` float32 or float16 matrix in a pyopencl Buffer, checked
     when made, however it is made: ``shape`` 2 positive ints, ``dtype`` float32 or
-    float16 and the buffer at least ``nbytes`` long (a ConfigError otherwise)."""
+    float16 and the buffer at least ``nbytes`` long (a ConfigError otherwise). It holds a
+    reference of its own to the buffer (:func:`~qcom_ext.ext.memory.memobj.hold`): a
+    caller's ``buffer.release()`` cannot free it under the matrix."""
 
     buffer: Any
     shape: tuple[int, int]
     dtype: np.dtype
+    _held: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         import pyopencl as cl
@@ -42,6 +46,7 @@ class BufferMatrix:
                 f"a {self.shape} {self.dtype.name} matrix needs {self.nbytes} bytes; "
                 f"the buffer has {self.buffer.size}"
             )
+        object.__setattr__(self, "_held", hold(self.buffer))
 
     @functools.cached_property
     def span(self) -> tuple[int, int, int]:

@@ -109,8 +109,41 @@ def fake_driver(
     return driver.substitute(
         clGetDeviceInfo=lambda h, p, s, v, r: serve(device_info, h, DEVICE, p, s, v, r),
         clGetPlatformInfo=lambda h, p, s, v, r: serve(platform_info, h, PLATFORM, p, s, v, r),
-        **extra,
+        **{**enumerating(), **extra},
     )
+
+
+def _listing(handles: list[int], kind: str, count: int, ids, found) -> int:
+    """What clGetPlatformIDs / clGetDeviceIDs do with the list ``handles``."""
+    if found != ffi.NULL:
+        found[0] = len(handles)
+    for i, handle in enumerate(handles[: count if ids != ffi.NULL else 0]):
+        ids[i] = ffi.cast(kind, handle)
+    return 0
+
+
+def enumerating(platform: int = PLATFORM, device: int = DEVICE) -> dict:
+    """Substitutes for clGetPlatformIDs / clGetDeviceIDs that list the fake ``platform``
+    (after the real ones) with its one ``device``: the enumeration a raw device handle is
+    checked against (``qcom_ext.binding.info.known_device``) knows the fake device."""
+    real_platforms = driver.function("clGetPlatformIDs")
+    real_devices = driver.function("clGetDeviceIDs")
+
+    def platform_ids(count, ids, found):
+        number = ffi.new("cl_uint *")
+        listed: list[int] = []
+        if real_platforms(0, ffi.NULL, number) == 0 and number[0]:
+            real = ffi.new("cl_platform_id[]", number[0])
+            if real_platforms(number[0], real, ffi.NULL) == 0:
+                listed = [addr(real[i]) for i in range(number[0])]
+        return _listing([*listed, platform], "cl_platform_id", count, ids, found)
+
+    def device_ids(handle, kind, count, ids, found):
+        if addr(handle) == platform:
+            return _listing([device], "cl_device_id", count, ids, found)
+        return real_devices(handle, kind, count, ids, found)
+
+    return {"clGetPlatformIDs": platform_ids, "clGetDeviceIDs": device_ids}
 
 
 def adreno740_device_info() -> dict[int, bytes]:

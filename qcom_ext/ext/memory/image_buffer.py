@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -94,6 +94,12 @@ class ImageBuffer:
     format: ImageFormat
     image_type: str
     extent: ImageExtent
+    #: qcom_ext's own references to the image and the buffer (:func:`memobj.hold`): a
+    #: caller's ``image.release()`` or ``buffer.release()`` cannot free them under it.
+    _held: tuple[Any, ...] = field(default=(), init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._held = (_memobj.hold(self.image), _memobj.hold(self.buffer))
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -43,12 +43,22 @@ from qcom_ext.errors import BufferTooLargeError, ConfigError, EntryPointMissing,
 from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags, flag_names
 from qcom_ext.ext.memory.memobj import adopt, create_buffer
 
-__all__ = ["EXTENSION", "allocate_chunked", "create_large_buffer", "large_buffer_limit"]
+__all__ = [
+    "EXTENSION",
+    "MAX_CHUNKS",
+    "allocate_chunked",
+    "create_large_buffer",
+    "large_buffer_limit",
+]
 
 EXTENSION = "cl_qcom_large_buffer"
 _GLOBAL = "CL_DEVICE_GLOBAL_MEM_SIZE"
 _ALLOC = "CL_DEVICE_MAX_MEM_ALLOC_SIZE"
 _HOST_DATA = C.CL_MEM_USE_HOST_PTR | C.CL_MEM_COPY_HOST_PTR
+#: The most buffers :func:`allocate_chunked` makes for one request: each is a driver
+#: object and a Python one, and the default chunk (``CL_DEVICE_MAX_MEM_ALLOC_SIZE``, at
+#: least a quarter of the global memory) needs a handful.
+MAX_CHUNKS = 4096
 _CHUNK_HINT = "qcom_ext.allocate_chunked splits it into buffers the device can make"
 
 
@@ -208,6 +218,23 @@ def _chunk_size(found: Sequence[DeviceCaps], size: int, chunk: Any) -> int:
     return chunk
 
 
+def _bound(found: Sequence[DeviceCaps], size: int, step: int) -> None:
+    """Refuse ``size`` bytes in chunks of ``step`` before anything is made: more than
+    the global memory of a device of the context, or more than :data:`MAX_CHUNKS`."""
+    memory, label = min((caps.device().global_mem_size, caps.label) for caps in found)
+    if size > memory:
+        raise BufferTooLargeError(
+            size, memory, _GLOBAL, label, hint="allocate_chunked cannot hold more than that"
+        )
+    count = -(-size // step)
+    if count > MAX_CHUNKS:
+        raise ConfigError(
+            f"size {size} bytes in chunks of {step} bytes is {count} buffers: "
+            f"allocate_chunked makes at most {MAX_CHUNKS} (MAX_CHUNKS); choose a chunk "
+            f"of at least {-(-size // MAX_CHUNKS)} bytes (or leave chunk=None)"
+        )
+
+
 def allocate_chunked(
     context: cl.Context, size: int, chunk: int | None = None, flags: int = C.CL_MEM_READ_WRITE
 ) -> list[cl.Buffer]:
@@ -215,7 +242,10 @@ def allocate_chunked(
     the rest), on any device. ``chunk`` must be a multiple of the devices'
     ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (in bytes; so every chunk boundary falls on an
     element boundary for any element type up to that size) and within
-    ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``; the default is the largest such size. Each buffer
+    ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``; the default is the largest such size. ``size``
+    over the smallest ``CL_DEVICE_GLOBAL_MEM_SIZE`` of the context's devices is a
+    :class:`~qcom_ext.errors.BufferTooLargeError`, more than :data:`MAX_CHUNKS` chunks a
+    :class:`~qcom_ext.errors.ConfigError`, both before anything is allocated. Each buffer
     has ``chunk_offset``, its first byte's place in the whole. If one allocation fails,
     the buffers made before it are released and the error is raised.
 
@@ -229,6 +259,7 @@ def allocate_chunked(
     flags = check_flags(flags, "flags", reason="chunks take no host pointer")
     size = _size(size, "size")
     step = _chunk_size(found, size, chunk)
+    _bound(found, size, step)
     made: list[cl.Buffer] = []
     try:
         for offset in range(0, size, step):

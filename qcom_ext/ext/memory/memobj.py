@@ -92,6 +92,17 @@ def release(handle: int) -> None:
     driver.clReleaseMemObject(ffi.cast("cl_mem", handle))
 
 
+def hold(memory: Any) -> Any:
+    """A reference of qcom_ext's own to the ``cl_mem`` of the pyopencl memory object
+    ``memory`` (``clRetainMemObject``, given back when it is collected), of the same
+    pyopencl type: a caller's ``memory.release()`` cannot free what qcom_ext keeps (a
+    recording's arguments, an :class:`~qcom_ext.ext.memory.image_buffer.ImageBuffer`'s
+    image and buffer, a wrapped ``BufferMatrix``), and the caller's object stays usable
+    through it. An object released *before* it is handed over cannot be told from a
+    live one (pyopencl keeps its ``int_ptr``): that one is the caller's to avoid."""
+    return type(memory).from_int_ptr(memory.int_ptr, retain=True)
+
+
 def wrap(handle: int) -> Any:
     """The pyopencl object owning ``handle`` (our reference is handed over)."""
     import pyopencl

@@ -135,8 +135,10 @@ def _wave(kernel: Any, device: Any, adreno: bool) -> tuple[int, str]:
 
 def kernel_info(kernel: Any, device: Any) -> KernelInfo:
     """The :class:`KernelInfo` of ``kernel`` on ``device`` (pyopencl objects or raw
-    handles). A failing query raises :class:`~qcom_ext.CLError` naming it, except the
-    wave-size query on Adreno, which falls back to the preferred work-group multiple.
+    handles: a raw device handle must be one the enumeration lists, a raw kernel
+    handle cannot be checked and reaches the driver as it is). A failing query raises
+    :class:`~qcom_ext.CLError` naming it, except the wave-size query on Adreno, which
+    falls back to the preferred work-group multiple.
 
     >>> import pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])

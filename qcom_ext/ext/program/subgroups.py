@@ -95,7 +95,9 @@ def kernel_sub_group_size(kernel: Any, device: Any, local_size: int | Sequence[i
     ``qcom_sub_group_shuffle_*`` are emulated, the emulated size the kernel sees
     (``-DQCOM_EXT_EMULATED_SUB_GROUP_SIZE``, default 1).
 
-    ``kernel`` and ``device`` are pyopencl objects or raw handles.
+    ``kernel`` and ``device`` are pyopencl objects or raw handles (a raw device handle
+    must be one the enumeration lists; a raw kernel handle cannot be checked and reaches
+    the driver as it is).
 
     >>> import pyopencl as cl, qcom_ext
     >>> ctx = cl.Context([qcom_ext.probe().device()])

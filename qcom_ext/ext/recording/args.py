@@ -24,6 +24,7 @@ import pyopencl as cl
 
 from qcom_ext.binding.lib import ffi
 from qcom_ext.errors import ConfigError
+from qcom_ext.ext.memory.memobj import hold
 
 __all__ = ["Dispatch", "KernelArg", "Updates", "check_sizes", "normalize_updates"]
 
@@ -113,7 +114,7 @@ class KernelArg:
         """This argument holding an OpenCL reference of its own to its memory object or
         sampler: a caller's ``release()`` cannot free what a recording replays."""
         if self.kind == "mem":
-            own = cl.MemoryObject.from_int_ptr(self.handle, retain=True)
+            own = hold(self.value)
         elif self.kind == "sampler":
             own = cl.Sampler.from_int_ptr(self.handle, retain=True)
         else:

@@ -31,11 +31,11 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from qcom_ext._isolation import module_command, start_child
 from qcom_ext.device.verdicts import Verdict
 from qcom_ext.errors import QcomExtError, signal_name
 
@@ -52,7 +52,7 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 60.0  # seconds: for the child's first line, each trial and its exit
 PROTOCOL = "qcom_ext-trial:"
-CHILD_COMMAND = (sys.executable, "-m", "qcom_ext.tools.verify.child")
+CHILD_COMMAND = tuple(module_command("qcom_ext.tools.verify.child"))
 _REPORTED = ("ok", "failed")  # what a child may report; it cannot judge its own death
 _LOG_TAIL = 4000
 _SHOWN = 200  # characters of a garbage line an error quotes
@@ -146,19 +146,7 @@ class _Child:
         self, what: Mapping[str, str], timeout: float, env: dict[str, str], command: Sequence[str]
     ) -> None:
         self.what, self.timeout = what, timeout
-        group: dict[str, Any] = (
-            {"start_new_session": True}
-            if _POSIX
-            else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-        )
-        self.proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            **group,
-        )
+        self.proc = start_child(command, env)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.errors: collections.deque[str] = collections.deque(maxlen=200)
         self.readers = [

@@ -12,6 +12,7 @@
 #                      a rerun reuses it (delete the directory to rebuild it).
 # QCOM_EXT_ARM64_MIRROR  the Debian mirror (default http://deb.debian.org/debian).
 # Exits nonzero on the first failing phase; prints the time of every phase.
+# shellcheck disable=SC2016  # $1, $@ and ${Package} are for the hook, sh -c and dpkg-query
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 checkout=$PWD
@@ -27,6 +28,7 @@ packages=(
   python3 python3-pip python3-hatchling python3-pyopencl python3-numpy python3-cffi
   python3-platformdirs python3-rich python3-pytest python3-pytest-timeout
   python3-hypothesis pocl-opencl-icd ocl-icd-libopencl1 ca-certificates
+  cpp # tests/compat_helpers.py expands the compat header with it
 )
 # Only pure-Python test tools come from PyPI, where pyproject.toml asks for more than
 # bookworm has: the suite's hooks (tests/time_budget.py) need pytest 8 (pluggy's
@@ -41,17 +43,31 @@ binding_tests=(
   tests/test_loader.py tests/test_host_ptr_fake.py tests/test_images_fake.py
   tests/test_context_fake.py tests/test_weight_image_fake.py
 )
-# A kernel subset that runs in minutes under qemu on pocl's arm64 CPU device: build,
-# launch, check against numpy (dot8's char4 arithmetic is where char signedness would show).
+# Debian bookworm's pyopencl is 2022.3.1, below the 2024.1 pyproject.toml asks for, and two
+# of its gaps stop parts of qcom_ext (docs/RELIABILITY.md, "aarch64 under emulation"):
+# * it has no cl.create_image, which qcom_ext's uncompressed-image fallback, ops' image
+#   tensors and weight layouts, and the selftest call: so no image tests here, and the one
+#   binding test that patches cl.create_image is deselected;
+# * its Kernel.set_scalar_arg_dtypes falls back (on Python 3.11, where re-classing the
+#   kernel fails) to an instance attribute set_args that is called without the kernel, so
+#   qcom_ext.ops' launches (ext/program/launch.py) fail "missing ... 'arg13'": no ops tests.
+# Neither depends on the architecture.
+binding_deselect=(
+  --deselect tests/test_images_fake.py::test_compressed_without_memory_falls_back_uncompressed
+)
+# A kernel subset that runs in minutes under qemu on pocl's arm64 CPU device, through
+# qcom_ext's build_program and compat headers: build, launch, check against numpy and the
+# worked examples. dot8's signed lanes (as_char4) and bfloat16's bit patterns are where
+# an arm64 code-generation difference (char signedness, rounding) would show.
 kernel_tests=(
   tests/test_context.py::test_pyopencl_code_runs_unchanged
   tests/test_context.py::test_reference_counts_prove_ownership_is_handed_over
   tests/test_dot8.py::test_guide_worked_examples
   tests/test_dot8.py::test_saturation_is_applied_once_at_the_end
   tests/test_dot8.py::test_random_against_numpy
-  tests/test_bicubic.py::test_golden_points
-  tests/test_bicubic.py::test_matches_numpy_on_random_images
-  tests/test_ops_matmul.py::test_k_not_a_multiple_of_the_block
+  tests/test_bfloat16.py
+  tests/test_subgroup_shuffle.py
+  tests/test_large_buffer.py
 )
 
 if [ "$(id -u)" != 0 ]; then
@@ -145,7 +161,8 @@ bootstrap() {
 }
 
 # in_root COMMAND...: COMMAND inside the arm64 root, in private mount and pid namespaces
-# (its /proc, /sys, /dev and /tmp go away with it), with a clean environment:
+# (its /proc, /sys, /dev and /tmp go away with it), with a clean environment and the
+# caches (pyopencl's and pocl's compiled kernels) in that /tmp, so every run compiles cold:
 # QCOM_EXT_TEST_DEVICES unset, so the tests parametrize over every device the root has.
 # pocl sizes its device from hwloc, which reads /sys: without it pocl aborts ("Not enough
 # memory to run on this device"). The command runs as a child of the namespace's init (a
@@ -159,7 +176,7 @@ in_root() {
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
     mount -t tmpfs tmpfs "$root/tmp"
-    chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 \
+    chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 XDG_CACHE_HOME=/tmp/cache \
       PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
       /bin/sh -ec "cd /src/qcom_ext && exec \"\$@\"" sh "$@"
     exit 0  # not the last command, so the shell forks it rather than exec-ing it as pid 1
@@ -193,7 +210,7 @@ install_checkout() {
   in_root python3 - <<'EOF'
 import importlib.metadata as md, platform
 print("python", platform.python_version(), platform.machine())
-for name in ("qcom_ext", "pyopencl", "numpy", "cffi", "pytest", "hypothesis"):
+for name in ("qcom_ext", "pyopencl", "numpy", "cffi", "pytest", "pytest-timeout", "hypothesis"):
     print(name, md.version(name))
 EOF
   in_root dpkg-query -W -f '${Package} ${Version} ${Architecture}\n' \
@@ -237,7 +254,7 @@ phase "test tools from PyPI" pypi_tools
 phase "install qcom_ext" install_checkout
 phase "qcom-ext probe" probe
 phase "qcom-ext doctor" doctor
-phase "binding tests" pytest_in_root "${binding_tests[@]}"
-phase "kernel subset" pytest_in_root "${kernel_tests[@]}"
+phase "binding tests" pytest_in_root "${binding_tests[@]}" "${binding_deselect[@]}"
+phase "kernel subset" pytest_in_root -m "not slow" "${kernel_tests[@]}"
 summary
 echo ".ci/aarch64/run.sh: all phases passed"

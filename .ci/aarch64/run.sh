@@ -178,7 +178,7 @@ in_root() {
     mount -t tmpfs tmpfs "$root/tmp"
     chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 XDG_CACHE_HOME=/tmp/cache \
       PATH=/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-      /bin/sh -ec "cd /src/qcom_ext && exec \"\$@\"" sh "$@"
+      /bin/sh -ec "cd /src/qcom_ext 2>/dev/null || cd /; exec \"\$@\"" sh "$@"
     exit 0  # not the last command, so the shell forks it rather than exec-ing it as pid 1
   ' sh "$root" "$@"
 }

@@ -49,9 +49,9 @@ def planted_cwd(tmp_path, monkeypatch):
     return shared / MARKER
 
 
-def test_isolated_compile_imports_nothing_from_the_cwd(planted_cwd, cl_context):
+def test_isolated_compile_imports_nothing_from_the_cwd(planted_cwd, kernel_context):
     source = f"__kernel void k(__global int *a) {{ a[0] = {len(str(planted_cwd))}; }}"
-    program = build_program(cl_context, f"// {planted_cwd}\n{source}", isolate=True)
+    program = build_program(kernel_context, f"// {planted_cwd}\n{source}", isolate=True)
     assert program.get_info(pyopencl.program_info.NUM_KERNELS) == 1
     assert not planted_cwd.exists(), "the isolated compile's child ran ./json.py"
 

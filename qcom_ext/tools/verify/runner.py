@@ -131,9 +131,9 @@ def _child_environment() -> dict[str, str]:
 def _run(
     caps: DeviceCaps, needed: list[tuple[Trial, str, str]], timeout: float
 ) -> dict[str, Verdict]:
-    device = _locate(caps)
+    need = [t.extension for t, _, _ in needed if t.needs_device]
+    device = _locate(caps) if need else None  # trials that need no device never look
     if device is None:
-        need = [t.extension for t, _, _ in needed if t.needs_device]
         if need:
             raise ConfigError(
                 f"{caps.label}: the trials of {', '.join(need)} need the device, but a child "

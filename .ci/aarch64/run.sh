@@ -26,7 +26,7 @@ suite=bookworm
 # arm64 Debian/Ubuntu user gets. pytest-timeout is needed by pyproject's `timeout` option.
 packages=(
   python3 python3-pip python3-hatchling python3-pyopencl python3-numpy python3-cffi
-  python3-platformdirs python3-rich python3-pytest python3-pytest-timeout
+  python3-platformdirs python3-pyelftools python3-rich python3-pytest python3-pytest-timeout
   python3-hypothesis pocl-opencl-icd ocl-icd-libopencl1 ca-certificates
   cpp # tests/compat_helpers.py expands the compat header with it
 )

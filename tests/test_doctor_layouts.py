@@ -27,9 +27,12 @@ from typing import Any
 
 import pytest
 from fakes.opencl_shim import (
+    PREAMBLE,
     ShimSpec,
     build_shim,
-    missing_tools,
+    clean_environment,
+    needs_oclgrind,
+    needs_shim,
     ocl_icd_copy,
     source_built_pyopencl,
 )
@@ -37,32 +40,11 @@ from fakes.opencl_shim import (
 from qcom_ext.device.doctor.verdict import EnvSetting, Fix
 from qcom_ext.device.sysroot import Sysroot
 
-pytestmark = pytest.mark.skipif(
-    missing_tools() is not None, reason=missing_tools() or "opencl shim tools present"
-)
-needs_oclgrind = pytest.mark.skipif(
-    missing_tools(("pocl", "oclgrind")) is not None,
-    reason=missing_tools(("pocl", "oclgrind")) or "oclgrind present",
-)
+pytestmark = needs_shim
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = "/data/data/com.termux/files/usr"
 QUALCOMM = "QUALCOMM Snapdragon(TM)"
-_STEERING = (
-    "LD_LIBRARY_PATH",
-    "LD_PRELOAD",
-    "OCL_ICD_VENDORS",
-    "OCL_ICD_FILENAMES",
-    "OPENCL_VENDOR_PATH",
-    "PYOPENCL_CTX",
-    "PYOPENCL_HOME",
-    "QCOM_EXT_OPENCL_LIBRARY",
-    "QCOM_EXT_DISABLE",
-    "QCOM_EXT_SYSROOT",
-    "PYTHONPATH",
-    "PREFIX",
-)
-_PREAMBLE = "import os, sys\nsys.path[:0] = [p for p in sys.argv[1].split(os.pathsep) if p]\n"
 _CLI = "from qcom_ext.tools.cli import main\nsys.exit(main(sys.argv[2:]))\n"
 
 
@@ -80,12 +62,12 @@ def qcom_ext(
     any) first on its path, ``env`` on top of this process's environment less its
     OpenCL steering."""
     paths = os.pathsep.join(str(p) for p in (*layout["paths"], ROOT))
-    base = {k: v for k, v in os.environ.items() if k not in _STEERING}
+    base = clean_environment()
     cache = tmp / "cache"
     cache.mkdir(mode=0o700, exist_ok=True)
     child_env = {**base, "PYTHONPATH": paths, "QCOM_EXT_CACHE_DIR": str(cache), "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-I", "-c", _PREAMBLE + _CLI, paths, *args],
+        [sys.executable, "-I", "-c", PREAMBLE + _CLI, paths, *args],
         env={**child_env, **env},
         cwd=tmp,
         capture_output=True,

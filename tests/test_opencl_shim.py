@@ -17,37 +17,19 @@ from typing import Any
 
 import pytest
 from fakes.opencl_shim import (
+    PREAMBLE,
     ShimSpec,
     build_shim,
-    missing_tools,
+    clean_environment,
+    needs_oclgrind,
+    needs_shim,
     ocl_icd_copy,
     source_built_pyopencl,
 )
 
-pytestmark = pytest.mark.skipif(
-    missing_tools() is not None, reason=missing_tools() or "opencl shim tools present"
-)
-needs_oclgrind = pytest.mark.skipif(
-    missing_tools(("pocl", "oclgrind")) is not None,
-    reason=missing_tools(("pocl", "oclgrind")) or "oclgrind present",
-)
+pytestmark = needs_shim
 
 QUALCOMM_PLATFORM = "QUALCOMM Snapdragon(TM)"
-# What this process's environment may carry that would steer a child's OpenCL.
-_STEERING = (
-    "LD_LIBRARY_PATH",
-    "LD_PRELOAD",
-    "OCL_ICD_VENDORS",
-    "OCL_ICD_FILENAMES",
-    "OPENCL_VENDOR_PATH",
-    "PYOPENCL_CTX",
-    "PYOPENCL_HOME",
-    "QCOM_EXT_OPENCL_LIBRARY",
-    "QCOM_EXT_DISABLE",
-    "PYTHONPATH",
-)
-# The child's own import path comes from argv[1]: -I leaves PYTHONPATH out.
-_PREAMBLE = "import os, sys\nsys.path[:0] = [p for p in sys.argv[1].split(os.pathsep) if p]\n"
 # A child's report: the platforms it sees and the OpenCL libraries mapped into it.
 _PLATFORMS = """
 import json
@@ -84,7 +66,7 @@ def run_child(
     """Run ``code`` in a child Python with ``paths`` first on its import path, ``args``
     as ``sys.argv[2:]`` and ``env`` on top of this process's environment less its
     OpenCL steering."""
-    base = {k: v for k, v in os.environ.items() if k not in _STEERING}
+    base = clean_environment()
     path = os.pathsep.join(str(p) for p in paths)
     child_env = {
         **base,
@@ -93,7 +75,7 @@ def run_child(
         **env,
     }
     return subprocess.run(
-        [sys.executable, "-I", "-c", _PREAMBLE + code, path, *map(str, args)],
+        [sys.executable, "-I", "-c", PREAMBLE + code, path, *map(str, args)],
         env=child_env,
         cwd=tmp,
         capture_output=True,

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from qcom_ext.device.sysroot import Sysroot, read_regular
+from qcom_ext.device.sysroot import Sysroot, ascii_text, read_regular
 
 __all__ = [
     "KGSL_ROOT",
@@ -108,14 +108,7 @@ def model_from_chip_id(chip_id: int | None) -> str | None:
 def _read_text(path: Path) -> str | None:
     """The stripped ASCII text of a small regular file; None when missing, unreadable,
     not a regular file (a FIFO would block), too long or not printable text."""
-    data = read_regular(path, MAX_BYTES)
-    if data is None:
-        return None
-    try:
-        text = data.decode("ascii").strip()
-    except UnicodeDecodeError:
-        return None
-    return text if text.isprintable() else None
+    return ascii_text(read_regular(path, MAX_BYTES))
 
 
 def read_kgsl(root: str | os.PathLike[str] | None = None) -> KgslFacts:

@@ -29,7 +29,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENV_SYSROOT", "MAX_TEXT", "Sysroot"]
+__all__ = ["ENV_SYSROOT", "MAX_TEXT", "Sysroot", "ascii_text", "read_regular"]
 
 ENV_SYSROOT = "QCOM_EXT_SYSROOT"
 #: The most bytes :meth:`Sysroot.read_text` reads from one file.
@@ -158,14 +158,7 @@ class Sysroot:
 
     def read_text(self, path: str, limit: int = MAX_TEXT) -> str | None:
         """The stripped printable ASCII text of a small regular file, or None."""
-        data = self.read_bytes(path, limit)
-        if data is None:
-            return None
-        try:
-            text = data.decode("ascii").strip()
-        except UnicodeDecodeError:
-            return None
-        return text if text.isprintable() else None
+        return ascii_text(self.read_bytes(path, limit))
 
     def read_strings(self, path: str, limit: int = MAX_TEXT) -> tuple[str, ...] | None:
         """A NUL-separated list of printable strings (a device-tree ``compatible``)."""
@@ -206,3 +199,18 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:
     finally:
         os.close(fd)
     return data if len(data) <= limit else None
+
+
+def ascii_text(data: bytes | None) -> str | None:
+    """``data`` as stripped printable ASCII text; None for anything else.
+
+    >>> ascii_text(b"Adreno740v2\\n"), ascii_text(b"\\xff"), ascii_text(b"a\\x1bb")
+    ('Adreno740v2', None, None)
+    """
+    if data is None:
+        return None
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    return text if text.isprintable() else None

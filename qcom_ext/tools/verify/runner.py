@@ -133,13 +133,12 @@ def _run(
 ) -> dict[str, Verdict]:
     need = [t.extension for t, _, _ in needed if t.needs_device]
     device = _locate(caps) if need else None  # trials that need no device never look
-    if device is None:
-        if need:
-            raise ConfigError(
-                f"{caps.label}: the trials of {', '.join(need)} need the device, but a child "
-                "process cannot find it (a report from DeviceCaps.from_info or a device "
-                "qcom_ext's platforms do not list); probe a real device to verify it"
-            )
+    if device is None and need:
+        raise ConfigError(
+            f"{caps.label}: the trials of {', '.join(need)} need the device, but a child "
+            "process cannot find it (a report from DeviceCaps.from_info or a device "
+            "qcom_ext's platforms do not list); probe a real device to verify it"
+        )
     passed = [v.to_dict() for v in caps.verdicts.values()]
     pending = list(needed)
     verdicts: dict[str, Verdict] = {}

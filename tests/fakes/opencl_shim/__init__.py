@@ -37,11 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import pytest
+
 __all__ = [
     "BACKENDS",
+    "PREAMBLE",
+    "STEERING",
     "ShimSpec",
     "build_shim",
+    "clean_environment",
     "missing_tools",
+    "needs_oclgrind",
+    "needs_shim",
     "ocl_icd_copy",
     "source_built_pyopencl",
 ]
@@ -119,6 +126,42 @@ def missing_tools(backends: Iterable[str] = ("pocl",)) -> str | None:
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
         missing.append("Linux on x86-64 or aarch64 (the trampolines' assembly)")
     return "opencl shim needs: " + ", ".join(missing) if missing else None
+
+
+#: What an environment may carry that steers a child's OpenCL (left out of children).
+STEERING = (
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "OCL_ICD_VENDORS",
+    "OCL_ICD_FILENAMES",
+    "OPENCL_VENDOR_PATH",
+    "PYOPENCL_CTX",
+    "PYOPENCL_HOME",
+    "QCOM_EXT_OPENCL_LIBRARY",
+    "QCOM_EXT_DISABLE",
+    "QCOM_EXT_SYSROOT",
+    "PYTHONPATH",
+    "PREFIX",
+)
+#: The start of a ``python -I -c`` child's code: its import path comes from argv[1]
+#: (``-I`` leaves PYTHONPATH out).
+PREAMBLE = "import os, sys\nsys.path[:0] = [p for p in sys.argv[1].split(os.pathsep) if p]\n"
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment less what steers OpenCL (:data:`STEERING`)."""
+    return {k: v for k, v in os.environ.items() if k not in STEERING}
+
+
+#: Skips a test where shims cannot be built (naming what is missing).
+needs_shim = pytest.mark.skipif(
+    missing_tools() is not None, reason=missing_tools() or "opencl shim tools present"
+)
+#: Skips a test where the Oclgrind-backed shim cannot be built.
+needs_oclgrind = pytest.mark.skipif(
+    missing_tools(("pocl", "oclgrind")) is not None,
+    reason=missing_tools(("pocl", "oclgrind")) or "oclgrind present",
+)
 
 
 def _run(*command: str | Path) -> str:

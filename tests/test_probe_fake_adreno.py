@@ -98,10 +98,10 @@ def qcs8550_device_info() -> dict[int, bytes]:
 
 
 def test_model_the_strings_do_not_name_comes_from_the_kernel_driver(tmp_path, monkeypatch):
-    root = tmp_path / "kgsl-3d0"
-    root.mkdir()
+    root = tmp_path / "sys/class/kgsl/kgsl-3d0"  # under QCOM_EXT_SYSROOT, as on the board
+    root.mkdir(parents=True)
     (root / "gpu_model").write_text("Adreno740v2\n")
-    monkeypatch.setattr("qcom_ext.device.kgsl.KGSL_ROOT", str(root))
+    monkeypatch.setenv("QCOM_EXT_SYSROOT", str(tmp_path))
     with fake_driver(qcs8550_device_info(), platform_info(), []):
         caps = read_device(DEVICE)
     assert (caps.adreno_model, caps.model_source, caps.label) == (
@@ -122,10 +122,10 @@ def test_model_the_strings_do_not_name_comes_from_the_kernel_driver(tmp_path, mo
 
 
 def test_kernel_driver_is_not_read_when_the_strings_name_the_model(monkeypatch):
-    def read_kgsl(root=None):
+    def read_kernel_gpu(root=None):
         raise AssertionError("read the kernel driver's files")
 
-    monkeypatch.setattr("qcom_ext.device.kgsl.read_kgsl", read_kgsl)
+    monkeypatch.setattr("qcom_ext.device.kernel_gpu.read_kernel_gpu", read_kernel_gpu)
     with fake_driver(adreno740_device_info(), platform_info(), []):
         caps = read_device(DEVICE)
     assert (caps.adreno_model, caps.model_source) == ("740", "device_version")

@@ -395,3 +395,37 @@ def test_exports_are_safe_to_eval(tmp_path):
                           capture_output=True, text=True, env=env, check=True)  # fmt: skip
     assert done.stdout == f"{odd}:/home/someone/lib:/old"
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+
+
+# ---- hostile ICD files and options --------------------------------------------------------
+
+
+def test_hostile_icd_files_are_misses(tmp_path):
+    """An ICD directory is input from whoever could write it: a FIFO (would block), a
+    binary or oversized file, a directory named .icd, a link loop; none is an entry and
+    nothing raises. A sane file next to them still counts."""
+    from qcom_ext.device.doctor.libraries import icd_sources
+
+    vendors = tmp_path / "etc/OpenCL/vendors"
+    vendors.mkdir(parents=True)
+    os.mkfifo(vendors / "fifo.icd")
+    (vendors / "binary.icd").write_bytes(b"\x00\xff\x1b[2J")
+    (vendors / "huge.icd").write_text("x" * 5000)
+    (vendors / "dir.icd").mkdir()
+    (vendors / "loop.icd").symlink_to("/etc/OpenCL/vendors/loop.icd")
+    (vendors / "ok.icd").write_text("/usr/lib/libOpenCL_adreno.so\n")
+    (tmp_path / "usr/lib").mkdir(parents=True)
+    (tmp_path / "usr/lib/libOpenCL_adreno.so").write_bytes(b"\x7fELF")
+    (source,) = [s for s in icd_sources(None, Sysroot(tmp_path), {}, "linux") if s.read]
+    assert [(e.icd_file, e.found) for e in source.entries] == [
+        ("/etc/OpenCL/vendors/ok.icd", "/usr/lib/libOpenCL_adreno.so")
+    ]
+
+
+def test_a_bad_timeout_is_a_typed_error():
+    from qcom_ext.device.doctor import doctor
+    from qcom_ext.errors import ConfigError
+
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ConfigError, match="timeout must be a positive number"):
+            doctor(timeout=bad)

@@ -159,10 +159,11 @@ def _probe_command(args: argparse.Namespace) -> int:
     console = _console()
     for caps in reports:
         _render(caps, console)
-    if not any(c.qualcomm_driver for c in reports) and read_kernel_gpu().adreno_seen:
+    kernel = None if any(c.qualcomm_driver for c in reports) else read_kernel_gpu()
+    if kernel is not None and kernel.adreno_seen:
         console.print(
             Text(
-                f"Adreno hardware ({read_kernel_gpu().describe()}) but no Qualcomm OpenCL "
+                f"Adreno hardware ({kernel.describe()}) but no Qualcomm OpenCL "
                 "platform: run 'qcom-ext doctor'",
                 style="yellow",
             )

@@ -140,12 +140,14 @@ def _libraries(
     load: bool,
     timeout: float,
 ) -> tuple[LibraryFacts, ...]:
-    paths = vendor_libraries(root, env, kind)
+    paths = vendor_libraries(root, env, kind)  # links resolved, no duplicates
+    seen = {root.resolve(p) for p in paths}
     for source in sources:
         for entry in source.entries:
             if entry.found and source.where != "pyopencl wheel":
                 resolved = root.resolve(entry.found)
-                if resolved and resolved not in {root.resolve(p) for p in paths}:
+                if resolved and resolved not in seen:
+                    seen.add(resolved)
                     paths.append(entry.found)
     found = []
     for path in paths:

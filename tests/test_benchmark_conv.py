@@ -186,7 +186,7 @@ def test_small_run_writes_json_and_markdown(
             device_spec(device_caps),
             "--small",
             "--rounds",
-            "2",
+            "1",
             "--budget-s",
             "0.2",
             "--kinds",

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import benchmark_module
+from conftest import benchmark_module, lab_module
 
 from qcom_ext.tools.cli import main as cli_main
 
@@ -228,10 +228,10 @@ def test_the_former_suite_name_writes_the_renamed_block(
     """``hof-suite`` and ``QCOM_EXT_HOF_SIZE`` (the names before the rename) still run the
     accelerated suite, at that size, into its ``accelerated-suite`` block."""
     monkeypatch.delenv("QCOM_EXT_BENCH_ACCELERATED_SIZE", raising=False)
-    monkeypatch.setattr(benchmark_module("cases_accelerated"), "opencv", lambda: None)
+    monkeypatch.setattr(lab_module("cases_accelerated"), "opencv", lambda: None)
     # the tuned rows choose between two builds (the whole space is test_variant_*'s)
     space = {"strips": (((1, 4),), ((8, 4),)), "blocked": (((2, 2),), ((8, 4),))}
-    monkeypatch.setattr(benchmark_module("_accelerated_work"), "TUNE_SPACE", space)
+    monkeypatch.setattr(lab_module("_accelerated_work"), "TUNE_SPACE", space)
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
     before, once, twice = _run_suite_twice(
         tmp_path, monkeypatch, device_caps, "hof-suite", {"QCOM_EXT_HOF_SIZE": "16x16"}

@@ -1,4 +1,4 @@
-"""benchmarks/cases_matmul.py (``qcom-ext bench matmul-suite``) on a CPU device:
+"""benchmarks/cases_matmul.py (``python -m benchmarks matmul-suite``) on a CPU device:
 the small sizes, every row present and well-formed, the verdicts computed from them (no
 timing checks: this VM's numbers mean nothing)."""
 

@@ -1,4 +1,4 @@
-"""The kernel profile (``qcom-ext bench profile-suite``): the suite on every device, the
+"""The kernel profile (``python -m benchmarks profile-suite``): the suite on every device, the
 PTX and ptxas parsers on recorded-format NVIDIA text (tests/data/nvidia/), and the
 occupancy arithmetic against hand-worked cases."""
 
@@ -80,7 +80,7 @@ def test_every_default_kernel_gets_a_row(cases_module, device_caps, kernel_conte
 def test_the_runner_writes_the_table_json_and_doc_block(
     cases_module, device_caps, kernel_context, small_images, tmp_path
 ):
-    from qcom_ext.tools.bench import run
+    run = lab_module("__main__")  # python -m benchmarks
 
     doc, out = tmp_path / "BENCH.md", tmp_path / "profile.json"
     doc.write_text("# Benchmarks\n")

@@ -189,6 +189,9 @@ def test_qcom_ext_bench_runs_the_wheels_cases_and_the_lab_adds_its_own(capsys) -
     listed = capsys.readouterr().out
     assert "probe_cold" in listed and "gather_downscale" in listed
     assert "suite" not in listed and "torch" not in listed and "conv_1x1" not in listed
+    with pytest.raises(SystemExit):
+        cli_main(["bench", "--help"])
+    assert "python -m benchmarks --help" in " ".join(capsys.readouterr().out.split())
     wheel = {m.__name__ for m in _run._case_modules()}
     assert wheel and all(n.startswith("qcom_ext.tools.bench.cases_") for n in wheel)
     with pytest.raises(SystemExit):

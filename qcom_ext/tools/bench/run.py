@@ -185,11 +185,20 @@ def _also(suite: Suite) -> str:
     return f" (also {', '.join(suite.aliases)})" if suite.aliases else ""
 
 
+#: The epilog of a runner without suites (``qcom-ext bench``: the wheel ships none).
+_NO_SUITES = (
+    "The suites (qcom_ext's ops against the buffer copy, torch and OpenCV; kernel profiles) "
+    "are the benchmarking lab's, in a checkout: python -m benchmarks --help."
+)
+
+
 def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Time qcom_ext cases side by side; run suites by name.",
-        epilog="Suites: " + "; ".join(f"{s.name}{_also(s)}: {s.note}" for s in suites),
+        epilog="Suites: " + "; ".join(f"{s.name}{_also(s)}: {s.note}" for s in suites)
+        if suites
+        else _NO_SUITES,
     )
     parser.add_argument(
         "cases", nargs="*", metavar="NAME", help="case, group or suite names (all cases)"

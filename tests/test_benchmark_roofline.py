@@ -1,6 +1,6 @@
 """The roofline of the benchmarks (issue 18): the buffer copy measured in the same run
 (qcom_ext/tools/bench/_profiling.py), the one helper that states bytes / time against it,
-the issue's targets (bench/goals.py) and the summary table (``--summary``)."""
+the issue's targets (the lab's benchmarks/goals.py) and the summary table (``--summary``)."""
 
 from __future__ import annotations
 

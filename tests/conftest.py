@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import importlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,26 @@ def benchmark_module(name: str):
 
     benchmarks_runner()
     return importlib.import_module(f"qcom_ext.tools.bench.{name}")
+
+
+#: The top of the checkout: the benchmarking lab, ``benchmarks/``, lives there (not in the
+#: wheel).
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def lab_module(name: str):
+    """``benchmarks/<name>.py`` of this checkout as ``benchmarks.<name>`` (``__main__``: the
+    lab's runner), the checkout put on the import path after what is there (as
+    ``python -m benchmarks`` run from it has it); skipped where the tests run without their
+    checkout (``benchmarks/`` does not ship)."""
+    if not (CHECKOUT / "benchmarks" / "__init__.py").is_file():
+        pytest.skip(
+            "the benchmarking lab (benchmarks/) is part of a checkout, not the wheel",
+            allow_module_level=True,
+        )
+    if not any(Path(p or ".").resolve() == CHECKOUT for p in sys.path):
+        sys.path.append(str(CHECKOUT))
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 #: Limits a driver may compute from the host's free memory (pocl does, the image sizes

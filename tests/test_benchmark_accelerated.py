@@ -1,4 +1,4 @@
-"""qcom_ext/tools/bench/cases_accelerated.py: its cases run on a small image, the throughput
+"""benchmarks/cases_accelerated.py: its cases run on a small image, the throughput
 table adds up, the torch / OpenCV comparisons compute what they claim (where those libraries
 exist), and the suite answers to its former name."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import benchmark_module
+from conftest import lab_module
 
 from qcom_ext.reference import accelerated as accelerated_reference
 
@@ -17,12 +17,12 @@ TUNE_SPACE = {"strips": (((1, 4),), ((8, 4),)), "blocked": (((2, 2),), ((8, 4),)
 
 @pytest.fixture(scope="module")
 def cases():
-    return benchmark_module("cases_accelerated")
+    return lab_module("cases_accelerated")
 
 
 @pytest.fixture(scope="module")
 def work():
-    return benchmark_module("_accelerated_work")
+    return lab_module("_accelerated_work")
 
 
 @pytest.fixture(autouse=True)

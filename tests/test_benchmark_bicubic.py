@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 import pytest
-from conftest import benchmark_module
+from conftest import lab_module
 
 from qcom_ext.reference.bicubic import upscale2x
 
 
 @pytest.fixture(scope="module")
 def cases_module():
-    return benchmark_module("cases_bicubic")
+    return lab_module("cases_bicubic")
 
 
 @pytest.fixture(autouse=True)

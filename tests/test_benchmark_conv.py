@@ -1,4 +1,4 @@
-"""qcom_ext/tools/bench/cases_conv.py: the runner's cases run, the script's measurements and
+"""benchmarks/cases_conv.py: the runner's cases run, the script's measurements and
 summary are well-formed (no timing checks: this VM's numbers mean nothing)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pyopencl as cl
 import pytest
-from conftest import benchmark_module
+from conftest import lab_module
 from conv_reference import assert_close, conv2d
 from test_ops_int8 import reference as int8_reference
 from test_ops_int8 import requantise
@@ -19,7 +19,7 @@ from qcom_ext.ops.suite import host_arrays
 
 @pytest.fixture(scope="module")
 def conv_module():
-    return benchmark_module("cases_conv")
+    return lab_module("cases_conv")
 
 
 def test_cases_are_declared_for_the_runner(conv_module):

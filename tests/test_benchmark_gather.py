@@ -1,10 +1,16 @@
-"""qcom_ext/tools/bench/cases_gather.py: its cases compute what they claim (no timing checks)."""
+"""qcom_ext/tools/bench/cases_gather.py: its cases compute what they claim (no timing checks);
+the lab adds its torch row."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import sys
+import types
+
 import numpy as np
 import pytest
-from conftest import benchmark_module
+from conftest import benchmark_module, lab_module
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +33,41 @@ def reference(data: np.ndarray) -> np.ndarray:
 
 
 def test_cases_are_declared_for_the_runner(cases_module):
-    names = [c.name for c in cases_module.CASES]
-    assert names[:3] == ["gather_image_copy", "gather_downscale", "read_downscale"]
-    assert set(names) <= {*names[:3], "torch_avg_pool2d"}
+    names = [c.name for c in cases_module.CASES]  # the wheel's: no torch row
+    assert names == ["gather_image_copy", "gather_downscale", "read_downscale"]
     assert [c.name for c in cases_module.CASES if c.baseline] == ["gather_image_copy"]
     assert {c.group for c in cases_module.CASES} == {"gather"}
+
+
+def _fake_torch(cuda: bool) -> types.ModuleType:
+    """A module named torch whose CUDA is (or is not) available: enough for the lab's
+    import-time check."""
+    torch = types.ModuleType("torch")
+    torch.__spec__ = importlib.machinery.ModuleSpec("torch", None)
+    torch.cuda = types.SimpleNamespace(is_available=lambda: cuda)
+    return torch
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_the_labs_torch_row_joins_the_group(cases_module, monkeypatch, cuda):
+    """benchmarks/cases_gather_torch.py adds torch_avg_pool2d to the wheel's group where
+    torch with CUDA imports (it moves the gather downscale's bytes); the lab's runner
+    times it beside the wheel's baseline."""
+    lab = lab_module("cases_gather_torch")
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(cuda))
+    try:
+        importlib.reload(lab)
+        assert [c.name for c in lab.CASES] == (["torch_avg_pool2d"] if cuda else [])
+        assert all(c.group == "gather" and not c.baseline for c in lab.CASES)
+        run = benchmark_module("run")
+        chosen = run.select(run.discover(lab_module("__main__").LAB_PACKAGES), ["gather"])
+        assert [c.name for c in chosen] == [c.name for c in cases_module.CASES + lab.CASES]
+    finally:
+        monkeypatch.undo()
+        importlib.reload(lab)  # as this machine's torch has it
+    assert cases_module.bytes_moved(lab.NAME, 4, 2) == cases_module.bytes_moved(
+        "gather_downscale", 4, 2
+    )
 
 
 def test_copy_and_downscales_compute_their_results(small, device_caps):

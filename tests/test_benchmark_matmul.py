@@ -1,4 +1,4 @@
-"""qcom_ext/tools/bench/cases_matmul.py (``qcom-ext bench matmul-suite``) on a CPU device:
+"""benchmarks/cases_matmul.py (``python -m benchmarks matmul-suite``) on a CPU device:
 the small sizes, every row present and well-formed, the verdicts computed from them (no
 timing checks: this VM's numbers mean nothing)."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from conftest import benchmark_module
+from conftest import lab_module
 
 
 @pytest.fixture(scope="module")
 def matmul_module():
-    return benchmark_module("cases_matmul")
+    return lab_module("cases_matmul")
 
 
 def test_the_suite_is_registered(matmul_module):
@@ -71,7 +71,8 @@ def test_the_read_floor_grows_with_the_bytes(device_caps, kernel_context):
     the kernel's own correctness is the Oclgrind case bench_read)."""
     import pyopencl as cl
 
-    from qcom_ext.tools.bench._read_floor import empty_seconds, read_only_seconds
+    floor = lab_module("_read_floor")
+    empty_seconds, read_only_seconds = floor.empty_seconds, floor.read_only_seconds
 
     context = cl.Context([device_caps.device()])
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)

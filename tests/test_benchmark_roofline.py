@@ -1,15 +1,15 @@
 """The roofline of the benchmarks (issue 18): the buffer copy measured in the same run
 (qcom_ext/tools/bench/_profiling.py), the one helper that states bytes / time against it,
-the issue's targets (bench/goals.py) and the summary table (``--summary``)."""
+the issue's targets (the lab's benchmarks/goals.py) and the summary table (``--summary``)."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import benchmark_module
+from conftest import benchmark_module, lab_module
 
 from qcom_ext import DeviceCaps
 
-_profiling, goals = benchmark_module("_profiling"), benchmark_module("goals")
+_profiling, goals = benchmark_module("_profiling"), lab_module("goals")
 report_module, run = benchmark_module("report"), benchmark_module("run")
 _case = benchmark_module("_case")
 

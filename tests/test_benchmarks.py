@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import benchmark_module
+from conftest import benchmark_module, lab_module
 
 from qcom_ext import DeviceCaps
 
@@ -158,38 +158,65 @@ def test_command_stamp_names_what_changes_the_measurement() -> None:
 
 
 def test_suite_names_may_not_clash_with_cases() -> None:
-    names = {s.name for s in _run.discover_suites(_run.discover())}
+    lab = lab_module("__main__").LAB_PACKAGES
+    cases = _run.discover(lab)
+    names = {s.name for s in _run.discover_suites(cases, lab)}
     assert {"conv-suite", "accelerated-suite", "bicubic-suite"} <= names
     with pytest.raises(ValueError, match="probe"):
-        _run._check_suite_names([Suite("probe", "", lambda caps, o: None)], _run.discover())
+        _run._check_suite_names([Suite("probe", "", lambda caps, o: None)], cases)
     with pytest.raises(ValueError, match="probe"):  # nor may a former name
         _run._check_suite_names(
-            [Suite("new-suite", "", lambda caps, o: None, aliases=("probe",))], _run.discover()
+            [Suite("new-suite", "", lambda caps, o: None, aliases=("probe",))], cases
         )
 
 
 def test_hof_suite_is_the_accelerated_suite(capsys) -> None:
-    from qcom_ext.tools.cli import main as cli_main
+    lab_main = lab_module("__main__").main
 
-    assert cli_main(["bench", "hof-suite", "--list"]) == 0
+    assert lab_main(["hof-suite", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "accelerated-suite" in listed and "probe_cold" not in listed
-    assert cli_main(["bench", "accelerated-suite", "hof-suite", "--list"]) == 0
+    assert lab_main(["accelerated-suite", "hof-suite", "--list"]) == 0
     assert capsys.readouterr().out.count("accelerated-suite") == 1  # named twice, listed once
 
 
-def test_qcom_ext_bench_cli_lists_and_rejects(capsys) -> None:
+def test_qcom_ext_bench_runs_the_wheels_cases_and_the_lab_adds_its_own(capsys) -> None:
+    """``qcom-ext bench`` finds the on-device cases of the package only; ``python -m
+    benchmarks`` runs the same runner over them and the lab's cases and suites."""
     from qcom_ext.tools.cli import main as cli_main
 
     assert cli_main(["bench", "--list"]) == 0
     listed = capsys.readouterr().out
-    assert "probe_cold" in listed and "conv-suite" in listed
-    assert cli_main(["bench", "conv-suite", "--list"]) == 0
+    assert "probe_cold" in listed and "gather_downscale" in listed
+    assert "suite" not in listed and "torch" not in listed and "conv_1x1" not in listed
+    with pytest.raises(SystemExit):
+        cli_main(["bench", "--help"])
+    assert "python -m benchmarks --help" in " ".join(capsys.readouterr().out.split())
+    wheel = {m.__name__ for m in _run._case_modules()}
+    assert wheel and all(n.startswith("qcom_ext.tools.bench.cases_") for n in wheel)
+    with pytest.raises(SystemExit):
+        cli_main(["bench", "conv-suite"])
+    assert "unknown benchmark case or group: conv-suite" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["bench", "probe", "--summary"])
+    assert exc.value.code == 2
+    assert "python -m benchmarks" in capsys.readouterr().err  # where the suites are
+
+    lab_main = lab_module("__main__").main
+    assert lab_main(["--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "probe_cold" in listed and "conv-suite" in listed and "conv_1x1" in listed
+    assert lab_main(["conv-suite", "--list"]) == 0
     listed = capsys.readouterr().out
     assert "conv-suite" in listed and "probe_cold" not in listed
     with pytest.raises(SystemExit):
-        cli_main(["bench", "nope-suite"])
+        lab_main(["nope-suite"])
     assert "conv-suite" in capsys.readouterr().err  # the known names include the suites
+
+
+def test_qcom_ext_bench_cli_rejects_a_missing_compare_file(capsys) -> None:
+    from qcom_ext.tools.cli import main as cli_main
+
     with pytest.raises(SystemExit) as exc:
         cli_main(["bench", "--compare", "/nonexistent.json"])
     assert exc.value.code == 2

@@ -11,13 +11,21 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import benchmark_module
+from conftest import benchmark_module, lab_module
 
 from qcom_ext.tools.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 _run = benchmark_module("run")
+_lab = lab_module("__main__")
+
+#: The two command lines that write this page's blocks, and the packages of their cases:
+#: the wheel's ``qcom-ext bench`` and the checkout's lab.
+RUNNERS = {
+    ("qcom-ext", "bench"): _run.PACKAGES,
+    ("python", "-m", "benchmarks"): _lab.LAB_PACKAGES,
+}
 
 BLOCK = re.compile(r"^<!-- bench (\S+) (\S+) -->\n(.*?)^<!-- /bench -->\n", re.M | re.S)
 STAMP = re.compile(r"^\*\*(?P<label>[^*]+)\*\* \(.*driver \S+.*\b(?P<date>20\d\d-\d\d-\d\d)")
@@ -62,15 +70,19 @@ def regeneration_commands(markdown: str) -> list[str]:
 
 
 def block_names(command: str) -> tuple[str | None, list[str]]:
-    """(--doc-key, the blocks' names) that a ``qcom-ext bench`` command line writes, read
-    with the runner's own parser."""
+    """(--doc-key, the blocks' names) that a ``qcom-ext bench`` (or lab, ``python -m
+    benchmarks``) command line writes, read with the runner's own parser over the cases
+    that command runs."""
     words = shlex.split(command)
     while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
         words.pop(0)  # environment assignments
-    assert words[:2] == ["qcom-ext", "bench"], command
-    cases = _run.discover()
-    suites = {s.name for s in _run.discover_suites(cases)}
-    args = _run._parser("qcom-ext bench", _run.discover_suites(cases)).parse_args(words[2:])
+    runner = next((r for r in RUNNERS if tuple(words[: len(r)]) == r), None)
+    assert runner is not None, command
+    packages, words = RUNNERS[runner], words[len(runner) :]
+    cases = _run.discover(packages)
+    found = _run.discover_suites(cases, packages)
+    suites = {s.name for s in found}
+    args = _run._parser(" ".join(runner), found).parse_args(words)
     assert str(args.update_doc) == "docs/BENCHMARKS.md", command
     wanted = [n for n in args.cases if n not in suites]
     names = [n for n in args.cases if n in suites]
@@ -134,14 +146,19 @@ def test_the_page_lists_one_regeneration_command_per_block():
     assert have == wanted
 
 
-def _replace_twice(tmp_path: Path, args: list[str]) -> tuple[str, str, str]:
-    """The doc before, after one and after two ``qcom-ext bench ... --update-doc`` runs."""
+def _qcom_ext_bench(argv: list[str]) -> int:
+    return cli_main(["bench", *argv])
+
+
+def _replace_twice(tmp_path: Path, args: list[str], run=_qcom_ext_bench) -> tuple[str, str, str]:
+    """The doc before, after one and after two ``qcom-ext bench ... --update-doc`` runs
+    (``run``: the lab's ``python -m benchmarks``)."""
     doc = tmp_path / "BENCHMARKS.md"
     doc.write_text(DOC.read_text())
     before = doc.read_text()
     texts = []
     for _ in range(2):
-        assert cli_main(["bench", *args, "--update-doc", str(doc)]) == 0
+        assert run([*args, "--update-doc", str(doc)]) == 0
         texts.append(doc.read_text())
     return before, texts[0], texts[1]
 
@@ -155,7 +172,8 @@ def _check_replaced_in_place(before: str, after: str, begin: str, label: str) ->
     assert after[end_after:] == before[end_before:]
     body = after[start:end_after]
     assert f"**{label}**" in body
-    assert re.search(r"^Command: `([A-Z_]+=\S+ )*qcom-ext bench .*--update-doc ", body, re.M)
+    runner = r"(qcom-ext bench|python -m benchmarks)"
+    assert re.search(rf"^Command: `([A-Z_]+=\S+ )*{runner} .*--update-doc ", body, re.M)
     return body
 
 
@@ -205,7 +223,7 @@ def _run_suite_twice(
     for key, value in environ.items():
         monkeypatch.setenv(key, value)
     args = [name, "--device", spec, "--rounds", "1", "--doc-key", "pocl-3.1-cpu"]
-    return _replace_twice(tmp_path, args)
+    return _replace_twice(tmp_path, args, _lab.main)
 
 
 @pytest.mark.slow
@@ -216,7 +234,7 @@ def test_a_suite_writes_its_own_block_in_place(tmp_path, monkeypatch, device_cap
     )
     begin = "<!-- bench pocl-3.1-cpu bicubic-suite -->"
     body = _check_replaced_in_place(before, twice, begin, device_caps.label)
-    assert "QCOM_EXT_BENCH_BICUBIC_SIZE=32x16 qcom-ext bench bicubic-suite" in body
+    assert "QCOM_EXT_BENCH_BICUBIC_SIZE=32x16 python -m benchmarks bicubic-suite" in body
     assert "32x16 RGBA float -> 64x32" in body and "| `upscale2x_blocks`" in body
     assert _shape(_check_replaced_in_place(before, once, begin, device_caps.label)) == _shape(body)
 
@@ -228,17 +246,17 @@ def test_the_former_suite_name_writes_the_renamed_block(
     """``hof-suite`` and ``QCOM_EXT_HOF_SIZE`` (the names before the rename) still run the
     accelerated suite, at that size, into its ``accelerated-suite`` block."""
     monkeypatch.delenv("QCOM_EXT_BENCH_ACCELERATED_SIZE", raising=False)
-    monkeypatch.setattr(benchmark_module("cases_accelerated"), "opencv", lambda: None)
+    monkeypatch.setattr(lab_module("cases_accelerated"), "opencv", lambda: None)
     # the tuned rows choose between two builds (the whole space is test_variant_*'s)
     space = {"strips": (((1, 4),), ((8, 4),)), "blocked": (((2, 2),), ((8, 4),))}
-    monkeypatch.setattr(benchmark_module("_accelerated_work"), "TUNE_SPACE", space)
+    monkeypatch.setattr(lab_module("_accelerated_work"), "TUNE_SPACE", space)
     monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path / "cache"))
     before, once, twice = _run_suite_twice(
         tmp_path, monkeypatch, device_caps, "hof-suite", {"QCOM_EXT_HOF_SIZE": "16x16"}
     )
     begin = "<!-- bench pocl-3.1-cpu accelerated-suite -->"
     body = _check_replaced_in_place(before, twice, begin, device_caps.label)
-    assert "QCOM_EXT_HOF_SIZE=16x16 qcom-ext bench hof-suite" in body
+    assert "QCOM_EXT_HOF_SIZE=16x16 python -m benchmarks hof-suite" in body
     assert "16x16 RGBA float" in body and "| 5x5 convolution |" in body
     assert "hof-suite -->" not in twice
     _check_replaced_in_place(before, once, begin, device_caps.label)

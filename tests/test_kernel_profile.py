@@ -1,4 +1,4 @@
-"""The kernel profile (``qcom-ext bench profile-suite``): the suite on every device, the
+"""The kernel profile (``python -m benchmarks profile-suite``): the suite on every device, the
 PTX and ptxas parsers on recorded-format NVIDIA text (tests/data/nvidia/), and the
 occupancy arithmetic against hand-worked cases."""
 
@@ -10,17 +10,24 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 import pytest
-from conftest import benchmark_module
+from conftest import lab_module
 
-from qcom_ext.tools.bench._kernel_profile import (
-    Launch,
-    OpWork,
-    captured_launches,
-    markdown,
-    nvidia_fields,
+_kernel_profile, _occupancy, _ptx = (
+    lab_module(n) for n in ("_kernel_profile", "_occupancy", "_ptx")
 )
-from qcom_ext.tools.bench._occupancy import SM_LIMITS, occupancy
-from qcom_ext.tools.bench._ptx import classify, instruction_mix, is_ptx, ptxas_info
+Launch, OpWork, captured_launches = (
+    _kernel_profile.Launch,
+    _kernel_profile.OpWork,
+    _kernel_profile.captured_launches,
+)
+markdown, nvidia_fields = _kernel_profile.markdown, _kernel_profile.nvidia_fields
+SM_LIMITS, occupancy = _occupancy.SM_LIMITS, _occupancy.occupancy
+classify, instruction_mix, is_ptx, ptxas_info = (
+    _ptx.classify,
+    _ptx.instruction_mix,
+    _ptx.is_ptx,
+    _ptx.ptxas_info,
+)
 
 NVIDIA = Path(__file__).parent / "data" / "nvidia"
 GENERIC = ("kernel", "global_size", "wave_size", "private_mem_size", "local_mem_size")
@@ -30,7 +37,7 @@ ATTRIBUTES = {"compute_capability": (9, 0), "registers_per_block": 65536, "warp_
 
 @pytest.fixture(scope="module")
 def cases_module():
-    return benchmark_module("cases_profile")
+    return lab_module("cases_profile")
 
 
 @pytest.fixture
@@ -73,7 +80,7 @@ def test_every_default_kernel_gets_a_row(cases_module, device_caps, kernel_conte
 def test_the_runner_writes_the_table_json_and_doc_block(
     cases_module, device_caps, kernel_context, small_images, tmp_path
 ):
-    from qcom_ext.tools.bench import run
+    run = lab_module("__main__")  # python -m benchmarks
 
     doc, out = tmp_path / "BENCH.md", tmp_path / "profile.json"
     doc.write_text("# Benchmarks\n")

@@ -1,4 +1,4 @@
-"""The one torch timer of the suites (qcom_ext/tools/bench/_torch_timing.py), against a fake
+"""The one torch timer of the suites (benchmarks/_torch_timing.py), against a fake
 torch whose GPU clock charges each eager call Python's dispatch as well as its GPU time
 (an idle GPU waits for it) and a CUDA graph replay only the GPU time of its calls."""
 
@@ -9,8 +9,9 @@ import warnings
 from types import SimpleNamespace
 
 import pytest
+from conftest import lab_module
 
-from qcom_ext.tools.bench._torch_timing import cuda_seconds
+cuda_seconds = lab_module("_torch_timing").cuda_seconds
 
 GPU_S, DISPATCH_S = 16e-6, 34e-6
 

@@ -96,7 +96,7 @@ class SuiteResult:
 
 @dataclass(frozen=True)
 class Suite:
-    """A measurement run by name (``qcom-ext bench conv-suite``) that times itself.
+    """A measurement run by name (``python -m benchmarks conv-suite``) that times itself.
 
     Where cases are timed by the runner (wall time, interleaved), a suite measures what it
     needs (profiling events, tuning, other libraries) and returns :class:`SuiteResult`;

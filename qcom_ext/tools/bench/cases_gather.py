@@ -12,9 +12,9 @@ then waits for them, so launch latency overlaps the device work):
   ``qcom_read_imagef_2x2`` per output pixel (one per component); moves 16 B per input
   pixel + 16 B per output pixel (1.25 x 16 B per input pixel).
 * ``read_downscale``: the same average from four ``read_imagef`` (hand-written).
-* ``torch_avg_pool2d``: ``torch.nn.functional.avg_pool2d(x, 2)`` of a (1, 4, H, W)
-  channels-last float32 CUDA tensor (the same bytes), only where torch with CUDA
-  imports.
+
+The checkout's lab adds ``torch_avg_pool2d`` to the group (``benchmarks/cases_gather_torch.py``,
+``python -m benchmarks gather``).
 
 Bandwidth = bytes moved / time; the fraction of the image copy's bandwidth is
 ``(1.25 / 2) / ratio`` for the downscales. The script also states each against the
@@ -28,7 +28,6 @@ a small one).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -157,32 +156,6 @@ def result_of(state: dict[str, Any]) -> np.ndarray:
     return out
 
 
-def torch_cuda_available() -> bool:
-    """torch imports and sees a CUDA device (torch is imported only if installed)."""
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-def setup_torch(caps: qcom_ext.DeviceCaps) -> dict[str, Any]:
-    import torch
-
-    width, height = image_size()
-    data = torch.from_numpy(source_image(width, height)).permute(2, 0, 1).unsqueeze(0)
-    x = data.to("cuda").contiguous(memory_format=torch.channels_last)
-    torch.cuda.synchronize()
-    return {"torch": torch, "x": x, "pool": torch.nn.functional.avg_pool2d}
-
-
-def run_torch(state: dict[str, Any]) -> None:
-    pool, x = state["pool"], state["x"]
-    for _ in range(REPEATS):
-        state["y"] = pool(x, 2)
-    state["torch"].cuda.synchronize()
-
-
 _SPECS = [
     {
         "name": "gather_image_copy",
@@ -210,19 +183,6 @@ _SPECS = [
         "note": f"{REPEATS} x downscale2x_read (read_imagef x 4): 20 B per input pixel",
     },
 ]
-if torch_cuda_available():
-    _SPECS.append(
-        {
-            "name": "torch_avg_pool2d",
-            "group": "gather",
-            "setup": setup_torch,
-            "run": run_torch,
-            "baseline": False,
-            "note": f"{REPEATS} x torch avg_pool2d(x, 2), (1, 4, H, W) "
-            "channels-last float32 on CUDA: 20 B per input pixel",
-        }
-    )
-
 for _spec in _SPECS:  # bytes moved per call, for the runner's GB/s
     _spec["work"] = lambda state, name=_spec["name"]: {
         "bytes": bytes_moved(name, *image_size()) * REPEATS

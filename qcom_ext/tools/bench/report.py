@@ -268,13 +268,12 @@ def _cell(value: float | None, text: str) -> str:
 
 def summary_table(report: Report) -> str:
     """One markdown table of the suites' summary rows (their data's ``summary_rows``, made
-    by :func:`qcom_ext.tools.bench.goals.summary_row`): op, time (— for a median over
+    by the lab's ``summary_row``, ``benchmarks/goals.py``): op, time (— for a median over
     shapes), share of the buffer copy's bandwidth (the roofline) and of the image copy's,
     torch's time over qcom_ext's, the target and its verdict, device, driver, date.
 
-    >>> from qcom_ext.tools.bench.goals import summary_row
-    >>> rows = [summary_row("box", seconds=1.6e-4, of_buffer_copy=0.58, vs_torch=5.5,
-    ...                     goal="box_7x7", value=0.58)]
+    >>> rows = [{"op": "box", "seconds": 1.6e-4, "of_buffer_copy": 0.58, "of_image_copy": None,
+    ...          "vs_torch": 5.5, "target": ">= 0.85 of buffer copy: NOT met"}]
     >>> header = {"device_label": "gpu", "driver_version": "1.0", "date": "2026-11-26T01:00"}
     >>> print(summary_table(Report(header, [], {"s": SuiteResult("", {"summary_rows": rows})})))
     | op | time | of buffer copy | of image copy | vs torch | target | device | driver | date |

@@ -1,6 +1,9 @@
 """Run benchmark cases side by side: ``python -m qcom_ext.tools.bench.run [CASE|GROUP|SUITE ...]``.
 
-Cases (and suites) come from ``qcom_ext/tools/bench/cases_*.py``. The cases of a group are timed
+Cases (and suites) come from ``qcom_ext/tools/bench/cases_*.py`` (the on-device cases the
+wheel ships); the checkout's ``benchmarks/`` lab runs this same runner over its own
+``cases_*.py`` too (``python -m benchmarks``: the suites, torch and OpenCV beside qcom_ext,
+the kernel profiles). The cases of a group are timed
 interleaved (each round times one batch of every case in turn), a batch repeating the
 call until it takes at least ``--batch-ms``. Reported per call: median, min and
 interquartile range over the rounds, and the ratio of the median to the group baseline's
@@ -8,12 +11,12 @@ median.
 
 Cases that declare their ``work`` also get rates (GB/s, GFLOP/s, Mpix/s).
 
-Suites (``conv-suite``, ``accelerated-suite``, ``bicubic-suite``) time themselves and write
-their own tables; they run only when named (or by a former name, a suite's ``aliases``),
-with their own options (``--help`` lists them). ``--summary`` adds one table of the named
-suites' results (op, time, share of the buffer-copy bandwidth, ratio to torch, target,
-device, driver, date: :func:`.report.summary_table`), first in the output and, with
-``--update-doc``, in its own block under the page's "## Summary" heading.
+Suites (the lab's ``conv-suite``, ``accelerated-suite``, ``bicubic-suite``, ...) time
+themselves and write their own tables; they run only when named (or by a former name, a
+suite's ``aliases``), with their own options (``--help`` lists them). ``--summary`` adds
+one table of the named suites' results (op, time, share of the buffer-copy bandwidth,
+ratio to torch, target, device, driver, date: :func:`.report.summary_table`), first in the
+output and, with ``--update-doc``, in its own block under the page's "## Summary" heading.
 
 ``--device 1:0`` (or a name such as ``nvidia``, or a device label such as ``pocl-3.1-cpu``)
 picks the device like ``PYOPENCL_CTX``;
@@ -95,29 +98,38 @@ class UnknownCaseError(ValueError):
         )
 
 
-def _case_modules() -> list[Any]:
-    package = importlib.import_module(__package__ or "qcom_ext.tools.bench")
-    infos = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
-    return [
-        importlib.import_module(f"{package.__name__}.{info.name}")
-        for info in infos
-        if info.name.startswith("cases_")
-    ]
+#: The packages whose ``cases_*.py`` modules ``qcom-ext bench`` runs: the on-device cases
+#: the wheel ships. The checkout's lab (``python -m benchmarks``) adds its own package.
+PACKAGES = ("qcom_ext.tools.bench",)
 
 
-def discover() -> list[Case]:
-    """Every case of every ``qcom_ext/tools/bench/cases_*.py`` module, in module order."""
+def _case_modules(packages: Sequence[str] = PACKAGES) -> list[Any]:
+    modules = []
+    for name in packages:
+        package = importlib.import_module(name)
+        infos = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+        modules += [
+            importlib.import_module(f"{name}.{info.name}")
+            for info in infos
+            if info.name.startswith("cases_")
+        ]
+    return modules
+
+
+def discover(packages: Sequence[str] = PACKAGES) -> list[Case]:
+    """Every case of every ``cases_*.py`` module of ``packages``, in package and module
+    order."""
     cases: list[Case] = []
-    for module in _case_modules():
+    for module in _case_modules(packages):
         cases += module.CASES
     _check(cases)
     return cases
 
 
-def discover_suites(cases: Iterable[Case] = ()) -> list[Suite]:
-    """The ``SUITES`` of every ``qcom_ext/tools/bench/cases_*.py`` module, in module order; their
+def discover_suites(cases: Iterable[Case] = (), packages: Sequence[str] = PACKAGES) -> list[Suite]:
+    """The ``SUITES`` of every ``cases_*.py`` module of ``packages``, in module order; their
     names must differ from each other and from the names and groups of ``cases``."""
-    suites = [s for module in _case_modules() for s in getattr(module, "SUITES", [])]
+    suites = [s for module in _case_modules(packages) for s in getattr(module, "SUITES", [])]
     _check_suite_names(suites, cases)
     return suites
 
@@ -173,11 +185,20 @@ def _also(suite: Suite) -> str:
     return f" (also {', '.join(suite.aliases)})" if suite.aliases else ""
 
 
+#: The epilog of a runner without suites (``qcom-ext bench``: the wheel ships none).
+_NO_SUITES = (
+    "The suites (qcom_ext's ops against the buffer copy, torch and OpenCV; kernel profiles) "
+    "are the benchmarking lab's, in a checkout: python -m benchmarks --help."
+)
+
+
 def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Time qcom_ext cases side by side; run suites by name.",
-        epilog="Suites: " + "; ".join(f"{s.name}{_also(s)}: {s.note}" for s in suites),
+        epilog="Suites: " + "; ".join(f"{s.name}{_also(s)}: {s.note}" for s in suites)
+        if suites
+        else _NO_SUITES,
     )
     parser.add_argument(
         "cases", nargs="*", metavar="NAME", help="case, group or suite names (all cases)"
@@ -253,18 +274,23 @@ def _earlier(parser: argparse.ArgumentParser, path: Path | None) -> dict[str, An
 
 
 def main(
-    argv: Sequence[str] | None = None, prog: str = "python -m qcom_ext.tools.bench.run"
+    argv: Sequence[str] | None = None,
+    prog: str = "python -m qcom_ext.tools.bench.run",
+    packages: Sequence[str] = PACKAGES,
 ) -> int:
+    """Run the cases and suites named in ``argv`` (``--help``) from the ``cases_*.py``
+    modules of ``packages``; 0 on success."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    cases = discover()
-    found = discover_suites(cases)
+    cases = discover(packages)
+    found = discover_suites(cases, packages)
     suites = suites_by_name(found)
     parser = _parser(prog, found)
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if args.summary and not any(n in suites for n in args.cases):
-        parser.error("--summary summarises suites: name them (e.g. accelerated-suite)")
+        example = f"e.g. {found[0].name}" if found else "the checkout's: python -m benchmarks"
+        parser.error(f"--summary summarises suites: name them ({example})")
     earlier = _earlier(parser, args.compare)
     outputs = (("--json", args.json), ("--markdown", args.markdown))
     for option, path in (*outputs, ("--update-doc", args.update_doc)):

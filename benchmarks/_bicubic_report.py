@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from benchmarks.goals import GOALS, Goal, summary_row
 from qcom_ext.tools.bench._case import format_seconds
-from qcom_ext.tools.bench.goals import GOALS, Goal, summary_row
 
 __all__ = ["UPSCALES", "suite_markdown", "summary_rows"]
 

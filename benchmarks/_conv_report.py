@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from qcom_ext.tools.bench.goals import GOALS, summary_row
+from benchmarks.goals import GOALS, summary_row
 
 __all__ = ["TARGETS", "goal_lines", "markdown", "progress_line", "summarise", "summary_rows"]
 

@@ -1,8 +1,8 @@
 """Convolution kernels at MobileNetV2 layer shapes (qcom_ext.ops, issue 7).
 
-    qcom-ext bench conv-suite --device nvidia --batch 32 --update-doc docs/BENCHMARKS.md
-    qcom-ext bench conv-suite --small --device 0:0     # a quick run on a CPU device (pocl)
-    python -m qcom_ext.tools.bench.cases_conv --device nvidia --batch 32 \
+    python -m benchmarks conv-suite --device nvidia --batch 32 --update-doc docs/BENCHMARKS.md
+    python -m benchmarks conv-suite --small --device 0:0     # a quick run on a CPU device (pocl)
+    python -m benchmarks.cases_conv --device nvidia --batch 32 \
         --markdown conv.md --json conv.json
 
 For every layer of :func:`qcom_ext.ops.suite.suite` (conv0 3x3/2, depthwise 3x3, 1x1,
@@ -26,8 +26,8 @@ layer, tuned; median over the depthwise layers); and (issue 7) tuning >= 1.15x m
 gain over the driver's choice.
 
 ``CASES`` (group ``conv``) time a few small layers end to end (enqueue + finish) for
-``qcom-ext bench conv``; the copy of the same bytes is the baseline. ``SUITES`` holds
-``conv-suite``: the measurements above as ``qcom-ext bench`` runs them (same options as
+``python -m benchmarks conv``; the copy of the same bytes is the baseline. ``SUITES`` holds
+``conv-suite``: the measurements above as ``python -m benchmarks`` runs them (same options as
 this script's, less ``--json``/``--markdown``, which the runner has).
 """
 
@@ -44,11 +44,7 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
-from qcom_ext import ops
-from qcom_ext.ops._variants import VariantLayer
-from qcom_ext.ops.suite import SuiteLayer, prepare, suite
-from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
-from qcom_ext.tools.bench._conv_report import (
+from benchmarks._conv_report import (
     TARGETS,
     goal_lines,
     markdown,
@@ -56,6 +52,11 @@ from qcom_ext.tools.bench._conv_report import (
     summarise,
     summary_rows,
 )
+from benchmarks._torch_timing import cuda_seconds
+from qcom_ext import ops
+from qcom_ext.ops._variants import VariantLayer
+from qcom_ext.ops.suite import SuiteLayer, prepare, suite
+from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
 from qcom_ext.tools.bench._profiling import (
     CopyBandwidth,
     fraction,
@@ -63,7 +64,6 @@ from qcom_ext.tools.bench._profiling import (
     measure_copy,
     median_ns,
 )
-from qcom_ext.tools.bench._torch_timing import cuda_seconds
 
 __all__ = [
     "CASES",
@@ -248,7 +248,7 @@ def _bandwidths(row: dict[str, Any], copy: CopyBandwidth, copy_ns: float) -> Non
     row["roofline_fraction"] = fraction(row["bytes"], seconds, row["bytes"] / (copy_ns * 1e-9))
 
 
-# ---- cases for python -m qcom_ext.tools.bench.run -----------------------------------------------
+# ---- cases for python -m benchmarks -----------------------------------------------
 
 #: case name -> (suite layer, variant, where it runs).
 _CASE_LAYERS = {
@@ -315,7 +315,7 @@ _SPECS += [
 CASES: list[Any] = [Case(**spec) for spec in _SPECS]
 
 
-# ---- the suite: qcom-ext bench conv-suite, or python -m qcom_ext.tools.bench.cases_conv ---------
+# ---- the suite: python -m benchmarks conv-suite, or python -m benchmarks.cases_conv ---------
 
 DEFAULT_ROUNDS = 20
 

@@ -15,6 +15,8 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
+from benchmarks._read_floor import copy_texels
+from benchmarks._torch_timing import MIN_BATCH, cuda_seconds
 from qcom_ext.ext.accelerated.plan import DEFAULT_METHODS, box_window, filter_plan
 from qcom_ext.ext.accelerated.rgba import empty_rgba_image, rgba_image
 from qcom_ext.ext.accelerated.support import context_path
@@ -22,8 +24,6 @@ from qcom_ext.ext.accelerated.variants import filter_variants
 from qcom_ext.ext.accelerated.whole_image import block_match_tuning
 from qcom_ext.ops.variant_tuning import choose_variant
 from qcom_ext.tools.bench._profiling import copy_image
-from qcom_ext.tools.bench._read_floor import copy_texels
-from qcom_ext.tools.bench._torch_timing import MIN_BATCH, cuda_seconds
 
 SIZE_ENV = "QCOM_EXT_BENCH_ACCELERATED_SIZE"
 #: the variable's name before the suite was renamed, still read

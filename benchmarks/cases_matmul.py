@@ -1,7 +1,7 @@
 """Matmul (``qcom_ext.ops.Linear``): GEMV weight bandwidth and GEMM FLOP/s, against the
 device's buffer copy and torch on the same GPU.
 
-    qcom-ext bench matmul-suite [--device nvidia] [--rounds 20] [--small] [--update-doc ...]
+    python -m benchmarks matmul-suite [--device nvidia] [--rounds 20] [--small] [--update-doc ...]
 
 * GEMV, M = 1, (N, K) = (4096, 4096), (11008, 4096), (4096, 11008), weights f16, q8_0
   and q4_0 (q8_0 and q4_0 also with q8_0 activations), on each read path the device has
@@ -37,10 +37,10 @@ from typing import Any
 import numpy as np
 
 import qcom_ext
+from benchmarks._read_floor import empty_seconds, read_only_seconds
+from benchmarks._torch_timing import MAX_BATCH, cuda_seconds
 from qcom_ext.tools.bench._case import Suite, SuiteResult, format_seconds
 from qcom_ext.tools.bench._profiling import copy_bandwidth
-from qcom_ext.tools.bench._read_floor import empty_seconds, read_only_seconds
-from qcom_ext.tools.bench._torch_timing import MAX_BATCH, cuda_seconds
 
 __all__ = ["CASES", "SUITES", "gemm_rows", "gemv_rows", "markdown", "sizes", "verdicts"]
 
@@ -181,7 +181,7 @@ def _rotating(torch: Any, x: Any, weights: list[Any]) -> Any:
 
 def torch_gemv(torch: Any, shapes: tuple, rounds: int) -> dict[str, float]:
     """(N, K) -> GPU seconds of F.linear in float16 on CUDA (weights rotated as ours;
-    :func:`~qcom_ext.tools.bench._torch_timing.cuda_seconds`)."""
+    :func:`~benchmarks._torch_timing.cuda_seconds`)."""
     found = {}
     for n, k in shapes:
         copies = max(1, min(16, -(-2 * (64 << 20) // (n * k * 2)) + 1))

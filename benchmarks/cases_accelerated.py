@@ -1,8 +1,9 @@
 """Accelerated image ops on a 4K RGBA float image, against the buffer copy (the roofline),
 the image copy, torch and OpenCV.
 
-    qcom-ext bench accelerated-suite [--device nvidia] [--rounds 20] [--sweep] [--update-doc ...]
-    PYTHONPATH=. python -m qcom_ext.tools.bench.cases_accelerated [--device nvidia]
+    python -m benchmarks accelerated-suite [--device nvidia] [--rounds 20] [--sweep]
+        [--update-doc ...]
+    python -m benchmarks.cases_accelerated [--device nvidia]
         [--size 3840x2160] [--rounds 20] [--sweep] [--markdown out.md]
 
 Operations (issue 6), on a ``--size`` RGBA ``CL_FLOAT`` image (default 3840x2160):
@@ -29,7 +30,7 @@ the CPU when ``cv2`` imports (``filter2D``, ``blur``, ``absdiff`` +
 kernels' blocks and work-group sizes. The workload and its timers are in
 :mod:`._accelerated_work`.
 
-As cases of ``qcom-ext bench`` (group ``accelerated``; size from
+As cases of ``python -m benchmarks`` (group ``accelerated``; size from
 ``QCOM_EXT_BENCH_ACCELERATED_SIZE``, e.g. ``640x360`` on a CPU device), one call is
 ``LAUNCHES`` launches and a ``finish``. The suite ``accelerated-suite`` (``hof-suite`` and
 ``QCOM_EXT_HOF_SIZE`` are its former names, still accepted) adds its rows to the summary
@@ -43,9 +44,8 @@ import os
 from typing import Any
 
 import qcom_ext
-from qcom_ext.ext.variant import describe
-from qcom_ext.tools.bench._accelerated_report import markdown, summary, summary_rows, verdicts
-from qcom_ext.tools.bench._accelerated_work import (
+from benchmarks._accelerated_report import markdown, summary, summary_rows, verdicts
+from benchmarks._accelerated_work import (
     BLOCK,
     BYTES_PER_PIXEL,
     CV_OPS,
@@ -69,6 +69,7 @@ from qcom_ext.tools.bench._accelerated_work import (
     tuned_variant,
     wall_seconds,
 )
+from qcom_ext.ext.variant import describe
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
 from qcom_ext.tools.bench._profiling import CopyBandwidth, measure_copy
 

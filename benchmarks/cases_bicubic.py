@@ -1,7 +1,7 @@
 """Bicubic 2x upscale of a 4K RGBA float image, against the buffer copy (the roofline).
 
-    qcom-ext bench bicubic-suite [--device nvidia] [--rounds 20] [--update-doc ...]
-    PYTHONPATH=. python -m qcom_ext.tools.bench.cases_bicubic [--device nvidia] [--size 3840x2160]
+    python -m benchmarks bicubic-suite [--device nvidia] [--rounds 20] [--update-doc ...]
+    python -m benchmarks.cases_bicubic [--device nvidia] [--size 3840x2160]
                                                     [--runs 20]
 
 Cases (group ``bicubic``; each call enqueues once and finishes the queue):
@@ -25,9 +25,9 @@ Cases (group ``bicubic``; each call enqueues once and finishes the queue):
   (1, 4, H, W) float32 CUDA tensor, present only when torch with CUDA is importable
   (torch's kernel uses a = -0.75, Catmull-Rom is a = -0.5: same memory traffic).
 
-With the runner (``python -m qcom_ext.tools.bench.run bicubic``) the ratio column gives the
+With the runner (``python -m benchmarks bicubic``) the ratio column gives the
 time over the image copy's (wall time: enqueue + finish); an upscale moves 2.5 times the
-copy's bytes. ``qcom-ext bench bicubic-suite`` (``SUITES``; also this script) reads device
+copy's bytes. ``python -m benchmarks bicubic-suite`` (``SUITES``; also this script) reads device
 times from profiling events (torch: GPU time, a replayed CUDA graph) and states each as
 GB/s and as shares of the buffer copy's bandwidth (``clEnqueueCopyBuffer`` of at least
 the upscale's bytes, best of the runs: the roofline) and of the image copy's, with the
@@ -51,6 +51,8 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
+from benchmarks._bicubic_report import UPSCALES, suite_markdown, summary_rows
+from benchmarks._torch_timing import MIN_BATCH, cuda_seconds
 from qcom_ext._resources import kernels_dir
 from qcom_ext.device import shared
 from qcom_ext.ext.images.upscale import (
@@ -62,10 +64,8 @@ from qcom_ext.ext.images.upscale import (
 from qcom_ext.ext.images.upscale import upscale2x_variants as _variants
 from qcom_ext.ext.variant import describe
 from qcom_ext.ops.variant_tuning import choose_variant
-from qcom_ext.tools.bench._bicubic_report import UPSCALES, suite_markdown, summary_rows
 from qcom_ext.tools.bench._case import Case, Suite, SuiteResult
 from qcom_ext.tools.bench._profiling import copy_image, measure_copy
-from qcom_ext.tools.bench._torch_timing import MIN_BATCH, cuda_seconds
 
 __all__ = [
     "CASES",
@@ -361,7 +361,7 @@ def device_seconds(state: dict[str, Any], runs: int) -> list[float]:
 
 def torch_seconds(state: dict[str, Any], runs: int) -> float:
     """GPU seconds per bicubic ``interpolate`` on CUDA (median; one timer for every
-    suite: :func:`~qcom_ext.tools.bench._torch_timing.cuda_seconds`)."""
+    suite: :func:`~benchmarks._torch_timing.cuda_seconds`)."""
     torch = state["torch"]
 
     def upscale(_: int) -> Any:

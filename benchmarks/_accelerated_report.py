@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import qcom_ext
-from qcom_ext.tools.bench._accelerated_work import DEFAULT_SIZE
+from benchmarks._accelerated_work import DEFAULT_SIZE
+from benchmarks.goals import GOALS, summary_row
 from qcom_ext.tools.bench._case import format_seconds
-from qcom_ext.tools.bench.goals import GOALS, summary_row
 
 __all__ = ["markdown", "summary", "summary_rows", "verdicts"]
 

@@ -1,7 +1,7 @@
-"""Kernel profiles of the suites' default paths: ``qcom-ext bench profile-suite``.
+"""Kernel profiles of the suites' default paths: ``python -m benchmarks profile-suite``.
 
     CUDA_CACHE_DISABLE=1 QCOM_EXT_CACHE_DIR=$(mktemp -d) \\
-        qcom-ext bench profile-suite --device nvidia --json profile.json \\
+        python -m benchmarks profile-suite --device nvidia --json profile.json \\
         --update-doc docs/BENCHMARKS.md
 
 Each op below is called once with its defaults (which builds its programs; a default
@@ -39,14 +39,14 @@ import numpy as np
 import pyopencl as cl
 
 import qcom_ext
-from qcom_ext.tools.bench import _accelerated_work as work
-from qcom_ext.tools.bench._case import Suite, SuiteResult
-from qcom_ext.tools.bench._kernel_profile import (
+from benchmarks import _accelerated_work as work
+from benchmarks._kernel_profile import (
     OpWork,
     captured_launches,
     markdown,
     profile_launch,
 )
+from qcom_ext.tools.bench._case import Suite, SuiteResult
 
 __all__ = ["CASES", "GEMV_SHAPE", "LAYERS", "OPS", "SMALL_SIZE", "SUITES", "profile_rows"]
 
@@ -92,7 +92,7 @@ def _block_match(caps: qcom_ext.DeviceCaps, small: bool) -> tuple[Callable[[], A
 
 
 def _bicubic(caps: qcom_ext.DeviceCaps, small: bool) -> tuple[Callable[[], Any], OpWork]:
-    from qcom_ext.tools.bench import cases_bicubic
+    from benchmarks import cases_bicubic
 
     wanted = os.environ.get(cases_bicubic.SIZE_ENV)
     if small and not wanted:

@@ -1,4 +1,4 @@
-"""A static profile of the kernels an op's default path launches (``qcom-ext bench
+"""A static profile of the kernels an op's default path launches (``python -m benchmarks
 profile-suite``, :mod:`.cases_profile`): per kernel, the work-group size it ran with,
 :func:`~qcom_ext.kernel_info`'s fields, the op's bytes per output and arithmetic
 intensity, and on NVIDIA the ptxas registers and spills, the PTX instruction mix
@@ -24,9 +24,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks._occupancy import nv_attributes, occupancy
+from benchmarks._ptx import CATEGORIES, instruction_mix, is_ptx, ptxas_info
 from qcom_ext.ext.program.kernel_info import kernel_info
-from qcom_ext.tools.bench._occupancy import nv_attributes, occupancy
-from qcom_ext.tools.bench._ptx import CATEGORIES, instruction_mix, is_ptx, ptxas_info
 
 __all__ = [
     "NV_VERBOSE",

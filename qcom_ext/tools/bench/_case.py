@@ -108,7 +108,8 @@ class Suite:
     (a :class:`~qcom_ext.tools.bench._profiling.CopyBandwidth`; None without it).
     ``aliases``: former names that still run it (its blocks and results carry ``name``).
     A ``default`` suite also runs when no names are given (``qcom-ext bench``,
-    ``qcom-ext bench --summary``): keep its run short.
+    ``qcom-ext bench --summary``; keep its run short) and states its results against
+    ``options.same_run_copy`` where the runner measured one.
     """
 
     name: str

@@ -113,8 +113,12 @@ def _run_suite(caps: qcom_ext.DeviceCaps, options: Any) -> SuiteResult:
     queue = profiling_queue(caps)
     shape, scale = sizes(caps)
     copy = getattr(options, "same_run_copy", None) or measure_copy(queue, 0, rounds)
-    rows = [*gemv_rows(queue, shape, rounds, copy), conv_row(queue, scale, rounds, copy)]
+    rows = gemv_rows(queue, shape, rounds, copy)
+    images = bool(queue.device.image_support)
+    if images:  # the conv layer runs on the image layout
+        rows.append(conv_row(queue, scale, rounds, copy))
     small = "" if caps.device_type == "gpu" else "; small sizes (not a GPU)"
+    small += "" if images else "; no images: the conv layer did not run"
     text = (
         f"device time, median of {rounds} (OpenCL profiling events); "
         f"{copy.describe()}, measured in this run{small}\n\n{markdown(rows)}"

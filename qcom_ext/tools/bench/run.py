@@ -201,7 +201,7 @@ _NO_SUITES = (
 )
 
 
-def _parser(prog: str, suites: Sequence[Suite], lab: bool) -> argparse.ArgumentParser:
+def _parser(prog: str, suites: Sequence[Suite], lab: bool = False) -> argparse.ArgumentParser:
     listed = "; ".join(f"{s.name}{_also(s)}{_default(s)}: {s.note}" for s in suites)
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -326,8 +326,10 @@ def main(
         parser.exit(1, f"benchmarks: no device to run on: {terminal_safe(str(exc))}\n")
     rounds = args.rounds or DEFAULT_ROUNDS
     report = measure(chosen, caps, rounds, args.batch_ms / 1e3, _console(stderr=True), command)
-    # the summary's roofline: one buffer copy of this run, for the cases and the suites
-    args.same_run_copy = measure_copy(profiling_queue(caps), 0, rounds) if args.summary else None
+    # the summary's roofline: one buffer copy of this run for the cases and the default
+    # suites (the lab's suites measure their own, at their sizes)
+    shared = args.summary and (report.results or any(s.default for s in wanted_suites))
+    args.same_run_copy = measure_copy(profiling_queue(caps), 0, rounds) if shared else None
     if wanted_suites:
         results = {s.name: s.run(caps, args) for s in wanted_suites}
         report = dataclasses_replace(report, suites=results)

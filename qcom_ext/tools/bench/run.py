@@ -284,6 +284,20 @@ def _earlier(parser: argparse.ArgumentParser, path: Path | None) -> dict[str, An
     return earlier
 
 
+def _with_suites(
+    report: Report, caps: Any, args: argparse.Namespace, suites: Sequence[Suite], rounds: int
+) -> Report:
+    """``report`` with the results of ``suites`` and, with ``--summary``, the summary
+    (:func:`.report.with_summary`). Its roofline is one buffer copy of this run, measured
+    for the cases and the default suites (``options.same_run_copy``); the lab's suites
+    measure their own, at their sizes."""
+    shared = args.summary and (report.results or any(s.default for s in suites))
+    args.same_run_copy = measure_copy(profiling_queue(caps), 0, rounds) if shared else None
+    if suites:
+        report = dataclasses_replace(report, suites={s.name: s.run(caps, args) for s in suites})
+    return with_summary(report, args.same_run_copy) if args.summary else report
+
+
 def main(
     argv: Sequence[str] | None = None,
     prog: str = "python -m qcom_ext.tools.bench.run",
@@ -326,15 +340,7 @@ def main(
         parser.exit(1, f"benchmarks: no device to run on: {terminal_safe(str(exc))}\n")
     rounds = args.rounds or DEFAULT_ROUNDS
     report = measure(chosen, caps, rounds, args.batch_ms / 1e3, _console(stderr=True), command)
-    # the summary's roofline: one buffer copy of this run for the cases and the default
-    # suites (the lab's suites measure their own, at their sizes)
-    shared = args.summary and (report.results or any(s.default for s in wanted_suites))
-    args.same_run_copy = measure_copy(profiling_queue(caps), 0, rounds) if shared else None
-    if wanted_suites:
-        results = {s.name: s.run(caps, args) for s in wanted_suites}
-        report = dataclasses_replace(report, suites=results)
-    if args.summary:
-        report = with_summary(report, args.same_run_copy)
+    report = _with_suites(report, caps, args, wanted_suites, rounds)
     if earlier is not None:
         try:
             report = compare(report, earlier)

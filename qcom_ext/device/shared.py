@@ -3,6 +3,10 @@ all of them, how they are named, and the entry points a native path needs.
 
 Every host module asks here instead of computing these itself:
 
+* :func:`route`: the one decision of a host entry point, made once: a frozen
+  :class:`Route` (the devices' reports, the extensions, the shared path and its reason,
+  the labels) with :meth:`Route.refuse` (the typed error) and :meth:`Route.downgrade`
+  (a native entry point turned out missing: one warning, then the path without it);
 * :func:`caps_of`: the :class:`DeviceCaps` of a context's devices (from the probe's cache);
 * :func:`shared_path`: the path every device can take (devices that disagree get the
   fallback), :func:`absent_path` the one taken when the entry point turns out missing;
@@ -18,21 +22,28 @@ Every host module asks here instead of computing these itself:
 Traceback (most recent call last):
 ...
 qcom_ext.errors.ExtensionUnavailable: cl_qcom_perf_hint is not available on opencl-gpu: ...
+>>> hint = Route.of([a, b], "cl_qcom_perf_hint")
+>>> hint.path, hint.native, hint.label
+('fallback', False, 'opencl-gpu, opencl-gpu')
 """
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.extensions import REGISTRY
 from qcom_ext.device.probe import probe
-from qcom_ext.errors import ConfigError, EntryPointMissing, ExtensionUnavailable
+from qcom_ext.errors import ConfigError, EntryPointMissing, ExtensionUnavailable, QcomExtWarning
 
 __all__ = [
+    "Route",
     "absent_path",
     "all_native",
     "caps_of",
@@ -43,6 +54,7 @@ __all__ = [
     "labels",
     "require",
     "require_all",
+    "route",
     "shared_path",
     "why_not_native",
 ]
@@ -159,8 +171,11 @@ def label(where: Any = None) -> str:
     return where.label if isinstance(where, DeviceCaps) else caps_of(where)[0].label
 
 
-def labels(caps: Iterable[DeviceCaps]) -> str:
-    """``label (device name)`` of each device, for messages."""
+def labels(caps: Iterable[DeviceCaps], *, names: bool = True) -> str:
+    """``label (device name)`` of each device, for messages (``names=False``: the
+    labels alone, ``pocl-3.1-cpu, pocl-3.0-cpu``)."""
+    if not names:
+        return ", ".join(c.label for c in caps)
     return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in caps)
 
 
@@ -191,3 +206,98 @@ def require_all(caps: DeviceCaps, extension: str, entry_points: Iterable[str]) -
             + ", ".join(missing)
         )
     return found
+
+
+@dataclass(frozen=True)
+class Route:
+    """The path ``extensions`` take on the devices ``caps`` of one context, decided once.
+
+    ``path`` is ``native`` when every device takes every extension's native path; else
+    the shared path of the first extension that is not native everywhere (devices that
+    disagree: ``fallback``), with ``reason`` saying why. A public entry point makes it
+    with :func:`route` and hands it down; nothing below asks the context again.
+    """
+
+    extensions: tuple[str, ...]
+    caps: tuple[DeviceCaps, ...]
+    path: str
+    reason: str
+
+    @classmethod
+    def of(cls, caps: Iterable[DeviceCaps], *extensions: str) -> Route:
+        """The route of ``extensions`` over ``caps`` (a context's reports)."""
+        caps = tuple(caps)
+        if not caps or not extensions:
+            raise ConfigError("a route needs at least one device and one extension")
+        for ext in extensions:
+            path = shared_path(caps, ext)
+            if path != "native":
+                return cls(tuple(extensions), caps, path, why_not_native(caps, ext)[1])
+        if len(extensions) == 1 and len(caps) == 1:
+            reason = caps[0].status(extensions[0]).reason
+        else:
+            reason = f"{' and '.join(extensions)} native on {labels(caps, names=False)}"
+        return cls(tuple(extensions), caps, "native", reason)
+
+    @property
+    def extension(self) -> str:
+        """The extension the route is named after (the first)."""
+        return self.extensions[0]
+
+    @property
+    def tier(self) -> str:
+        """``native``, ``khr``, ``fallback`` or ``unavailable``."""
+        return self.path.split(":", 1)[0]
+
+    @property
+    def native(self) -> bool:
+        return self.path == "native"
+
+    @property
+    def label(self) -> str:
+        """The devices' short labels (``pocl-3.1-cpu, pocl-3.0-cpu``)."""
+        return labels(self.caps, names=False)
+
+    @property
+    def labels(self) -> str:
+        """``label (device name)`` of each device, for error messages."""
+        return labels(self.caps)
+
+    def unavailable(self, extension: str | None = None) -> bool:
+        """Whether some device has no path at all for ``extension`` (default: the first)."""
+        return any(c.path(extension or self.extension) == "unavailable" for c in self.caps)
+
+    def require(self, *entry_points: str) -> Any:
+        """The entry point (one name) or name -> entry point (several) of this route's
+        extension on the native path, of its Khronos tier on a ``khr:`` path; the typed
+        errors of :func:`require_all`."""
+        extension = self.path.split(":", 1)[1] if self.tier == "khr" else self.extension
+        found = require_all(self.caps[0], extension, entry_points)
+        return found[entry_points[0]] if len(entry_points) == 1 else found
+
+    def refuse(self, detail: str = "", *, extension: str | None = None) -> NoReturn:
+        """Raise the one typed error of a route that cannot serve:
+        :class:`~qcom_ext.errors.ExtensionUnavailable` naming the extension, the devices
+        and ``reason`` (``; detail`` appended when given)."""
+        reason = f"{self.reason}; {detail}" if detail else self.reason
+        raise ExtensionUnavailable(extension or self.extension, self.labels, reason)
+
+    def downgrade(self, exc: EntryPointMissing, instead: str, *, stacklevel: int = 2) -> Route:
+        """The one way a native path whose entry point is missing falls back: one
+        :class:`~qcom_ext.errors.QcomExtWarning` (``label: exc; instead``, attributed
+        ``stacklevel`` frames above the caller), and the route the devices take without
+        the extension (:func:`absent_path`; its reason is ``exc``)."""
+        warnings.warn(f"{self.label}: {exc}; {instead}", QcomExtWarning, stacklevel=stacklevel + 1)
+        path = absent_path(self.caps, self.extension)
+        return dataclasses.replace(self, path=path, reason=str(exc))
+
+
+def route(where: Any, *extensions: str) -> Route:
+    """The :class:`Route` of ``extensions`` on the devices ``where`` names (as
+    :func:`caps_of`: a context, a queue, a device, reports): the one call a public entry
+    point makes.
+
+    >>> route(DeviceCaps.from_info(extensions="", disabled=()), "cl_qcom_perf_hint").path
+    'fallback'
+    """
+    return Route.of(caps_of(where), *extensions)

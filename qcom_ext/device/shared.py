@@ -275,12 +275,17 @@ class Route:
         found = require_all(self.caps[0], extension, entry_points)
         return found[entry_points[0]] if len(entry_points) == 1 else found
 
-    def refuse(self, detail: str = "", *, extension: str | None = None) -> NoReturn:
+    def refuse(
+        self, detail: str = "", *, extension: str | None = None, reason: str | None = None
+    ) -> NoReturn:
         """Raise the one typed error of a route that cannot serve:
-        :class:`~qcom_ext.errors.ExtensionUnavailable` naming the extension, the devices
-        and ``reason`` (``; detail`` appended when given)."""
-        reason = f"{self.reason}; {detail}" if detail else self.reason
-        raise ExtensionUnavailable(extension or self.extension, self.labels, reason)
+        :class:`~qcom_ext.errors.ExtensionUnavailable` naming the extension (default: the
+        first), the devices and the reason (default: the route's; ``; detail`` appended
+        when given)."""
+        reason = self.reason if reason is None else reason
+        raise ExtensionUnavailable(
+            extension or self.extension, self.labels, f"{reason}; {detail}" if detail else reason
+        )
 
     def downgrade(self, exc: EntryPointMissing, instead: str, *, stacklevel: int = 2) -> Route:
         """The one way a native path whose entry point is missing falls back: one

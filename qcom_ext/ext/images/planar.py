@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +38,15 @@ import numpy as np
 
 from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
+from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, PartialEnqueueError
 from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.images.host_arrays import check_pixels
 from qcom_ext.ext.images.image import (
     COMPRESSED,
     check_image_size,
+    listed_formats,
     require_listed,
-    supported_image_formats,
 )
 from qcom_ext.ext.images.yuv import check_nv12_shape, nv12_frame, nv12_planes
 from qcom_ext.ext.memory import memobj as _memobj
@@ -280,15 +282,8 @@ def _native(
 ) -> PlanarImage:
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
-        require_listed(
-            context,
-            caps,
-            parent_fmt,
-            "read-only compressed planar formats",
-            flags="read_only",
-            other=True,
-            compressed=True,
-        )
+        what = "read-only compressed planar formats"
+        require_listed(context, caps, parent_fmt, what, "read_only", other=True, compressed=True)
     # The planar parent is read-only (section 13); planes are written through children.
     parent, keep = native_handle(
         context, caps, memory, None, C.CL_MEM_READ_ONLY, image_spec(parent_fmt, (width, height), 0)
@@ -319,8 +314,8 @@ def _native(
     )
 
 
-def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
-    listed = supported_image_formats(context, flags=flags)
+def _uv_format(context: Any, caps: Sequence[DeviceCaps], flags: int) -> tuple[ImageFormat, str]:
+    listed = listed_formats(context, caps, flags)
     if RG8 in listed:
         return RG8, "rg"
     if R8 in listed:
@@ -333,6 +328,7 @@ def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
 
 def _portable(
     context: Any,
+    caps: Sequence[DeviceCaps],
     width: int,
     height: int,
     memory: ExternalMemory | None,
@@ -342,7 +338,7 @@ def _portable(
 ) -> tuple[Any, Any, str]:
     import pyopencl
 
-    uv_fmt, uv_layout = _uv_format(context, flags)
+    uv_fmt, uv_layout = _uv_format(context, caps, flags)
     uv_shape = (width // 2, height // 2) if uv_layout == "rg" else (width, height // 2)
     if memory is None:
         if row_pitch is not None or uv_offset is not None:
@@ -422,7 +418,9 @@ def planar_image(
     if reason is None:
         assert memory is not None  # portable_reason: native needs external memory
         return _native(context, route.caps, spec, width, height, memory, compressed, flags, cls)
-    y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
+    y, uv, uv_layout = _portable(
+        context, route.caps, width, height, memory, flags, row_pitch, uv_offset
+    )
     return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -287,14 +287,35 @@ class Route:
             extension or self.extension, self.labels, f"{reason}; {detail}" if detail else reason
         )
 
-    def downgrade(self, exc: EntryPointMissing, instead: str, *, stacklevel: int = 2) -> Route:
-        """The one way a native path whose entry point is missing falls back: one
-        :class:`~qcom_ext.errors.QcomExtWarning` (``label: exc; instead``, attributed
-        ``stacklevel`` frames above the caller), and the route the devices take without
-        the extension (:func:`absent_path`; its reason is ``exc``)."""
-        warnings.warn(f"{self.label}: {exc}; {instead}", QcomExtWarning, stacklevel=stacklevel + 1)
-        path = absent_path(self.caps, self.extension)
-        return dataclasses.replace(self, path=path, reason=str(exc))
+    def downgrade(
+        self,
+        exc: EntryPointMissing,
+        instead: str | Callable[[Route], str],
+        *,
+        stacklevel: int = 2,
+    ) -> Route:
+        """The one way a native path whose entry point is missing falls back: the route
+        the devices take without the extension (:func:`absent_path`; its reason is
+        ``exc``), and one :class:`~qcom_ext.errors.QcomExtWarning` ``label: exc; instead``
+        (``instead`` may be a function of the new route), attributed ``stacklevel``
+        frames above the caller (2: the caller's caller).
+
+        >>> import warnings
+        >>> native = Route.of([DeviceCaps.from_info(extensions="cl_qcom_perf_hint",
+        ...                                         disabled=())], "cl_qcom_perf_hint")
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     after = native.downgrade(EntryPointMissing("no clSetPerfHintQCOM"),
+        ...                              lambda new: f"the hint takes the {new.path} path")
+        >>> after.path, str(seen[0].message)
+        ('fallback', 'opencl-gpu: no clSetPerfHintQCOM; the hint takes the fallback path')
+        """
+        after = dataclasses.replace(
+            self, path=absent_path(self.caps, self.extension), reason=str(exc)
+        )
+        text = instead if isinstance(instead, str) else instead(after)
+        warnings.warn(f"{self.label}: {exc}; {text}", QcomExtWarning, stacklevel=stacklevel + 1)
+        return after
 
 
 def route(where: Any, *extensions: str) -> Route:

@@ -32,17 +32,17 @@ from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import CLError, ConfigError
-from qcom_ext.ext.images.formats import (  # parse_image_format: part of the public API here
+from qcom_ext.ext.images.host_arrays import check_destination, check_pixels
+from qcom_ext.ext.memory.external import ExternalMemory, import_route
+from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import (  # parse_image_format: part of the public API here
     ImageFormat,
     check_image_format,
     image_extent,
     image_format_tokens,
     parse_image_format,
 )
-from qcom_ext.ext.images.formats import image_type as image_type_token
-from qcom_ext.ext.images.host_arrays import check_destination, check_pixels
-from qcom_ext.ext.memory.external import ExternalMemory, import_route
-from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import image_type as image_type_token
 from qcom_ext.ext.memory.host_ptr import import_memory
 from qcom_ext.ext.program.launch import copy
 

@@ -34,7 +34,8 @@ from qcom_ext.errors import (
     ConfigError,
     EntryPointMissing,
 )
-from qcom_ext.ext.images.formats import (
+from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags
+from qcom_ext.ext.memory.formats import (
     IMAGE_TYPES,
     ImageExtent,
     ImageFormat,
@@ -42,8 +43,7 @@ from qcom_ext.ext.images.formats import (
     image_extent,
     parse_image_format,
 )
-from qcom_ext.ext.images.formats import image_type_name as _image_type_name
-from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags
+from qcom_ext.ext.memory.formats import image_type_name as _image_type_name
 
 __all__ = ["ImageInfo", "query_image_info"]
 
@@ -85,9 +85,9 @@ def query_image_info(
 
     ``image_format``: ``"ORDER/TYPE"``, a ``pyopencl.ImageFormat`` or ``(order,
     data_type)`` (tokens or names; Qualcomm formats natively only, see
-    :mod:`qcom_ext.ext.images.formats`); ``shape`` in pyopencl order (``(width,
+    :mod:`qcom_ext.ext.memory.formats`); ``shape`` in pyopencl order (``(width,
     height)`` for 2D, see
-    :func:`qcom_ext.ext.images.formats.image_extent`); ``flags``: device/host access bits;
+    :func:`qcom_ext.ext.memory.formats.image_extent`); ``flags``: device/host access bits;
     ``image_type``: ``"1d"``, ``"1d_buffer"``, ``"1d_array"``, ``"2d"``, ``"2d_array"``,
     ``"3d"`` or a ``CL_MEM_OBJECT_IMAGE*`` token. Nothing is allocated.
 

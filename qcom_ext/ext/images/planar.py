@@ -40,7 +40,6 @@ from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, PartialEnqueueError
-from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.images.host_arrays import check_pixels
 from qcom_ext.ext.images.image import (
     COMPRESSED,
@@ -59,6 +58,7 @@ from qcom_ext.ext.memory.external import (
     native_handle,
 )
 from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.program.launch import copy
 
 __all__ = [

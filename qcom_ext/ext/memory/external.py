@@ -27,8 +27,8 @@ from qcom_ext.binding.lib import C, ffi, handle_int
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
-from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.memory import memobj as _memobj
+from qcom_ext.ext.memory.formats import ImageFormat, image_extent, parse_image_format
 
 __all__ = [
     "BASE",

@@ -53,17 +53,17 @@ from qcom_ext.errors import (
     ConfigError,
     EntryPointMissing,
 )
-from qcom_ext.ext.images.formats import (
+from qcom_ext.ext.images.host_arrays import check_pixels
+from qcom_ext.ext.images.info import computed_image_info, pitch_alignment, read_scalar
+from qcom_ext.ext.memory import memobj as _memobj
+from qcom_ext.ext.memory.flags import check_compatible, check_flags, flag_names, inherited
+from qcom_ext.ext.memory.formats import (
     ImageExtent,
     ImageFormat,
     image_extent,
     image_type_name,
     parse_image_format,
 )
-from qcom_ext.ext.images.host_arrays import check_pixels
-from qcom_ext.ext.images.info import computed_image_info, pitch_alignment, read_scalar
-from qcom_ext.ext.memory import memobj as _memobj
-from qcom_ext.ext.memory.flags import check_compatible, check_flags, flag_names, inherited
 
 __all__ = ["ImageBuffer", "buffer_from_image", "image_with_buffer"]
 

@@ -133,9 +133,8 @@ def _members(devices: Sequence[Any]) -> tuple[DeviceCaps, ...]:
 
 def shared_path(caps: Iterable[DeviceCaps], extension: str) -> str:
     """The path of ``extension`` that every device takes; devices that disagree get the
-    fallback (the one path all of them can run)."""
-    paths = {c.path(extension) for c in caps}
-    return paths.pop() if len(paths) == 1 else "fallback"
+    fallback (the one path all of them can run): :attr:`Route.path`."""
+    return Route.of(caps, extension).path
 
 
 def absent_path(caps: Iterable[DeviceCaps], extension: str) -> str:
@@ -145,19 +144,18 @@ def absent_path(caps: Iterable[DeviceCaps], extension: str) -> str:
 
 
 def all_native(caps: Iterable[DeviceCaps], *extensions: str) -> bool:
-    """Whether every device takes the native path of every extension."""
-    return all(c.path(ext) == "native" for c in caps for ext in extensions)
+    """Whether every device takes the native path of every extension
+    (:attr:`Route.native`)."""
+    return Route.of(caps, *extensions).native
 
 
 def why_not_native(caps: Sequence[DeviceCaps], *extensions: str) -> tuple[str, str]:
     """(extension, reason) of the first extension some device lacks (the reason names
-    that device when there are several)."""
-    for ext in extensions:
-        for c in caps:
-            if c.path(ext) != "native":
-                reason = c.status(ext).reason
-                return ext, reason if len(caps) == 1 else f"{c.label}: {reason}"
-    raise ValueError("every extension is native")
+    that device when there are several): :attr:`Route.reason`."""
+    route = Route.of(caps, *extensions)
+    if route.native:
+        raise ValueError("every extension is native")
+    return route.lacking, route.reason
 
 
 def label(where: Any = None) -> str:
@@ -222,21 +220,32 @@ class Route:
     caps: tuple[DeviceCaps, ...]
     path: str
     reason: str
+    #: the first of ``extensions`` some device does not take natively ("" when native)
+    lacking: str = ""
 
     @classmethod
     def of(cls, caps: Iterable[DeviceCaps], *extensions: str) -> Route:
-        """The route of ``extensions`` over ``caps`` (a context's reports)."""
+        """The route of ``extensions`` over ``caps`` (a context's reports): the one rule
+        that combines the devices' paths (:func:`shared_path`, :func:`all_native` and
+        :func:`why_not_native` ask it too)."""
         caps = tuple(caps)
         if not caps or not extensions:
             raise ConfigError("a route needs at least one device and one extension")
         for ext in extensions:
-            path = shared_path(caps, ext)
-            if path != "native":
-                return cls(tuple(extensions), caps, path, why_not_native(caps, ext)[1])
+            statuses = [c.status(ext) for c in caps]
+            paths = {status.path for status in statuses}
+            if paths != {"native"}:
+                path = paths.pop() if len(paths) == 1 else "fallback"
+                first, status = next(
+                    (c, s) for c, s in zip(caps, statuses, strict=True) if s.path != "native"
+                )
+                why = status.reason if len(caps) == 1 else f"{first.label}: {status.reason}"
+                return cls(tuple(extensions), caps, path, why, ext)
         if len(extensions) == 1 and len(caps) == 1:
             reason = caps[0].status(extensions[0]).reason
         else:
-            reason = f"{' and '.join(extensions)} native on {labels(caps, names=False)}"
+            names = ", ".join(c.label for c in caps)
+            reason = f"{' and '.join(extensions)} native on {names}"
         return cls(tuple(extensions), caps, "native", reason)
 
     @property
@@ -310,9 +319,8 @@ class Route:
         >>> after.path, str(seen[0].message)
         ('fallback', 'opencl-gpu: no clSetPerfHintQCOM; the hint takes the fallback path')
         """
-        after = dataclasses.replace(
-            self, path=absent_path(self.caps, self.extension), reason=str(exc)
-        )
+        path = absent_path(self.caps, self.extension)
+        after = dataclasses.replace(self, path=path, reason=str(exc), lacking=self.extension)
         text = instead if isinstance(instead, str) else instead(after)
         warnings.warn(f"{self.label}: {exc}; {text}", QcomExtWarning, stacklevel=stacklevel + 1)
         return after

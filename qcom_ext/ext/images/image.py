@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.binding.lib import C, check, driver, ffi
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import CLError, ConfigError
@@ -104,7 +104,7 @@ def listed_formats(
             if not shared.all_native(caps, extension):
                 return []
             flags |= getattr(C, bit)
-    ctx = ffi.cast("cl_context", handle_int(context))
+    ctx = ffi.cast("cl_context", context.int_ptr)  # a context: its reports are caps
     count = ffi.new("cl_uint *")
     routine = "clGetSupportedImageFormats"
     check(driver.clGetSupportedImageFormats(ctx, flags, kind, 0, ffi.NULL, count), routine)

@@ -38,7 +38,6 @@ import numpy as np
 
 from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
-from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError, PartialEnqueueError
 from qcom_ext.ext.images.host_arrays import check_pixels
 from qcom_ext.ext.images.image import (
@@ -314,8 +313,7 @@ def _native(
     )
 
 
-def _uv_format(context: Any, caps: Sequence[DeviceCaps], flags: int) -> tuple[ImageFormat, str]:
-    listed = listed_formats(context, caps, flags)
+def _uv_format(listed: Sequence[ImageFormat], flags: int) -> tuple[ImageFormat, str]:
     if RG8 in listed:
         return RG8, "rg"
     if R8 in listed:
@@ -328,7 +326,7 @@ def _uv_format(context: Any, caps: Sequence[DeviceCaps], flags: int) -> tuple[Im
 
 def _portable(
     context: Any,
-    caps: Sequence[DeviceCaps],
+    listed: Sequence[ImageFormat],
     width: int,
     height: int,
     memory: ExternalMemory | None,
@@ -338,7 +336,7 @@ def _portable(
 ) -> tuple[Any, Any, str]:
     import pyopencl
 
-    uv_fmt, uv_layout = _uv_format(context, caps, flags)
+    uv_fmt, uv_layout = _uv_format(listed, flags)
     uv_shape = (width // 2, height // 2) if uv_layout == "rg" else (width, height // 2)
     if memory is None:
         if row_pitch is not None or uv_offset is not None:
@@ -412,14 +410,15 @@ def planar_image(
     if memory is not None and not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
     route = shared.route(context, OTHER, PLANES, *((COMPRESSED,) if compressed else ()))
+    reason = portable_reason(route, spec.name, memory)
     check_image_size(route.caps, width, height)  # as create_image: the planes have these sizes
     cls = Nv12Image if spec.name == "nv12" else PlanarImage
-    reason = portable_reason(route, spec.name, memory)
     if reason is None:
         assert memory is not None  # portable_reason: native needs external memory
         return _native(context, route.caps, spec, width, height, memory, compressed, flags, cls)
+    listed = listed_formats(context, route.caps, flags)
     y, uv, uv_layout = _portable(
-        context, route.caps, width, height, memory, flags, row_pitch, uv_offset
+        context, listed, width, height, memory, flags, row_pitch, uv_offset
     )
     return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
 

@@ -240,13 +240,12 @@ def import_memory(
         return _import_native(context, caps, memory, size, flags, image)
     if route == "khr":
         return _import_khr(context, caps, memory, size, flags, image)
-    result = _import_mapped(context, memory, size, flags, image)
-    warnings.warn(
+    note = (
         f"import of a {memory.what} on {shared.labels(caps)}: {ext} {reason}; "
-        f"cache_policy={memory.cache_policy!r} has no effect on a host mapping",
-        QcomExtWarning,
-        stacklevel=3,
+        f"cache_policy={memory.cache_policy!r} has no effect on a host mapping"
     )
+    result = _import_mapped(context, memory, size, flags, image)
+    warnings.warn(note, QcomExtWarning, stacklevel=3)
     return result
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from qcom_ext.binding.lib import C, ffi, handle_int
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import ConfigError, ExtensionUnavailable
+from qcom_ext.errors import ConfigError
 from qcom_ext.ext.memory import memobj as _memobj
 from qcom_ext.ext.memory.formats import ImageFormat, image_extent, parse_image_format
 
@@ -209,13 +209,9 @@ def ext_mem_padding(caps: Sequence[DeviceCaps]) -> int:
 
 
 def _policy_token(name: str, caps: Sequence[DeviceCaps]) -> int:
-    if name == "iocoherent" and not shared.all_native(caps, IOCOHERENT):
-        ext, reason = shared.why_not_native(caps, IOCOHERENT)
-        raise ExtensionUnavailable(
-            ext,
-            shared.labels(caps),
-            f"{reason}; use cache_policy='writeback' and map/unmap around host access",
-        )
+    route = shared.Route.of(caps, IOCOHERENT) if name == "iocoherent" else None
+    if route is not None and not route.native:
+        route.refuse("use cache_policy='writeback' and map/unmap around host access")
     return getattr(C, CACHE_POLICIES[name])
 
 

@@ -29,11 +29,9 @@ qcom_ext.errors.ExtensionUnavailable: cl_qcom_perf_hint is not available on open
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
@@ -206,8 +204,7 @@ def require_all(caps: DeviceCaps, extension: str, entry_points: Iterable[str]) -
     return found
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
     """The path ``extensions`` take on the devices ``caps`` of one context, decided once.
 
     ``path`` is ``native`` when every device takes every extension's native path; else
@@ -232,14 +229,15 @@ class Route:
         if not caps or not extensions:
             raise ConfigError("a route needs at least one device and one extension")
         for ext in extensions:
-            statuses = [c.status(ext) for c in caps]
-            paths = {status.path for status in statuses}
-            if paths != {"native"}:
+            paths, first = set(), None
+            for c in caps:
+                status = c.status(ext)
+                paths.add(status.path)
+                if first is None and status.path != "native":
+                    first = (c.label, status.reason)
+            if first is not None:  # devices that disagree: the one path all can run
                 path = paths.pop() if len(paths) == 1 else "fallback"
-                first, status = next(
-                    (c, s) for c, s in zip(caps, statuses, strict=True) if s.path != "native"
-                )
-                why = status.reason if len(caps) == 1 else f"{first.label}: {status.reason}"
+                why = first[1] if len(caps) == 1 else f"{first[0]}: {first[1]}"
                 return cls(tuple(extensions), caps, path, why, ext)
         if len(extensions) == 1 and len(caps) == 1:
             reason = caps[0].status(extensions[0]).reason
@@ -320,7 +318,7 @@ class Route:
         ('fallback', 'opencl-gpu: no clSetPerfHintQCOM; the hint takes the fallback path')
         """
         path = absent_path(self.caps, self.extension)
-        after = dataclasses.replace(self, path=path, reason=str(exc), lacking=self.extension)
+        after = self._replace(path=path, reason=str(exc), lacking=self.extension)
         text = instead if isinstance(instead, str) else instead(after)
         warnings.warn(f"{self.label}: {exc}; {text}", QcomExtWarning, stacklevel=stacklevel + 1)
         return after

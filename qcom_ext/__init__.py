@@ -84,9 +84,9 @@ _EXPORTS: dict[str, str] = {
         ("allocate_chunked", "create_large_buffer", "large_buffer_limit"),
         "qcom_ext.ext.memory.large_buffer",
     ),
-    "ImageBuffer": "qcom_ext.ext.memory.image_buffer",
-    "buffer_from_image": "qcom_ext.ext.memory.image_buffer",
-    "image_with_buffer": "qcom_ext.ext.memory.image_buffer",
+    "ImageBuffer": "qcom_ext.ext.images.image_buffer",
+    "buffer_from_image": "qcom_ext.ext.images.image_buffer",
+    "image_with_buffer": "qcom_ext.ext.images.image_buffer",
     # images
     **dict.fromkeys(
         ("QcomImage", "create_image", "parse_image_format", "supported_image_formats"),
@@ -186,6 +186,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         parse_image_format,
         supported_image_formats,
     )
+    from qcom_ext.ext.images.image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
     from qcom_ext.ext.images.info import ImageInfo, query_image_info
     from qcom_ext.ext.images.planar import Nv12Image, PlanarImage, nv12_image, planar_image
     from qcom_ext.ext.images.sampler import create_sampler
@@ -201,7 +202,6 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         import_ion,
         import_memory,
     )
-    from qcom_ext.ext.memory.image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
     from qcom_ext.ext.memory.large_buffer import (
         allocate_chunked,
         create_large_buffer,

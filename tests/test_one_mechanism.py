@@ -129,3 +129,41 @@ def test_the_rule_check_sees_a_test_that_builds_on_its_own():
         "def test_b(cl_queue, kernel_context):\n    cl.Program(kernel_context, SRC).build()\n"
     )
     assert kernel_builders_outside_the_rule(source) == ["test_a"]
+
+
+def test_a_missing_native_entry_point_falls_back_one_way():
+    """Every ``except EntryPointMissing`` of the host API goes through
+    ``Route.downgrade`` (one warning, the route without the extension): the 9 blocks
+    that each warned and fell back their own way are gone."""
+    found = []
+    for path in sorted((PACKAGE / "ext").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            caught = getattr(node, "type", None)
+            if isinstance(node, ast.ExceptHandler) and "EntryPointMissing" in ast.unparse(
+                caught or ast.Constant(None)
+            ):
+                calls = {
+                    n.func.attr
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                }
+                found.append((path.relative_to(PACKAGE).as_posix(), node.lineno, calls))
+    assert len(found) >= 8  # the search sees them
+    assert [(p, line) for p, line, calls in found if "downgrade" not in calls] == []
+
+
+def test_reports_and_labels_of_a_context_come_from_one_helper():
+    """No module turns a context's devices into reports, or reports into a label list, by
+    hand: ``device/shared.py`` does (``route``, ``context_caps``, ``labels``)."""
+    copies = {
+        "reports": re.compile(r"probe\(\w+\) for \w+ in \w+\.devices"),
+        "labels": re.compile(r"join\([^)]*\.label for "),
+    }
+    found = [
+        (kind, p.relative_to(PACKAGE).as_posix())
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "shared.py" or p.parent.name != "device"
+        for kind, pattern in copies.items()
+        if pattern.search(p.read_text())
+    ]
+    assert found == []

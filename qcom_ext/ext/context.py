@@ -317,22 +317,28 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
     if level is None:
         raise ConfigError("set_perf_hint needs a hint: 'high', 'normal' or 'low'")
     state, new = _state_of(context)
-    path = shared.shared_path(state.devices, PERF)
-    if path == "native":
+    route, downgraded = shared.Route.of(state.devices, PERF), False
+    if route.native:
         try:
-            function = shared.require(state.devices[0], PERF, "clSetPerfHintQCOM")
-        except EntryPointMissing:
-            path = shared.absent_path(state.devices, PERF)
+            function = route.require("clSetPerfHintQCOM")
+        except EntryPointMissing as exc:
+
+            def note(new: shared.Route) -> str:
+                return _explain("perf_hint", level, new.path, new.caps)
+
+            route, downgraded = route.downgrade(exc, note), True
         else:
             status = function(
                 ffi.cast("cl_context", context.int_ptr), _hints.token("perf_hint", level)
             )
             check(status, "clSetPerfHintQCOM")
     with _lock:  # only now: a failed call leaves no state behind
-        state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=path)
+        state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=route.path)
     if new:
         _register(context, state)
-    _warn_not_native("set_perf_hint", {"perf_hint": level}, {"perf_hint": path}, state.devices)
+    if not downgraded:  # the downgrade said it already
+        paths = {"perf_hint": route.path}
+        _warn_not_native("set_perf_hint", {"perf_hint": level}, paths, state.devices)
 
 
 def _queue_device(context: Any, state: _State | None, device: Any) -> DeviceCaps:

@@ -139,11 +139,13 @@ def program_options(
 def _large_buffer_options(found: Sequence[Any]) -> list[str]:
     """``[LARGE_BUFFER_OPTION]`` where every device of ``found`` (their reports) takes
     cl_qcom_large_buffer's native path, ``[]`` where none does."""
+    from qcom_ext.device.shared import labels  # lazily, as build_options's probe
+
     native = {caps.path("cl_qcom_large_buffer") == "native" for caps in found}
     if len(native) > 1:
         raise ConfigError(
             "large_buffer=True: some devices of this build take cl_qcom_large_buffer's "
-            f"native path and some do not ({', '.join(c.label for c in found)}); "
+            f"native path and some do not ({labels(found, names=False)}); "
             "build one program per device (devices=[...])"
         )
     return [LARGE_BUFFER_OPTION] if native == {True} else []

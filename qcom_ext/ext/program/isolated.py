@@ -40,8 +40,8 @@ from typing import Any
 
 from qcom_ext._cache_dir import check_dir
 from qcom_ext._isolation import ChildRun, module_command, run_child, serve
+from qcom_ext.device import shared
 from qcom_ext.device.location import find_device, location
-from qcom_ext.device.probe import probe
 from qcom_ext.errors import (
     BuildError,
     CompilerCrashError,
@@ -82,7 +82,7 @@ def build_isolated(
             "isolate=True needs devices a child process can find (listed by qcom_ext's "
             "platform enumeration)"
         )
-    labels = ", ".join(probe(d).label for d in devices)
+    labels = shared.labels(shared.caps_of(list(devices)), names=False)
     with _handoff(identity) as (cache, key, meta):
         request = {
             "devices": where,

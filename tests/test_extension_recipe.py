@@ -6,8 +6,9 @@ recipe's lists name, and a child process that imports the copy checks that the l
 picks it up: its cdef's token, the probe's path for it (the registry), its route (the
 host module decides through ``shared.route``), the ``-D`` flag of its native part, its
 builtin compiled and run on the portable path (the compat part, through ``qcom_ext.h``),
-its public name, and its selftest case registered and passing. A recipe whose files or
-count drift from the code fails here.
+its public name (named by its registry entry; in ``qcom_ext.__all__`` and ``dir``), and its
+selftest case registered and passing. A recipe whose files or count drift from the code
+fails here.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ REGISTRY_ENTRY = """        Extension(
             "host+kernel",
             "the toy of tests/test_extension_recipe.py",
             fallback="twice the value, on the host and in OpenCL C",
+            public=("memory.toy.toy_scale",),
         ),
 """
 
@@ -143,6 +145,7 @@ print(json.dumps({
     "native_flag": "-DQCOM_EXT_NATIVE_cl_qcom_toy" in claimed.compiler_options(),
     "route": [route.path, route.reason],
     "public": qcom_ext.toy_scale(context, 5),
+    "listed": ["toy_scale" in qcom_ext.__all__, "toy_scale" in dir(qcom_ext)],
     "cases": [c.name for c in _registry.cases_for("cl_qcom_toy")],
     "selftest_ok": report.ok,
     "selftest": report.extension("cl_qcom_toy").to_dict(),
@@ -183,13 +186,6 @@ def walk_recipe(root: Path) -> None:
     (root / "cdefs" / "cl_qcom_toy.h").write_text(CDEF)
     _insert(root / "qcom_ext/device/registry.py", "    )\n}\n", REGISTRY_ENTRY)
     (root / "qcom_ext/ext/memory/toy.py").write_text(HOST_MODULE)
-    exports = "_EXPORTS: dict[str, str] = {\n"
-    _insert(
-        root / "qcom_ext/__init__.py",
-        exports,
-        '    "toy_scale": "qcom_ext.ext.memory.toy",\n',
-        before=False,
-    )
     (root / "kernels/compat/cl_qcom_toy.h").write_text(COMPAT_PART)
     last = "/* Keep cl_qcom_filter_bicubic last"
     _insert(root / "kernels/qcom_ext.h", last, '#include "compat/cl_qcom_toy.h"\n')
@@ -223,11 +219,11 @@ def test_the_recipe_lists_are_the_files_the_toy_touches(toy_tree):
     lists = recipe_lists()
     host_count, host = lists["host"]
     kernel_count, kernel = lists["kernel"]
-    assert (host_count, len(host)) == (5, 5)
+    assert (host_count, len(host)) == (4, 4)
     assert kernel_count == len(kernel) - 1  # the cdef only with host tokens
     files = touched(toy_tree)
     assert files == set(host) | set(kernel), files
-    assert len(files) == lists["both"][0] <= 7
+    assert len(files) == lists["both"][0] <= 6  # issue 27: a new extension in <= 6 files
 
 
 @pytest.mark.slow
@@ -249,6 +245,7 @@ def test_the_library_picks_up_the_toy(toy_tree):
     assert seen["probe_path"] == seen["in_report"] == "fallback"  # registry -> probe report
     assert seen["claimed_route"] == "native" and seen["native_flag"]  # the -D flag
     assert seen["route"][0] == "fallback" and "not advertised" in seen["route"][1]
-    assert seen["public"] == [10, "fallback"]  # the host module, through _EXPORTS
+    assert seen["public"] == [10, "fallback"]  # the host module, named by its entry
+    assert seen["listed"] == [True, True]  # qcom_ext.__all__ and dir(qcom_ext)
     assert seen["cases"] == ["qcom_toy_scale of 64 uints, and toy_scale on the host"]
     assert seen["selftest_ok"], seen["selftest"]

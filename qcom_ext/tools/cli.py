@@ -28,8 +28,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from qcom_ext._version import __version__
@@ -44,12 +42,14 @@ from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import tune_cli as _tune_cli
 from qcom_ext.tools._output import console as _console
 from qcom_ext.tools._output import terminal_safe
+from qcom_ext.tools._table import Column, Row, print_facts, print_table
 
 _ISOLATED_HINT = (
     "qcom-ext: the driver ran in a child process (--isolated) and qcom-ext never called "
     "it itself; without --isolated the same call would have ended qcom-ext. Report it to "
     "the driver's vendor, or point QCOM_EXT_OPENCL_LIBRARY at another OpenCL library."
 )
+_PATH_COLUMNS = (Column("extension"), Column("path"))
 _STYLE = {"native": "green", "khr": "cyan", "fallback": "yellow", "unavailable": "red"}
 
 
@@ -71,46 +71,29 @@ def _facts(caps: DeviceCaps) -> list[tuple[str, str]]:
     return facts
 
 
-def _row(name: str, value: str, style: str, name_width: int, console: Console) -> None:
-    """One extension's name and ``value`` (styled), the name never cut: on one line when
-    both fit the console, else the value on its own line."""
-    for line in report_text.head_lines(name, value, name_width, console.width):
-        text = Text(line)
-        if line.endswith(value):
-            text.stylize(style, len(line) - len(value))
-        console.print(text, soft_wrap=True)
-
-
-def _indented(text: str, console: Console) -> None:
-    console.print(Padding(Text(text), (0, 0, 0, report_text.REASON_INDENT), expand=False))
-
-
 def _render_paths(caps: DeviceCaps, console: Console) -> None:
     """Each extension's path, and its reason on its own indented lines."""
-    width = max(len(name) for name in caps.statuses)
-    for name, status in sorted(caps.statuses.items()):
-        _row(name, status.path, _STYLE[status.tier], width, console)
-        _indented(status.reason, console)
+    rows = [
+        Row((name, Text(status.path, style=_STYLE[status.tier])), Text(status.reason))
+        for name, status in sorted(caps.statuses.items())
+    ]
+    print_table(console, _PATH_COLUMNS, rows, header=False, notes_below=True)
 
 
 def _render_verdicts(caps: DeviceCaps, console: Console) -> None:
     console.print("[bold]trials in a child process[/]")
-    width = max(len(name) for name in caps.verdicts)
+    rows = []
     for name, verdict in sorted(caps.verdicts.items()):
         style = "green" if verdict.outcome == "ok" else "bold red"
-        _row(name, verdict.outcome, style, width, console)
         detail = f": {verdict.detail}" if verdict.detail else ""
-        _indented(f"verified {verdict.verified}{detail}", console)
+        note = Text(f"verified {verdict.verified}{detail}")
+        rows.append(Row((name, Text(verdict.outcome, style=style)), note))
+    print_table(console, _PATH_COLUMNS, rows, header=False, notes_below=True)
 
 
 def _render(caps: DeviceCaps, console: Console) -> None:
     console.rule(Text(caps.device_name.strip(), style="bold"))
-    facts = Table.grid(padding=(0, 2))
-    facts.add_column(justify="right", style="dim", no_wrap=True)
-    facts.add_column(overflow="fold")
-    for key, value in _facts(caps):
-        facts.add_row(key, Text(value))  # driver strings are text, never rich markup
-    console.print(facts)
+    print_facts(console, _facts(caps))
     _render_paths(caps, console)
     unknown = report_text.unknown_line(caps)
     if unknown:

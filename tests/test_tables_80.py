@@ -145,4 +145,5 @@ def test_bench_list_fits_80_columns_when_piped():
     from qcom_ext.tools.bench.run import discover
 
     cases = discover()
-    assert_fits(result.stdout, [word for c in cases for word in (c.group, c.name, *c.note.split())])
+    words = [word for c in cases for word in (c.group, c.name, *c.note.split())]
+    assert_fits(result.stdout, words)

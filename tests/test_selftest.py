@@ -277,6 +277,30 @@ def test_the_table_fits_80_columns_without_splitting_words(device_caps, kernel_c
     assert f"  {report.extensions[0].extension}" in text.splitlines()  # above its rows
 
 
+def test_progress_goes_to_a_terminals_stderr_only(
+    device_caps, kernel_context, monkeypatch, capsys
+):
+    """Each extension's name on stderr while it runs, where stderr is a terminal
+    (TTY_COMPATIBLE=1 makes rich take it for one); none with --json, none into a pipe."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("PYOPENCL_CTX", device_spec(device_caps))
+
+    def selftest(*args: str) -> tuple[int, str, str]:
+        argv = ["selftest", "--device", device_spec(device_caps), "--only", "bitreverse,perf_hint"]
+        status = cli.main([*argv, *args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    status, _, err = selftest()
+    assert status == 0 and "bitreverse" in err and "perf_hint" in err and "1/2" in err, err
+    status, out, err = selftest("--json")
+    assert status == 0 and json.loads(out)["ok"] and err == ""
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")  # a pipe or a file
+    status, out, err = selftest()
+    assert status == 0 and "OK (2 pass)" in out and err == ""
+
+
 def test_a_wrong_reference_fails_the_check_and_the_exit_status(
     device_caps, kernel_context, monkeypatch, capsys
 ):

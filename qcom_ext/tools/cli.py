@@ -209,7 +209,12 @@ def _add_device_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_probe(commands: Any) -> None:
     parser = commands.add_parser(
-        "probe", help="show the path each cl_qcom_* extension takes on a device"
+        "probe",
+        help="show the path each cl_qcom_* extension takes on a device",
+        description="Shows what the device is (driver, OpenCL versions, Adreno model and "
+        "compiler) and, for every cl_qcom_* extension, the path it takes there: native, "
+        "a Khronos equivalent, the portable fallback or unavailable, with the reason "
+        "(docs/probe.md).",
     )
     parser.add_argument("--json", action="store_true", help="print the full JSON report")
     parser.add_argument("--all", action="store_true", help="every device")
@@ -227,6 +232,11 @@ def _add_selftest(commands: Any) -> None:
     parser = commands.add_parser(
         "selftest",
         help="run every extension's computation on a device, on each path it can take",
+        description="Runs every extension's checks on a device, on each path it can take "
+        "(native, the Khronos tier, the portable fallback), compares each result with "
+        "numpy and the paths with each other, and prints a table of what ran, errors and "
+        "times (--json: the report to attach to a bug report). Exit status 1 when a check "
+        "failed; progress on stderr where it is a terminal (docs/selftest.md).",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")

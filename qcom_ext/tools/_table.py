@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 __all__ = ["NOTE_INDENT", "Column", "Row", "print_facts", "print_table", "wrap_words"]
@@ -147,9 +146,9 @@ def print_table(
 def print_facts(console: Console, facts: Sequence[tuple[str, str]]) -> None:
     """``key  value`` lines, keys right-aligned and dim; a long value wraps by words
     under itself. Values are text, never rich markup (driver strings)."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(justify="right", style="dim", no_wrap=True)
-    grid.add_column(overflow="fold")
+    keys = max((len(key) for key, _ in facts), default=0)
     for key, value in facts:
-        grid.add_row(key, Text(value))
-    console.print(grid)
+        lines = wrap_words(Text(value), max(console.width - keys - _GAP, 1))
+        for index, line in enumerate(lines):
+            head = Text(f"{key:>{keys}}" if index == 0 else " " * keys, style="dim")
+            _print(console, head + Text(" " * _GAP) + line)

@@ -98,12 +98,12 @@ def write_text(path: str | os.PathLike[str], text: str, option: str) -> None:
         ) from None
 
 
-def progress_bar(console: Console) -> Progress:
+def progress_bar(console: Console, *, transient: bool = True) -> Progress:
     """The command line's progress display (a task's description, bar, count and time),
-    drawn on ``console`` and erased when done: ``qcom-ext bench``'s rounds and
-    ``qcom-ext selftest``'s extensions."""
+    drawn on ``console`` and erased when done unless not ``transient``: ``qcom-ext
+    bench``'s rounds, ``qcom-ext selftest``'s extensions, ``qcom-ext tune``'s layers."""
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    return Progress(*columns, console=console, transient=True)
+    return Progress(*columns, console=console, transient=transient)
 
 
 def stderr_progress(enabled: bool = True) -> Progress | None:

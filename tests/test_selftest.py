@@ -259,9 +259,11 @@ def test_the_table_fits_80_columns_without_splitting_words(device_caps, kernel_c
 
     from rich.console import Console
 
+    from qcom_ext.device.quirks import QUIRKS
     from qcom_ext.tools.selftest._render import render
 
     report, _ = full_report(device_caps)
+    report = dataclasses.replace(report, quirks=QUIRKS)  # every quirk's line, as on Adreno
     out = io.StringIO()
     render(report, Console(file=out, width=80, color_system=None))
     text = out.getvalue()
@@ -272,6 +274,7 @@ def test_the_table_fits_80_columns_without_splitting_words(device_caps, kernel_c
         words += [item.extension, *(run.path for run in item.runs)]
         words += [w for path, why in item.skipped for w in (path, *why.split())]
         words += [w for run in item.runs for w in (run.skipped or "").split()]
+    words += [w for quirk in QUIRKS for w in (quirk.id, quirk.source)]
     split = sorted({w for w in words if w.strip(",;:()") not in shown})
     assert not split, f"split or missing: {split}\n{text}"
     assert f"  {report.extensions[0].extension}" in text.splitlines()  # above its rows

@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-__all__ = ["NOTE_INDENT", "Column", "Row", "print_facts", "print_table", "wrap_words"]
+__all__ = [
+    "NOTE_INDENT",
+    "Column",
+    "Row",
+    "print_facts",
+    "print_table",
+    "print_wrapped",
+    "wrap_words",
+]
 
 #: The least indent of a note under its row (``qcom-ext probe``'s reasons).
 NOTE_INDENT = 6
@@ -141,6 +149,13 @@ def print_table(
         if note.plain and not at_end:
             for part in wrap_words(note, width - note_indent):
                 _print(console, Text(" " * note_indent) + part)
+
+
+def print_wrapped(console: Console, text: str | Text, hanging: int = 2) -> None:
+    """``text`` within the console's width, broken between words; the lines after the
+    first indented by ``hanging``."""
+    for index, line in enumerate(wrap_words(text, max(console.width - hanging, 1))):
+        _print(console, Text(" " * hanging) + line if index else line)
 
 
 def print_facts(console: Console, facts: Sequence[tuple[str, str]]) -> None:

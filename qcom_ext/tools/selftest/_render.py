@@ -9,7 +9,7 @@ from rich.text import Text
 
 from qcom_ext.device.quirks import Quirk
 from qcom_ext.tools._output import console as _console
-from qcom_ext.tools._table import Column, Row, print_facts, print_table
+from qcom_ext.tools._table import Column, Row, print_facts, print_table, print_wrapped
 from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestReport
 
 __all__ = ["render"]
@@ -148,7 +148,7 @@ def render(report: SelftestReport, console: Any = None) -> None:
             "(the checks that build kernels are skipped)"
         )
     for quirk in report.quirks:
-        console.print(_quirk_line(quirk), soft_wrap=True)
+        print_wrapped(console, Text.from_markup(_quirk_line(quirk)))
     for name, verdict in report.verdicts.items():
         if verdict["outcome"] != "ok":
             console.print(

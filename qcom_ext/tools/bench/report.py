@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 import qcom_ext
 from qcom_ext import DeviceCaps
 from qcom_ext.tools._output import write_text
+from qcom_ext.tools._table import Column, Row, print_table
 from qcom_ext.tools.bench._case import SuiteResult, format_seconds
 
 __all__ = [
@@ -348,32 +349,38 @@ def write(
 
 
 def render(report: Report, console: Console) -> None:
-    """The stamp line, the cases as a rich table, then each suite's markdown."""
+    """The stamp line, the cases' table, the summary's rows, then each other suite's
+    markdown; the tables fit the console's width (:mod:`qcom_ext.tools._table`)."""
     h = report.header
     console.print(
         f"[bold]{h['device_label']}[/] ({h['device_name']}) · {h['driver_version']}"
         f" · {h['python']} · qcom_ext {h['qcom_ext']} · {h['host_cpu']} · {h['date']}"
     )
     if report.results:
-        console.print(_rich_table(report.results))
+        _print_cases(report.results, console)
     for name, suite in report.suites.items():
         console.rule(name)
-        console.print(suite.markdown, markup=False, highlight=False)
+        if name == SUMMARY:
+            _print_summary(report, console)
+        else:
+            console.print(suite.markdown, markup=False, highlight=False, soft_wrap=True)
 
 
-def _rich_table(results: list[Result]) -> Table:
+def _print_cases(results: list[Result], console: Console) -> None:
+    """A row per case (the group above its cases when the row is too wide), its target's
+    verdict and note under it when they do not fit at its end."""
     compared = any(r.speedup is not None for r in results)
-    columns = ["group", "case", "median", "min", "IQR", "ratio", "rate"]
-    columns += ["vs earlier"] if compared else []
-    table = Table(show_edge=False, pad_edge=False)
-    for column in [*columns, "target", "note"]:
-        justify = "left" if column in ("group", "case", "target", "note") else "right"
-        table.add_column(column, justify=justify, overflow="fold")
+    columns = [Column("group"), Column("case")]
+    columns += [Column(c, right=True) for c in ("median", "min", "IQR", "ratio", "rate")]
+    columns += [Column("vs earlier", right=True)] if compared else []
+    rows, group = [], None
     for r in results:
         style = {True: "green", False: "bold red", None: "yellow"}[r.target_met]
-        target = f"[{style}]{_target_text(r)}[/]" if r.target else ""
+        note = Text(_target_text(r), style=style) if r.target else Text()
+        if r.note:
+            note.append(("; " if r.target else "") + r.note)
         cells = [
-            r.group,
+            r.group if r.group != group else "",
             r.name,
             format_seconds(r.median_s),
             format_seconds(r.min_s),
@@ -382,5 +389,27 @@ def _rich_table(results: list[Result]) -> Table:
             _rate_text(r),
         ]
         cells += [_speedup_text(r)] if compared else []
-        table.add_row(*cells, target, r.note)
-    return table
+        rows.append(Row(cells, note))
+        group = r.group
+    print_table(console, columns, rows, note_header="target; note")
+
+
+def _print_summary(report: Report, console: Console) -> None:
+    """The summary's rows (:func:`summary_table`'s, less the device stamps the first
+    line gives): op, time and shares, the target and its verdict under the row when it
+    does not fit."""
+    columns = [Column("op")]
+    columns += [Column(c, right=True) for c in ("time", "of buffer copy", "of image copy")]
+    columns += [Column("vs torch", right=True)]
+    rows = []
+    for suite in report.suites.values():
+        for r in suite.data.get("summary_rows", []):
+            cells = (
+                r["op"],
+                _cell(r["seconds"], format_seconds(r["seconds"] or 0)),
+                _cell(r["of_buffer_copy"], f"{r['of_buffer_copy'] or 0:.2f}"),
+                _cell(r["of_image_copy"], f"{r['of_image_copy'] or 0:.2f}"),
+                _cell(r["vs_torch"], f"{r['vs_torch'] or 0:.2f}x"),
+            )
+            rows.append(Row(cells, r["target"] or ""))
+    print_table(console, columns, rows, note_header="target")

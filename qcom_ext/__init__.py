@@ -16,10 +16,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from qcom_ext import _public_modules
+from qcom_ext import _public_modules, _trials
 from qcom_ext._version import __version__
 
 _public_modules.install()
+
+
+def _run_trials(caps: Any) -> Any:
+    """``probe(verify=True)``'s trials: the tools layer runs them, loaded on first use."""
+    from qcom_ext.tools.verify.runner import verify
+
+    return verify(caps)
+
+
+_trials.install(_run_trials)
 
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {

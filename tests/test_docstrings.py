@@ -96,6 +96,7 @@ MODULES = [
     "qcom_ext.device.choice",
     "qcom_ext.device.isolated",
     "qcom_ext.ext.program.isolated",
+    "qcom_ext._trials",
 ]
 
 NEEDS_DEVICE = {

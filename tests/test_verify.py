@@ -455,8 +455,8 @@ def test_native_onchip_trial_reaches_the_driver(device_caps, cl_context):
 
 
 def test_the_device_layer_loads_no_tool_until_verify_is_asked():
-    """probe() and the verdicts are the device layer's; only probe(verify=True) imports
-    the runner (the one documented lazy import of the layer contract)."""
+    """probe() and the verdicts are the device layer's; only probe(verify=True) loads
+    the runner (through the hook the package installs, qcom_ext._trials)."""
     import subprocess
     import sys
 

@@ -11,10 +11,10 @@ The names below are loaded when first used (PEP 562), so ``import qcom_ext`` cos
 almost nothing; ``docs/ARCHITECTURE.md`` maps the layers they come from.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
+# Only public names here, and private ones: no ``from __future__ import annotations``
+# (it binds ``annotations``), modules and typing names under a private alias.
+import typing as _typing
+from importlib import import_module as _import_module
 
 from qcom_ext import _public_modules, _trials
 from qcom_ext._version import __version__
@@ -22,7 +22,7 @@ from qcom_ext._version import __version__
 _public_modules.install()
 
 
-def _run_trials(caps: Any) -> Any:
+def _run_trials(caps: _typing.Any) -> _typing.Any:
     """``probe(verify=True)``'s trials: the tools layer runs them, loaded on first use."""
     from qcom_ext.tools.verify.runner import verify
 
@@ -133,13 +133,13 @@ _SUBMODULES = {"ops": "qcom_ext.ops"}
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """Load a public name from its module on first use, then keep it here."""
     module = _EXPORTS.get(name)
     if module is not None:
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(_import_module(module), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(_SUBMODULES[name])
+        value = _import_module(_SUBMODULES[name])
     else:
         raise AttributeError(f"module 'qcom_ext' has no attribute {name!r}")
     globals()[name] = value
@@ -147,10 +147,11 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names only (``__all__``): what was loaded or is private is not API."""
+    return list(__all__)
 
 
-if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+if _typing.TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from qcom_ext import ops
     from qcom_ext.device.caps import DeviceCaps, Limits
     from qcom_ext.device.doctor import DoctorReport, doctor

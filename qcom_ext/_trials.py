@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from qcom_ext.errors import ConfigError
-
 __all__ = ["Runner", "install", "run"]
 
 #: Takes a device's report (``DeviceCaps``), runs the trials it needs and returns the
@@ -41,6 +39,8 @@ def run(caps: Any) -> Any:
     """``caps`` with the verdicts of the installed runner's trials applied; ConfigError
     when none is installed."""
     if _runner is None:
+        from qcom_ext.errors import ConfigError  # lazily: ``import qcom_ext`` reads this module
+
         raise ConfigError(
             "probe(verify=True) needs a trial runner and none is installed "
             "(qcom_ext/__init__.py installs qcom_ext.tools.verify's)"

@@ -52,6 +52,16 @@ def test_library_programs_are_built_and_cached_in_one_place():
     assert found == {"ext/program/shared.py"}
 
 
+def test_child_processes_start_and_die_in_one_place():
+    """Starting a child (a session of its own, no current directory on its import path)
+    and killing its process group: qcom_ext/_isolation.py (``start_child``, ``Child``),
+    which the isolated probe and compile, the doctor's child and the verify trials all
+    use (tools/verify/_process.py had a Popen, a session and a killpg of its own)."""
+    assert _sources_with("Popen(") == {"_isolation.py"}
+    assert _sources_with("killpg") == {"_isolation.py"}
+    assert _sources_with("start_new_session") == {"_isolation.py"}
+
+
 # ---- one device rule for the tests that build kernels (issue 26, finding 13) ---------
 
 TESTS = Path(__file__).parent

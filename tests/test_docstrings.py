@@ -97,6 +97,7 @@ MODULES = [
     "qcom_ext.device.isolated",
     "qcom_ext.ext.program.isolated",
     "qcom_ext._trials",
+    "qcom_ext._json_store",
 ]
 
 NEEDS_DEVICE = {

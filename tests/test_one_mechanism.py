@@ -62,6 +62,16 @@ def test_child_processes_start_and_die_in_one_place():
     assert _sources_with("start_new_session") == {"_isolation.py"}
 
 
+def test_json_entries_are_stored_in_one_place():
+    """One JSON file per key (format, version, key, memo): qcom_ext/_json_store.py, for
+    the tuning cache and the variant store alike (they were near twins). The program
+    cache (binaries under an HMAC) and the verdicts (one merged file under a lock) are
+    other formats; every one goes through _cache_dir's writer and trust check."""
+    writers = {"_cache_dir.py", "_json_store.py", "ext/program/cache.py", "device/verdicts.py"}
+    assert _sources_with("write_atomically(") == writers
+    assert _sources_with("read_json(") == writers - {"ext/program/cache.py"}  # binaries
+
+
 # ---- one device rule for the tests that build kernels (issue 26, finding 13) ---------
 
 TESTS = Path(__file__).parent

@@ -72,6 +72,15 @@ def test_json_entries_are_stored_in_one_place():
     assert _sources_with("read_json(") == writers - {"ext/program/cache.py"}  # binaries
 
 
+def test_per_context_state_lives_in_one_cache():
+    """What qcom_ext keeps per context (built objects, the hints a context was made
+    with, the image formats the ops ask for): qcom_ext/_context_cache.py, the one table
+    that never keeps a context alive (ext/context.py and ops/_tensor.py had weak tables
+    of their own)."""
+    assert _sources_with("WeakValueDictionary") == {"_context_cache.py"}
+    assert _sources_with("WeakKeyDictionary(") == set()
+
+
 # ---- one device rule for the tests that build kernels (issue 26, finding 13) ---------
 
 TESTS = Path(__file__).parent

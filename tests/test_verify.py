@@ -487,4 +487,3 @@ def test_probe_verify_runs_the_trial_runner_the_package_installed(device_caps):
     finally:
         _trials.install(qcom_ext._run_trials)
         clear_cache()
-

@@ -11,15 +11,25 @@ The names below are loaded when first used (PEP 562), so ``import qcom_ext`` cos
 almost nothing; ``docs/ARCHITECTURE.md`` maps the layers they come from.
 """
 
-from __future__ import annotations
+# Only public names here, and private ones: no ``from __future__ import annotations``
+# (it binds ``annotations``), modules and typing names under a private alias.
+import typing as _typing
+from importlib import import_module as _import_module
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from qcom_ext import _public_modules
+from qcom_ext import _public_modules, _trials
 from qcom_ext._version import __version__
 
 _public_modules.install()
+
+
+def _run_trials(caps: _typing.Any) -> _typing.Any:
+    """``probe(verify=True)``'s trials: the tools layer runs them, loaded on first use."""
+    from qcom_ext.tools.verify.runner import verify
+
+    return verify(caps)
+
+
+_trials.install(_run_trials)
 
 #: public name -> the module that defines it; an extension's host API is named by its
 #: registry entry instead (``Extension.public``), read when a name is not found here
@@ -96,36 +106,37 @@ _SUBMODULES = {"ops": "qcom_ext.ops"}
 
 def _public_names() -> dict[str, str]:
     """Every public name -> its module: ``_EXPORTS`` and the registry's (which it loads)."""
-    registry = importlib.import_module("qcom_ext.device.registry")
+    registry = _import_module("qcom_ext.device.registry")
     return {**_EXPORTS, **registry.public_names()}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """Load a public name from its module on first use, then keep it here.
 
     ``__all__`` and the extensions' names read the registry, so ``import qcom_ext``
     does not.
     """
     if name == "__all__":
-        value: Any = sorted([*_public_names(), *_SUBMODULES, "__version__"])
+        value: _typing.Any = sorted([*_public_names(), *_SUBMODULES, "__version__"])
     elif name in _SUBMODULES:
-        value = importlib.import_module(_SUBMODULES[name])
+        value = _import_module(_SUBMODULES[name])
     else:
         module = _EXPORTS.get(name)
         if module is None and not name.startswith("__"):
             module = _public_names().get(name)
         if module is None:
             raise AttributeError(f"module 'qcom_ext' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(_import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *(globals().get("__all__") or __getattr__("__all__"))})
+    """The public names only (``__all__``): what was loaded or is private is not API."""
+    return list(globals().get("__all__") or __getattr__("__all__"))
 
 
-if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+if _typing.TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from qcom_ext import ops
     from qcom_ext.device.caps import DeviceCaps, Limits
     from qcom_ext.device.compiler_version import CompilerVersion

@@ -97,6 +97,8 @@ MODULES = [
     "qcom_ext.device.choice",
     "qcom_ext.device.isolated",
     "qcom_ext.ext.program.isolated",
+    "qcom_ext._trials",
+    "qcom_ext._json_store",
 ]
 
 NEEDS_DEVICE = {

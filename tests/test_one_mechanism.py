@@ -60,6 +60,35 @@ def test_library_programs_are_built_and_cached_in_one_place():
     assert found == {"ext/program/shared.py"}
 
 
+def test_child_processes_start_and_die_in_one_place():
+    """Starting a child (a session of its own, no current directory on its import path)
+    and killing its process group: qcom_ext/_isolation.py (``start_child``, ``Child``),
+    which the isolated probe and compile, the doctor's child and the verify trials all
+    use (tools/verify/_process.py had a Popen, a session and a killpg of its own)."""
+    assert _sources_with("Popen(") == {"_isolation.py"}
+    assert _sources_with("killpg") == {"_isolation.py"}
+    assert _sources_with("start_new_session") == {"_isolation.py"}
+
+
+def test_json_entries_are_stored_in_one_place():
+    """One JSON file per key (format, version, key, memo): qcom_ext/_json_store.py, for
+    the tuning cache and the variant store alike (they were near twins). The program
+    cache (binaries under an HMAC) and the verdicts (one merged file under a lock) are
+    other formats; every one goes through _cache_dir's writer and trust check."""
+    writers = {"_cache_dir.py", "_json_store.py", "ext/program/cache.py", "device/verdicts.py"}
+    assert _sources_with("write_atomically(") == writers
+    assert _sources_with("read_json(") == writers - {"ext/program/cache.py"}  # binaries
+
+
+def test_per_context_state_lives_in_one_cache():
+    """What qcom_ext keeps per context (built objects, the hints a context was made
+    with, the image formats the ops ask for): qcom_ext/_context_cache.py, the one table
+    that never keeps a context alive (ext/context.py and ops/_tensor.py had weak tables
+    of their own)."""
+    assert _sources_with("WeakValueDictionary") == {"_context_cache.py"}
+    assert _sources_with("WeakKeyDictionary(") == set()
+
+
 # ---- one device rule for the tests that build kernels (issue 26, finding 13) ---------
 
 TESTS = Path(__file__).parent

@@ -30,6 +30,16 @@ def test_every_public_name_resolves(name):
     assert name in dir(qcom_ext)
 
 
+def test_the_namespace_lists_the_public_names_only():
+    """``dir(qcom_ext)`` is ``__all__``, whatever was loaded (a submodule, a name); the
+    helpers of ``__init__`` (typing, importlib, ``from __future__``) are not attributes."""
+    qcom_ext.probe  # noqa: B018  (loads qcom_ext.device.* as attributes of the package)
+    assert dir(qcom_ext) == sorted(qcom_ext.__all__)
+    for name in ("Any", "TYPE_CHECKING", "annotations", "importlib", "typing"):
+        assert not hasattr(qcom_ext, name), name
+    assert all(not n.startswith("_") or n == "__version__" for n in qcom_ext.__all__)
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         qcom_ext.no_such_name  # noqa: B018
@@ -108,4 +118,6 @@ def test_probe_all_loads_only_the_binding_and_device_layers():
         "_resources",
         "_version",
         "_public_modules",
+        "_trials",  # the hook of probe(verify=True), installed by the package
+        "_isolation",  # probe_all(isolated=True)'s runner
     }, sorted(layers)

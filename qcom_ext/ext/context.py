@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 import warnings
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from qcom_ext import _context_cache
 from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
@@ -90,22 +90,20 @@ class _State:
         self.info, self.platform, self.devices = info, platform, devices
 
 
-# ctx.int_ptr -> the state riding on a live pyopencl object of that context (attribute
-# STATE): the entry dies with that object, never keeping the context alive, and no
-# finalizer of ours runs (see qcom_ext._context_cache for the same design). _lock only
-# orders updates of a state.
-STATE = "_qcom_ext_context_state"
+# The state rides in the context's entries of the one per-context cache
+# (qcom_ext._context_cache: never keeps the context alive), as a fact: clear() keeps it.
+# _lock only orders updates of a state.
+_FACT = "qcom_ext.ext.context state"
 _lock = threading.Lock()
-_registry: weakref.WeakValueDictionary[int, _State] = weakref.WeakValueDictionary()
 
 
 def _register(context: Any, state: _State) -> None:
-    setattr(context, STATE, state)
-    _registry[int(context.int_ptr)] = state
+    _context_cache.entries(context, _context_handle(context)).facts[_FACT] = state
 
 
 def _lookup(handle: int) -> _State | None:
-    return _registry.get(handle) if _registry else None
+    found = _context_cache.find(handle)
+    return None if found is None else found.facts.get(_FACT)
 
 
 def _context_handle(context: Any) -> int:

@@ -11,17 +11,28 @@ The names below are loaded when first used (PEP 562), so ``import qcom_ext`` cos
 almost nothing; ``docs/ARCHITECTURE.md`` maps the layers they come from.
 """
 
-from __future__ import annotations
+# Only public names here, and private ones: no ``from __future__ import annotations``
+# (it binds ``annotations``), modules and typing names under a private alias.
+import typing as _typing
+from importlib import import_module as _import_module
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from qcom_ext import _public_modules
+from qcom_ext import _public_modules, _trials
 from qcom_ext._version import __version__
 
 _public_modules.install()
 
-#: public name -> the module that defines it
+
+def _run_trials(caps: _typing.Any) -> _typing.Any:
+    """``probe(verify=True)``'s trials: the tools layer runs them, loaded on first use."""
+    from qcom_ext.tools.verify.runner import verify
+
+    return verify(caps)
+
+
+_trials.install(_run_trials)
+
+#: public name -> the module that defines it; an extension's host API is named by its
+#: registry entry instead (``Extension.public``), read when a name is not found here
 _EXPORTS: dict[str, str] = {
     # device layer
     "DeviceCaps": "qcom_ext.device.caps",
@@ -60,7 +71,6 @@ _EXPORTS: dict[str, str] = {
         ("ContextInfo", "context_info", "create_context", "create_queue", "set_perf_hint"),
         "qcom_ext.ext.context",
     ),
-    "Recording": "qcom_ext.ext.recording",
     # memory objects
     **dict.fromkeys(
         (
@@ -78,37 +88,10 @@ _EXPORTS: dict[str, str] = {
     ),
     "acquire_external": "qcom_ext.ext.memory.khr_external",
     "release_external": "qcom_ext.ext.memory.khr_external",
-    "onchip_buffer": "qcom_ext.ext.memory.onchip",
-    "scrub_onchip": "qcom_ext.ext.memory.onchip",
-    **dict.fromkeys(
-        ("allocate_chunked", "create_large_buffer", "large_buffer_limit"),
-        "qcom_ext.ext.memory.large_buffer",
-    ),
-    "ImageBuffer": "qcom_ext.ext.memory.image_buffer",
-    "buffer_from_image": "qcom_ext.ext.memory.image_buffer",
-    "image_with_buffer": "qcom_ext.ext.memory.image_buffer",
     # images
     **dict.fromkeys(
         ("QcomImage", "create_image", "parse_image_format", "supported_image_formats"),
         "qcom_ext.ext.images.image",
-    ),
-    "ImageInfo": "qcom_ext.ext.images.info",
-    "query_image_info": "qcom_ext.ext.images.info",
-    **dict.fromkeys(
-        ("Nv12Image", "PlanarImage", "nv12_image", "planar_image"), "qcom_ext.ext.images.planar"
-    ),
-    "create_sampler": "qcom_ext.ext.images.sampler",
-    "upscale2x_image": "qcom_ext.ext.images.upscale",
-    # accelerated image ops (HofLimits, hof_limits: former names of the limits, kept)
-    **dict.fromkeys(
-        ("AcceleratedLimits", "HofLimits", "accelerated_limits", "hof_limits"),
-        "qcom_ext.ext.accelerated.support",
-    ),
-    "WeightImage": "qcom_ext.ext.accelerated.weights",
-    "box_size": "qcom_ext.ext.accelerated.weights",
-    **dict.fromkeys(
-        ("MotionField", "block_match_image", "box_filter_image", "convolve_image"),
-        "qcom_ext.ext.accelerated.whole_image",
     ),
     # programs
     "build_program": "qcom_ext.ext.program.build",
@@ -120,37 +103,55 @@ _EXPORTS: dict[str, str] = {
 }
 _SUBMODULES = {"ops": "qcom_ext.ops"}
 
-__all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
+
+def _public_names() -> dict[str, str]:
+    """Every public name -> its module: ``_EXPORTS`` and the registry's (which it loads)."""
+    registry = _import_module("qcom_ext.device.registry")
+    return {**_EXPORTS, **registry.public_names()}
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first use, then keep it here."""
-    module = _EXPORTS.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
+def __getattr__(name: str) -> _typing.Any:
+    """Load a public name from its module on first use, then keep it here.
+
+    ``__all__`` and the extensions' names read the registry, so ``import qcom_ext``
+    does not.
+    """
+    if name == "__all__":
+        value: _typing.Any = sorted([*_public_names(), *_SUBMODULES, "__version__"])
     elif name in _SUBMODULES:
-        value = importlib.import_module(_SUBMODULES[name])
+        value = _import_module(_SUBMODULES[name])
     else:
-        raise AttributeError(f"module 'qcom_ext' has no attribute {name!r}")
+        module = _EXPORTS.get(name)
+        if module is None and not name.startswith("__"):
+            module = _public_names().get(name)
+        if module is None:
+            raise AttributeError(f"module 'qcom_ext' has no attribute {name!r}")
+        value = getattr(_import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public names only (``__all__``): what was loaded or is private is not API."""
+    return list(globals().get("__all__") or __getattr__("__all__"))
 
 
-if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
+if _typing.TYPE_CHECKING:  # static checkers and IDEs see the eager imports
     from qcom_ext import ops
     from qcom_ext.device.caps import DeviceCaps, Limits
+    from qcom_ext.device.compiler_version import CompilerVersion
     from qcom_ext.device.doctor import DoctorReport, doctor
     from qcom_ext.device.extensions import REGISTRY, ExtensionStatus
     from qcom_ext.device.probe import probe, probe_all
+    from qcom_ext.device.quirks import Quirk
     from qcom_ext.errors import (
         BufferTooLargeError,
         BuildError,
         CLError,
+        CompilerCrashError,
         ConfigError,
+        DriverCrashError,
+        DriverTimeoutError,
         ExtensionUnavailable,
         LibraryMismatch,
         LibraryNotFound,
@@ -186,6 +187,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         parse_image_format,
         supported_image_formats,
     )
+    from qcom_ext.ext.images.image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
     from qcom_ext.ext.images.info import ImageInfo, query_image_info
     from qcom_ext.ext.images.planar import Nv12Image, PlanarImage, nv12_image, planar_image
     from qcom_ext.ext.images.sampler import create_sampler
@@ -201,7 +203,7 @@ if TYPE_CHECKING:  # static checkers and IDEs see the eager imports
         import_ion,
         import_memory,
     )
-    from qcom_ext.ext.memory.image_buffer import ImageBuffer, buffer_from_image, image_with_buffer
+    from qcom_ext.ext.memory.khr_external import acquire_external, release_external
     from qcom_ext.ext.memory.large_buffer import (
         allocate_chunked,
         create_large_buffer,

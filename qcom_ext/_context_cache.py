@@ -1,12 +1,15 @@
-"""One cache per OpenCL context for what qcom_ext builds (programs, kernels, samplers),
-made so that it never keeps a context alive.
+"""One cache per OpenCL context for what qcom_ext builds (programs, kernels, samplers)
+and what it records about a context (the hints it was made with), made so that it never
+keeps a context alive.
 
 The values of one ``cl_context`` live in an :class:`Entries` object that rides, as an
 attribute, on each pyopencl ``Context`` or ``CommandQueue`` that asked for them (their
 *owners*: the objects the user holds). A table finds the entries by handle only while
 an owner holds them (a weak reference), so when the user drops the last owner the
 entries die with it, and with them the programs, kernels and samplers they hold: the
-context is then released as plain pyopencl would release it.
+context is then released as plain pyopencl would release it. :attr:`Entries.facts`
+holds what is recorded rather than built (:mod:`qcom_ext.ext.context`'s hints), which
+:func:`clear` keeps; :func:`find` looks entries up by handle without making any.
 
 Why not key by the pyopencl object: pyopencl makes a new wrapper for the same handle on
 each ``queue.context`` (equal, with the same hash, but another object), so a
@@ -43,7 +46,7 @@ from typing import Any, TypeVar
 
 from qcom_ext.errors import ConfigError
 
-__all__ = ["ATTRIBUTE", "Entries", "cached", "clear", "entries", "live_handles"]
+__all__ = ["ATTRIBUTE", "Entries", "cached", "clear", "entries", "find", "live_handles"]
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -53,14 +56,16 @@ ATTRIBUTE = "_qcom_ext_context_cache"
 
 
 class Entries:
-    """The cached values of one context, and (made on first use) a wrapper of that
-    context for builders, holding one reference to it."""
+    """The cached values of one context, its recorded facts, and (made on first use) a
+    wrapper of that context for builders, holding one reference to it."""
 
-    __slots__ = ("__weakref__", "_context", "handle", "lock", "values")
+    __slots__ = ("__weakref__", "_context", "facts", "handle", "lock", "values")
 
     def __init__(self, handle: int) -> None:
         self.handle = handle
         self.values: dict[Hashable, Any] = {}
+        #: What was recorded about the context (not rebuilt on a miss: :func:`clear` keeps it).
+        self.facts: dict[Hashable, Any] = {}
         self.lock = threading.Lock()
         self._context: Any = None
 
@@ -97,13 +102,14 @@ def _handle_of(owner: Any) -> int:
     )
 
 
-def entries(owner: Any) -> Entries:
-    """The entries of ``owner``'s context (a Context or CommandQueue), which from now on
-    live at least as long as ``owner``."""
+def entries(owner: Any, handle: int | None = None) -> Entries:
+    """The entries of ``owner``'s context (a Context or CommandQueue; ``handle``: its
+    context's, for an owner already checked), which from now on live at least as long
+    as ``owner``."""
     found = getattr(owner, ATTRIBUTE, None)
     if found is not None:
         return found
-    handle = _handle_of(owner)
+    handle = _handle_of(owner) if handle is None else handle
     with _table_lock:
         found = _table.get(handle)
         if found is None:
@@ -111,6 +117,13 @@ def entries(owner: Any) -> Entries:
     with contextlib.suppress(AttributeError, TypeError):  # no attributes: no caching
         setattr(owner, ATTRIBUTE, found)
     return found
+
+
+def find(handle: int) -> Entries | None:
+    """The entries of the context ``handle`` while some owner holds them, else None
+    (nothing is made)."""
+    with _table_lock:
+        return _table.get(handle)
 
 
 def cached(owner: Any, key: Hashable, build: Callable[[Any], T]) -> T:
@@ -134,7 +147,7 @@ def live_handles() -> list[int]:
 
 
 def clear() -> None:
-    """Forget every cached value (the entries stay with their owners, empty)."""
+    """Forget every cached value (the entries stay with their owners, their facts kept)."""
     with _table_lock:
         found = list(_table.values())
     for item in found:

@@ -5,10 +5,14 @@ compile (:mod:`qcom_ext.ext.program.isolated`); the crash trials of
 :mod:`qcom_ext.tools.verify` start their children with the same environment
 (:func:`child_environment`).
 
-Every child starts through :func:`start_child` (also the verify trials'), so that none
-imports from the current directory (:func:`module_command`, ``PYTHONSAFEPATH``).
-The parent, :func:`run_child`, starts the child in a session of its own, writes the
-request (JSON) on its stdin and reads its report pipe (the child's stdout; what the
+Every child starts through :func:`start_child`, so that none imports from the current
+directory (:func:`module_command`, ``PYTHONSAFEPATH``), in a session (process group) of
+its own. :class:`Child` is the one parent's side: the stdin written in a thread, the
+report pipe read line by line with a bounded wait, the tail of stderr kept, the whole
+process group killed (:meth:`Child.kill`). :func:`run_child` runs a child on it for
+one request and one result; the crash trials (:mod:`qcom_ext.tools.verify`) follow its
+lines as they come. :func:`run_child` writes the request (JSON) on the child's stdin and
+reads its report pipe (the child's stdout; what the
 driver prints goes to stderr): ``qcom_ext-isolated: stage <json text>`` before each risky
 call, ``qcom_ext-isolated: result <json object>`` once at the end. The child side is
 :func:`serve`. The whole run is bounded by ``timeout``: on expiry the child's process
@@ -26,12 +30,16 @@ or :class:`~qcom_ext.errors.DriverTimeoutError`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +55,7 @@ from qcom_ext.errors import (
 
 __all__ = [
     "PROTOCOL",
+    "Child",
     "ChildRun",
     "child_environment",
     "module_command",
@@ -60,6 +69,7 @@ PROTOCOL = "qcom_ext-isolated:"
 FIRST_STAGE = "starting the child process"
 _LOG_TAIL = 2000  # characters of the child's stderr an error quotes
 _REAP = 5.0  # seconds to collect a killed child's pipes
+_STDERR_LINES = 200  # lines of the child's stderr kept
 _POSIX = os.name == "posix"
 #: Errors a child's result may name that the parent raises as themselves (message only).
 _RAISED_AS = (ConfigError, OpenCLUnavailable)
@@ -197,12 +207,116 @@ def _report_lines(out: bytes) -> tuple[str, dict[str, Any] | None]:
     return stage, result
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError):
-        if _POSIX:
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
-            proc.kill()
+def _pump(stream: Any, sink: Callable[[str | None], None], max_line: int) -> None:
+    """Each line of ``stream`` (``max_line`` bytes at most: a longer one comes in parts)
+    to ``sink``, then None."""
+    for raw in iter(lambda: stream.readline(max_line), b""):
+        sink(raw.decode("utf-8", errors="replace").rstrip("\n"))
+    sink(None)
+
+
+def _send(stream: Any, data: bytes) -> None:
+    """Write ``data`` and close the child's stdin (a dead or stuck child: nothing)."""
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            stream.write(data)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            stream.close()
+
+
+class Child:
+    """A child process (:func:`start_child`: a session of its own, no current directory
+    on its import path) seen from the parent: its stdout as lines (:meth:`line`, a
+    bounded wait), the last lines of its stderr (:meth:`log`), its stdin written in a
+    thread (:meth:`send`: a child that never reads cannot block the parent), and
+    :meth:`kill`, which kills its whole process group. Use it as a context manager
+    (:meth:`close` on exit: the group killed if the child still runs, the pipes closed).
+
+    >>> with Child([sys.executable, "-c", "print(input()[::-1])"], None) as child:
+    ...     child.send(b"olleh\\n")
+    ...     child.line(timeout=60), child.line(timeout=60), child.wait(timeout=60)
+    ('hello', None, 0)
+    """
+
+    def __init__(
+        self, command: Sequence[str], env: Mapping[str, str] | None, *, max_line: int = -1
+    ) -> None:
+        self.proc = start_child(command, env)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._errors: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
+        self._readers = [
+            threading.Thread(
+                target=_pump, args=(self.proc.stdout, self._lines.put, max_line), daemon=True
+            ),
+            threading.Thread(
+                target=_pump, args=(self.proc.stderr, self._stderr, max_line), daemon=True
+            ),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _stderr(self, line: str | None) -> None:
+        if line is not None:
+            self._errors.append(line)
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` on the child's stdin, then close it, in a thread."""
+        threading.Thread(target=_send, args=(self.proc.stdin, data), daemon=True).start()
+
+    def line(self, timeout: float) -> str | None:
+        """The next line of the child's stdout; None once it is closed (the child ended,
+        or closed it); :class:`queue.Empty` when none came within ``timeout`` seconds."""
+        return self._lines.get(timeout=max(timeout, 0.0))
+
+    def rest(self) -> list[str]:
+        """The lines already read and not yet taken (after :meth:`kill`: what the child
+        wrote before it died), stderr's reader given :data:`_REAP` seconds to finish."""
+        for reader in self._readers:
+            reader.join(timeout=_REAP)
+        found = []
+        with contextlib.suppress(queue.Empty):
+            while (line := self._lines.get_nowait()) is not None:
+                found.append(line)
+        return found
+
+    def log(self, tail: int) -> str:
+        """The last ``tail`` characters of the child's stderr (once its reader ended)."""
+        self._readers[1].join(timeout=1)
+        return "\n".join(self._errors).strip()[-tail:]
+
+    def wait(self, timeout: float) -> int:
+        """The child's exit status; :class:`subprocess.TimeoutExpired` if it runs on."""
+        return self.proc.wait(timeout=max(timeout, 0.0))
+
+    def kill(self) -> None:
+        """Kill the child's process group (on Windows the child) and reap the child."""
+        with contextlib.suppress(OSError):
+            if _POSIX:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=_REAP)
+
+    def close(self) -> None:
+        """Kill the group of a child not reaped yet (what it started may outlive it);
+        close the pipes whose reader ended (closing one under a blocked reader would
+        block here)."""
+        if self.proc.returncode is None:
+            self.kill()
+        streams = (self.proc.stdout, self.proc.stderr)
+        for reader, stream in zip(self._readers, streams, strict=True):
+            reader.join(timeout=1)
+            if not reader.is_alive():
+                with contextlib.suppress(OSError):
+                    stream.close()  # type: ignore[union-attr]
 
 
 def run_child(
@@ -217,25 +331,28 @@ def run_child(
     :func:`child_environment`."""
     if not timeout > 0:
         raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    proc = start_child(command, env)
-    status: int | None
-    try:
-        out, err = proc.communicate(json.dumps(request).encode(), timeout=timeout)
-        status = proc.returncode
-    except subprocess.TimeoutExpired:
-        status = proc.poll()  # ended, but something of its group holds the pipes: died
-        _kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=_REAP)
-        except subprocess.TimeoutExpired:  # a process outside the group holds them
-            proc.kill()
-            out, err = b"", b""
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc)
-            proc.wait(timeout=_REAP)
-    stage, result = _report_lines(out)
-    log = err.decode("utf-8", errors="replace").strip()[-_LOG_TAIL:]
+    deadline = time.monotonic() + timeout
+    out: list[str] = []
+    status: int | None = None
+    with Child(command, env) as child:
+        child.send(json.dumps(request).encode())
+        while True:
+            try:
+                line = child.line(deadline - time.monotonic())
+            except queue.Empty:
+                status = child.proc.poll()  # ended, but its group holds the pipe: died
+                child.kill()
+                out.extend(child.rest())
+                break
+            if line is None:
+                try:
+                    status = child.wait(deadline - time.monotonic())
+                except subprocess.TimeoutExpired:  # hangs at exit
+                    child.kill()
+                break
+            out.append(line)
+        log = child.log(_LOG_TAIL)
+    stage, result = _report_lines("\n".join(out).encode())
     return ChildRun(result, stage, status, log, timeout)
 
 

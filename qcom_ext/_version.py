@@ -1,3 +1,3 @@
-"""The package version (its own module, so that any layer can read it without a cycle)."""
+"""The package version, in a module of its own that imports nothing: any layer may read it."""
 
 __version__ = "0.1.0"

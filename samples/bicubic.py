@@ -13,7 +13,6 @@ result and the reference next to it (``up-reference.png``; needs Pillow).
 
 from __future__ import annotations
 
-import time
 import warnings
 from pathlib import Path
 
@@ -88,17 +87,17 @@ def main() -> int:
     dst = cl.create_image(ctx, mf.WRITE_ONLY, fmt, shape=(2 * width, 2 * height))
     kernel = cl.Kernel(program, "upscale2x")
     kernel.set_args(src, sampler, dst)
-    cl.enqueue_nd_range_kernel(queue, kernel, (2 * width, 2 * height), None).wait()  # warm-up
-    start = time.perf_counter()
-    cl.enqueue_nd_range_kernel(queue, kernel, (2 * width, 2 * height), None).wait()
-    elapsed = time.perf_counter() - start
+    timing, _ = _common.timed(
+        lambda: cl.enqueue_nd_range_kernel(queue, kernel, (2 * width, 2 * height), None).wait(),
+        first_holds="the program built above: the first launch",
+    )
     result = np.empty((2 * height, 2 * width, 4), np.float32)
     cl.enqueue_copy(queue, result, dst, origin=(0, 0), region=(2 * width, 2 * height))
 
     expected = upscale2x(pixels)
     error = float(np.abs(result - expected).max())
     print(
-        f"{width}x{height} -> {2 * width}x{2 * height} RGBA float in {elapsed * 1e3:.2f} ms; "
+        f"{width}x{height} -> {2 * width}x{2 * height} RGBA float: {timing}; "
         f"max |device - numpy| = {error:.3g} (tolerance {args.tolerance:g})"
     )
     if args.png:

@@ -17,7 +17,6 @@ field as a colour map (hue = direction, brightness = length), side by side (need
 from __future__ import annotations
 
 import colorsys
-import time
 
 import _common
 import numpy as np
@@ -88,12 +87,18 @@ def main() -> int:
     ctx = cl.Context([caps.device()])
     queue = cl.CommandQueue(ctx)
     first, second, mask = frames(width, height)
-    start = time.perf_counter()
-    field = qcom_ext.block_match_image(
-        queue, rgba_image(ctx, second), rgba_image(ctx, first), region=BLOCK, radius=args.radius
-    )
-    vectors, costs = field.get(queue)
-    elapsed = time.perf_counter() - start
+
+    def search():
+        field = qcom_ext.block_match_image(
+            queue,
+            rgba_image(ctx, second),
+            rgba_image(ctx, first),
+            region=BLOCK,
+            radius=args.radius,
+        )
+        return field.get(queue)
+
+    timing, (vectors, costs) = _common.timed(search)
     expected, expected_costs = accelerated_reference.block_match_search(
         second, first, BLOCK, args.radius
     )
@@ -108,7 +113,7 @@ def main() -> int:
     on_background = (vectors[outside] == (-BACKGROUND[0], -BACKGROUND[1])).all(axis=-1).mean()
     print(
         f"{vectors.shape[1]}x{vectors.shape[0]} blocks of 8x8, radius {args.radius}: "
-        f"{elapsed * 1e3:.1f} ms; identical to numpy: {same}"
+        f"{timing}; identical to numpy: {same}"
     )
     print(
         f"object blocks moving {OBJECT}: {on_object:.0%}; background blocks moving "

@@ -13,8 +13,6 @@ side (needs Pillow).
 
 from __future__ import annotations
 
-import time
-
 import _common
 import numpy as np
 import pyopencl as cl
@@ -52,15 +50,15 @@ def main() -> int:
     for text in args.boxes.split(","):
         w = float(text)
         size = qcom_ext.box_size(w, w, device=ctx)  # refuses sizes over the device's limit
-        start = time.perf_counter()
-        qcom_ext.box_filter_image(queue, src, size, dst).wait()
-        elapsed = time.perf_counter() - start
+        timing, _ = _common.timed(
+            lambda s=size: qcom_ext.box_filter_image(queue, src, s, dst).wait()
+        )
         blurred = read_rgba_image(queue, dst)
         error = float(
             np.abs(blurred - accelerated_reference.box_filter_image(pixels, (w, w))).max()
         )
         ok &= error < 1e-5
-        print(f"box {w:g}x{w:g}: {elapsed * 1e3:.1f} ms, max error vs numpy {error:.2g}")
+        print(f"box {w:g}x{w:g}: {timing}; max error vs numpy {error:.2g}")
         panels.append(blurred)
     if args.png:
         try:

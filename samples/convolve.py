@@ -12,8 +12,6 @@ separable result side by side (needs Pillow).
 
 from __future__ import annotations
 
-import time
-
 import _common
 import numpy as np
 import pyopencl as cl
@@ -72,18 +70,18 @@ def main() -> int:
     )
     results, ok = {}, True
     for kind, (wx, wy) in filters.items():
-        start = time.perf_counter()
-        qcom_ext.convolve_image(queue, src, wx, dst)
-        gx = read_rgba_image(queue, dst)
-        qcom_ext.convolve_image(queue, src, wy, dst)
-        gy = read_rgba_image(queue, dst)
-        elapsed = time.perf_counter() - start
+
+        def both(wx=wx, wy=wy):
+            qcom_ext.convolve_image(queue, src, wx, dst)
+            gx = read_rgba_image(queue, dst)
+            qcom_ext.convolve_image(queue, src, wy, dst)
+            return gx, read_rgba_image(queue, dst)
+
+        timing, (gx, gy) = _common.timed(both)
         results[kind] = magnitude(gx, gy)
         error = float(np.abs(results[kind] - expected).max())
         ok &= error < 1e-4
-        print(
-            f"{kind:>9}: {wx!r}; 2 passes {elapsed * 1e3:.1f} ms; max error vs numpy {error:.2g}"
-        )
+        print(f"{kind:>9}: {wx!r}; 2 passes: {timing}; max error vs numpy {error:.2g}")
     agreement = float(np.abs(results["2-D"] - results["separable"]).max())
     ok &= agreement < 1e-4
     print(

@@ -16,7 +16,6 @@ RGBA result if Pillow is installed.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import _common
@@ -94,19 +93,21 @@ def main() -> int:
 
     rgba = np.empty((height, width, 4), np.uint8)
     dst = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, rgba.nbytes)
-    start = time.perf_counter()
-    kernel(
-        queue,
-        (width, height),
-        None,
-        *image.kernel_args,
-        dst,
-        np.int32(width),
-        np.int32(height),
-        np.int32(full_range),
-    )
-    cl.enqueue_copy(queue, rgba, dst)
-    elapsed = time.perf_counter() - start
+
+    def convert():
+        kernel(
+            queue,
+            (width, height),
+            None,
+            *image.kernel_args,
+            dst,
+            np.int32(width),
+            np.int32(height),
+            np.int32(full_range),
+        )
+        cl.enqueue_copy(queue, rgba, dst)  # blocking
+
+    timing, _ = _common.timed(convert)
     if fd is not None:
         os.close(fd)
 
@@ -116,7 +117,7 @@ def main() -> int:
     ok = difference.max() <= 1 and (difference > 0).mean() < 0.02 and (rgba[..., 3] == 255).all()
     differ = np.count_nonzero(difference.max(axis=-1))
     print(
-        f"converted in {elapsed * 1e3:.2f} ms ({args.range} range); max difference from "
+        f"converted: {timing} ({args.range} range); max difference from "
         f"the numpy BT.601 reference {difference.max()}, {differ} of {width * height} "
         "pixels differ"
     )

@@ -8,9 +8,16 @@ threshold, highlight) run on a generated grey image. They are recorded once with
 ``qcom_ext.Recording``; each frame is one ``replay`` with that frame's brightness,
 threshold level and output buffer (two buffers, alternating) as updates. Prints the
 path taken (native on Adreno, cl_khr_command_buffer where present, else the replay
-loop) and the host time of each replay call; the last frame is checked against
-numpy, exit status 1 on mismatch. ``--png`` writes the last frame if Pillow is
-installed.
+loop) and the host time of each replay call, labelled with how that replay ran
+(``Recording.last_path``): ``(native)`` the driver replayed the recording;
+``(khr_command_buffer)`` the command-buffer was enqueued as recorded; ``(replay)`` the
+dispatches were enqueued one by one from the recording, their arguments resolved once.
+On the Khronos path every frame here says ``(replay)``: each frame changes arguments,
+and changing a recorded command-buffer needs ``cl_khr_command_buffer_mutable_dispatch``,
+which no device here has (a replay without changes runs the command-buffer). The first
+frame's time includes the driver's first launch of each kernel. The last frame is
+checked against numpy, exit status 1 on mismatch. ``--png`` writes the last frame if
+Pillow is installed.
 """
 
 from __future__ import annotations
@@ -24,6 +31,14 @@ import pyopencl as cl
 
 import qcom_ext
 from qcom_ext._resources import kernels_dir
+
+#: What each ``Recording.last_path`` a frame prints means.
+HOW_IT_RAN = {
+    "native": "the driver replayed the recording (cl_qcom_recordable_queues)",
+    "khr_command_buffer": "the cl_khr_command_buffer was enqueued as recorded",
+    "replay": "the dispatches were enqueued one by one from the recording (arguments "
+    "resolved once)",
+}
 
 
 def generated_image(width: int, height: int) -> np.ndarray:
@@ -98,7 +113,7 @@ def main() -> int:
         rec.enqueue(k["highlight"], (n,), (64,), blurred, mask, outputs[0])
     print(f"Recording path {rec.path} ({status.reason}); {len(rec)} dispatches")
 
-    host_us = []
+    host_us, ran_as = [], set()
     for frame in range(args.frames):
         bias, level = frame_parameters(frame, args.frames)
         start = time.perf_counter()
@@ -107,9 +122,17 @@ def main() -> int:
         event.wait()
         done = time.perf_counter() - start
         host_us.append(host * 1e6)
+        ran_as.add(rec.last_path)
         print(
             f"frame {frame:3d}: bias {bias:+4d} level {level:3d}  replay call "
             f"{host * 1e6:7.1f} µs ({rec.last_path}), frame done {done * 1e3:7.2f} ms"
+        )
+    for how in sorted(ran_as):
+        print(f"({how}): {HOW_IT_RAN[how]}")
+    if rec.path == "khr_command_buffer" and "replay" in ran_as:
+        print(
+            "  each frame changes arguments, which a recorded command-buffer takes only "
+            "through cl_khr_command_buffer_mutable_dispatch (absent here)"
         )
     median = statistics.median(host_us)
     print(

@@ -14,8 +14,6 @@ The result is checked against ``numpy.cumsum``; exit status 1 on mismatch.
 
 from __future__ import annotations
 
-import time
-
 import _common
 import numpy as np
 import pyopencl as cl
@@ -85,17 +83,19 @@ def main() -> int:
     mf = cl.mem_flags
     src = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=values)
     dst = cl.Buffer(ctx, mf.READ_WRITE, values.nbytes)
-    start = time.perf_counter()
-    scan(src, dst, args.n)
-    scan.queue.finish()
-    elapsed = time.perf_counter() - start
+
+    def run():
+        scan(src, dst, args.n)
+        scan.queue.finish()
+
+    timing, _ = _common.timed(run)
     result = np.empty_like(values)
     cl.enqueue_copy(scan.queue, result, dst)
 
     expected = np.cumsum(values, dtype=np.int64)
     ok = np.array_equal(result, expected)
     print(
-        f"{args.n} values in {elapsed * 1e3:.2f} ms; last sums {result[-3:].tolist()} "
+        f"{args.n} values: {timing}; last sums {result[-3:].tolist()} "
         f"(numpy {expected[-3:].tolist()})"
     )
     print("OK" if ok else "MISMATCH")

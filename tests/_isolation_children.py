@@ -1,5 +1,5 @@
 """Children for the isolated compile's tests: the real child
-(``qcom_ext.ext.program.isolated``) with one driver entry point substituted, run as
+(``qcom_ext.ext.program.compile_child``) with one driver entry point substituted, run as
 ``python -c "import _isolation_children as c; c.<name>(...)"`` (the parent's import path
 travels with the child, so this module is found there). Each dies, hangs or misbehaves
 for real, in its own process."""
@@ -19,9 +19,9 @@ def command(name: str, *args: str) -> tuple[str, ...]:
 
 
 def _real_child() -> None:
-    from qcom_ext.ext.program import isolated
+    from qcom_ext.ext.program import compile_child
 
-    sys.exit(isolated.main())
+    sys.exit(compile_child.main())
 
 
 def _compiler_does(action) -> None:

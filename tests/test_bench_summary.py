@@ -7,6 +7,7 @@ arithmetic."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 
@@ -38,9 +39,10 @@ def test_qcom_ext_bench_summary_from_the_wheel_alone(
 ):
     from qcom_ext.tools.cli import main as cli_main
 
-    out = tmp_path / "bench.json"
-    argv = ["bench", "--summary", "memory_onchip", "ops-suite", "--device", spec]
-    assert cli_main([*argv, "--rounds", "1", "--batch-ms", "1", "--json", str(out)]) == 0
+    out, markdown = tmp_path / "bench.json", tmp_path / "bench.md"
+    argv = ["bench", "--summary", "memory_onchip", "ops-suite", "--device", spec, "--rounds", "1"]
+    files = ["--json", str(out), "--markdown", str(markdown)]
+    assert cli_main([*argv, "--batch-ms", "1", *files]) == 0
     data = json.loads(out.read_text())
     summary = data["suites"]["summary"]
     copy_Bps = summary["buffer_copy_Bps"]
@@ -66,14 +68,18 @@ def test_qcom_ext_bench_summary_from_the_wheel_alone(
         )
     assert all(r["vs_torch"] is None and r["target"] == "" for r in summary["rows"])
 
-    text = capsys.readouterr().out
+    text = markdown.read_text()  # the summary's markdown (as --update-doc writes it)
     table = text[text.index("| op | time |") :].split("\n\n")[0].splitlines()
     assert table[0] == "| op | time | of buffer copy | device | driver | date |"  # no lab columns
     assert len(table) == 2 + len(rows)
     label, driver = device_caps.label, device_caps.driver_version
     assert all(line.endswith(f"| {label} | {driver} | {data['header']['date'][:10]} |")
                for line in table[2:])  # fmt: skip
-    assert "buffer copy" in text and "measured in this run" in text
+    assert summary["roofline"] in text and "measured in this run" in summary["roofline"]
+    console = capsys.readouterr().out  # the same rows on the console, the copy above them
+    shown = console[console.index(summary["roofline"]) :].split("ops-suite")[0]
+    assert "of buffer copy" in shown and "vs torch" not in shown and "target" not in shown
+    assert all(op.split(": ")[-1] in shown for op in rows)
 
 
 def test_a_bare_summary_runs_the_cases_and_the_default_suites(
@@ -107,7 +113,7 @@ def test_a_bare_summary_runs_the_cases_and_the_default_suites(
     argv = ["--summary", "--device", spec, "--rounds", "1", "--batch-ms", "1"]
     assert _run.main(argv, packages=("fake_bench",)) == 0
     out = capsys.readouterr().out
-    assert "| fake: sum |" in out and "| quick | 1 s |" in out and "quick ran" in out
+    assert "fake: sum" in out and re.search(r"^ *quick +1 s", out, re.M) and "quick ran" in out
     assert "long" not in out
     assert _run.main([*argv[1:], "long-suite"], packages=("fake_bench",)) == 0
     out = capsys.readouterr().out  # a named suite alone, without --summary

@@ -219,3 +219,18 @@ def test_isolated_commands_report_a_driver_crash(crashing, command):
     assert result.returncode == 1
     assert "the OpenCL driver crashed in clGetPlatformIDs (SIGSEGV)" in result.stderr
     assert "--isolated" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["probe", "selftest", "tune", "doctor", "env", "bench"])
+def test_every_command_says_what_it_does_in_its_help(command, capsys):
+    """``qcom-ext COMMAND --help``: usage, then a description of a sentence or more."""
+    from qcom_ext.tools import cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main([command, "--help"])
+    assert done.value.code == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    assert blocks[0].startswith(f"usage: qcom-ext {command}"), blocks[0]
+    description = blocks[1]
+    assert not description.startswith(("options:", "positional arguments:")), blocks
+    assert len(description.split()) >= 8, description

@@ -7,7 +7,7 @@ import pyopencl as cl
 import pytest
 from fakes.driver import DEVICE, PLATFORM, adreno740_device_info, fake_driver, platform_info
 
-from qcom_ext import ConfigError, DeviceCaps, ExtensionUnavailable
+from qcom_ext import ConfigError, DeviceCaps, ExtensionUnavailable, QcomExtWarning
 from qcom_ext.binding.lib import ffi
 from qcom_ext.device import shared
 from qcom_ext.device.probe import clear_cache, probe
@@ -121,3 +121,64 @@ def test_require_returns_the_entry_point_or_names_every_missing_one(fake_adreno)
         f"cl_qcom_recordable_queues is advertised by {adreno.label}, but the driver lacks "
         "clNewRecordingQCOM, clEndRecordingQCOM"
     )
+
+
+RECORDABLE = "cl_qcom_recordable_queues"
+
+
+def test_a_route_is_the_shared_path_with_its_reason():
+    native, absent = caps(PERF), caps()
+    route = shared.Route.of([native, absent], PERF)
+    assert (route.path, route.native, route.tier, route.lacking) == (
+        "fallback",
+        False,
+        "fallback",
+        PERF,
+    )
+    assert route.reason.startswith(f"{absent.label}: not advertised")
+    assert route.labels == shared.labels([native, absent])
+    both = shared.Route.of([native], PERF, "cl_qcom_priority_hint")  # the first one lacking
+    assert (both.path, both.lacking, both.extension) == ("fallback", "cl_qcom_priority_hint", PERF)
+    assert shared.Route.of([native], PERF).native and shared.route(native, PERF).native
+    with pytest.raises(ConfigError, match="at least one device and one extension"):
+        shared.Route.of([], PERF)
+
+
+def test_refuse_raises_the_one_typed_error():
+    route = shared.Route.of([caps()], "cl_qcom_protected_context")
+    assert route.path == "unavailable" and route.unavailable()
+    with pytest.raises(ExtensionUnavailable, match=r"; no host mapping$") as info:
+        route.refuse("no host mapping")
+    assert info.value.extension == "cl_qcom_protected_context"
+    with pytest.raises(ExtensionUnavailable, match=r"on opencl-gpu \(.*\): other$") as info:
+        route.refuse(extension=PERF, reason="other")
+    assert info.value.extension == PERF
+
+
+def test_downgrade_warns_once_and_takes_the_path_below_native():
+    recordable = caps(f"{RECORDABLE} cl_khr_command_buffer")
+    route = shared.Route.of([recordable], RECORDABLE)
+    missing = EntryPointMissing(f"{RECORDABLE} is advertised, but the driver lacks it")
+    with pytest.warns(QcomExtWarning) as seen:
+        after = route.downgrade(missing, "recordings take the Khronos path", stacklevel=1)
+    assert len(seen) == 1 and seen[0].filename == __file__  # stacklevel 1: downgrade's caller
+    assert (
+        str(seen[0].message) == f"{recordable.label}: {missing}; recordings take the Khronos path"
+    )
+    assert (after.path, after.reason, after.lacking) == (
+        "khr:cl_khr_command_buffer",
+        str(missing),
+        RECORDABLE,
+    )
+    assert route.native  # the route itself is a value: unchanged
+
+
+def test_require_on_a_khronos_route_asks_the_tier(monkeypatch):
+    asked = []
+    monkeypatch.setattr(
+        shared, "require_all", lambda c, ext, names: asked.append(ext) or {n: n for n in names}
+    )
+    route = shared.Route.of([caps(f"{RECORDABLE} cl_khr_command_buffer")], RECORDABLE)
+    assert route.require("clNewRecordingQCOM") == "clNewRecordingQCOM" and asked == [RECORDABLE]
+    khr = shared.Route.of([caps("cl_khr_command_buffer")], RECORDABLE)
+    assert khr.require("a", "b") == {"a": "a", "b": "b"} and asked[-1] == "cl_khr_command_buffer"

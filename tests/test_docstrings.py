@@ -37,9 +37,9 @@ MODULES = [
     "qcom_ext.ext.program.build",
     "qcom_ext.tools.pytest_plugin",
     "qcom_ext.ext.memory.flags",
-    "qcom_ext.ext.images.formats",
+    "qcom_ext.ext.memory.formats",
     "qcom_ext.ext.images.info",
-    "qcom_ext.ext.memory.image_buffer",
+    "qcom_ext.ext.images.image_buffer",
     "qcom_ext.ext.memory.onchip",
     "qcom_ext.ext.memory.memobj",
     "qcom_ext.ext.memory.host_ptr",
@@ -97,6 +97,8 @@ MODULES = [
     "qcom_ext.device.choice",
     "qcom_ext.device.isolated",
     "qcom_ext.ext.program.isolated",
+    "qcom_ext._trials",
+    "qcom_ext._json_store",
 ]
 
 NEEDS_DEVICE = {
@@ -108,7 +110,7 @@ NEEDS_DEVICE = {
     "qcom_ext.ext.recording",
     "qcom_ext.ext.program.build",
     "qcom_ext.ext.images.info",
-    "qcom_ext.ext.memory.image_buffer",
+    "qcom_ext.ext.images.image_buffer",
     "qcom_ext.ext.memory.onchip",
     "qcom_ext.ext.memory.host_ptr",
     "qcom_ext.ext.images.image",

@@ -57,8 +57,8 @@ from qcom_ext.device import clml as _clml
 from qcom_ext.device.probe import clear_cache, probe
 from qcom_ext.errors import RecordingStateError, error_name
 from qcom_ext.ext import context as context_module
+from qcom_ext.ext.images import image_buffer as image_buffer_module
 from qcom_ext.ext.memory import external as external_memory
-from qcom_ext.ext.memory import image_buffer as image_buffer_module
 from qcom_ext.tools.pytest_plugin import skip_unless_building
 
 DEVICE = next((c for c in DEVICES if c.image_support), None)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import qcom_ext
 from qcom_ext import ConfigError, ImageBuffer, buffer_from_image, image_with_buffer
 from qcom_ext.binding.lib import C
-from qcom_ext.ext.images.formats import parse_image_format
+from qcom_ext.ext.memory.formats import parse_image_format
 
 EXTENSION = "cl_qcom_create_buffer_from_image"
 KHR = "khr:cl_khr_image2d_from_buffer"

@@ -231,6 +231,28 @@ def test_missing_entry_point_copies_with_one_warning(device, context):
     assert len(messages) == 1 and "lacks clCreateBufferFromImageQCOM" in messages[0]
 
 
+def test_missing_pitch_query_warns_once_and_takes_the_images_pitches(device, context):
+    """The native buffer is made; only clGetDeviceImageInfoQCOM is missing: the route's
+    one warning names it, and the pitches are clGetImageInfo's."""
+    fmt = cl.ImageFormat(cl.channel_order.RGBA, cl.channel_type.UNSIGNED_INT8)
+    image = cl.create_image(context, mf.READ_WRITE, fmt, (21, 9))
+    fake = NativeDriver(context)
+    fake.register(image, 4)
+    with (
+        claiming(
+            device.device_id, extensions=[EXTENSION], clCreateBufferFromImageQCOM=fake.create
+        ),
+        warnings.catch_warnings(record=True) as seen,
+    ):
+        warnings.simplefilter("always")
+        pair = buffer_from_image(image)
+    assert (pair.path, pair.zero_copy) == ("native", True) and fake.pitch_queries == []
+    assert pair.row_pitch == image.row_pitch
+    messages = [(str(w.message), w.filename) for w in seen if w.category is QcomExtWarning]
+    assert len(messages) == 1 and "lacks clGetDeviceImageInfoQCOM" in messages[0][0]
+    assert messages[0][1] == __file__  # attributed to the caller of buffer_from_image
+
+
 def test_disabled_native_never_calls_the_driver(device, context, monkeypatch):
     monkeypatch.setenv("QCOM_EXT_DISABLE", EXTENSION)
     image = cl.create_image(

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from qcom_ext import CLError, ConfigError
 from qcom_ext.binding.lib import C, constant_names, driver, ffi
-from qcom_ext.ext.images.formats import (
+from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import (
     ImageExtent,
     ImageFormat,
     check_image_format,
@@ -23,7 +24,6 @@ from qcom_ext.ext.images.formats import (
     image_type_name,
     parse_image_format,
 )
-from qcom_ext.ext.memory.flags import access_flags, flag_names
 from qcom_ext.ext.memory.memobj import checked_handle
 
 ORDERS = [n for n in constant_names() if 0x10B0 <= getattr(C, n) <= 0x10C3]

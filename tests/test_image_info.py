@@ -13,8 +13,8 @@ import qcom_ext
 from qcom_ext import ConfigError, ImageInfo, query_image_info
 from qcom_ext.binding.lib import C
 from qcom_ext.device.caps import DeviceCaps, Limits
-from qcom_ext.ext.images.formats import parse_image_format
 from qcom_ext.ext.images.info import computed_image_info
+from qcom_ext.ext.memory.formats import parse_image_format
 
 _TYPES = {
     "1d": cl.mem_object_type.IMAGE1D,
@@ -97,7 +97,7 @@ def test_fallback_honours_pitch_alignment():
         disabled=(),
     )
     fmt = parse_image_format(("RGBA", "UNORM_INT8"))
-    extent = qcom_ext.ext.images.formats.image_extent("2d", (100, 3))
+    extent = qcom_ext.ext.memory.formats.image_extent("2d", (100, 3))
     info = computed_image_info(caps, fmt, "2d", extent)
     assert info == ImageInfo(
         row_pitch=128 * 4,
@@ -109,12 +109,12 @@ def test_fallback_honours_pitch_alignment():
         base_address_alignment=64,
     )
     arrays = computed_image_info(
-        caps, fmt, "2d_array", qcom_ext.ext.images.formats.image_extent("2d_array", (64, 3, 5))
+        caps, fmt, "2d_array", qcom_ext.ext.memory.formats.image_extent("2d_array", (64, 3, 5))
     )
     assert (arrays.row_pitch, arrays.slice_pitch, arrays.size) == (256, 768, 768 * 5)
     assert arrays.slice_alignment == 256
     one_d_buffer = computed_image_info(
-        caps, fmt, "1d_buffer", qcom_ext.ext.images.formats.image_extent("1d_buffer", (100,))
+        caps, fmt, "1d_buffer", qcom_ext.ext.memory.formats.image_extent("1d_buffer", (100,))
     )
     assert one_d_buffer.row_pitch == 400  # buffers hold their own layout: no pitch alignment
 

@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 import qcom_ext
 from qcom_ext import ConfigError, ExtensionUnavailable, QcomExtWarning
 from qcom_ext._resources import kernels_dir
+from qcom_ext.device.shared import Route
 from qcom_ext.ext.images import planar, yuv
+from qcom_ext.ext.memory.external import import_route
 
 FAST = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -247,6 +249,30 @@ def test_vendor_memory_cannot_back_portable_planes(images, cl_context):
     memory = qcom_ext.ExternalMemory.ahardwarebuffer(0x1000)
     with pytest.raises(ExtensionUnavailable, match="cl_qcom_android_ahardwarebuffer_host_ptr"):
         qcom_ext.nv12_image(cl_context, (16, 16), memory=memory)
+
+
+@pytest.mark.parametrize(
+    "extensions, memory",
+    [  # memory some path imports, on devices without native planar images
+        (
+            "cl_khr_external_memory cl_khr_external_memory_android_hardware_buffer",
+            qcom_ext.ExternalMemory.ahardwarebuffer(0x1000),
+        ),
+        ("cl_qcom_ext_host_ptr cl_qcom_ion_host_ptr", qcom_ext.ExternalMemory.ion(3)),
+    ],
+    ids=["ahb-khr-tier", "ion-native"],
+)
+def test_only_a_dmabuf_backs_portable_planes(extensions, memory):
+    """The rule itself, not an earlier refusal: the memory imports (natively or through
+    its Khronos tier), the planar extensions are absent, and the portable planes would
+    have to map it. A dma-buf on the same device is portable, so only the rule refuses."""
+    caps = qcom_ext.DeviceCaps.from_info(extensions=extensions, disabled=())
+    route = Route.of([caps], planar.OTHER, planar.PLANES)
+    assert import_route(route.caps, memory)[0] in ("native", "khr")  # no earlier refusal
+    with pytest.raises(ExtensionUnavailable, match="only a dma-buf can back the portable"):
+        planar.portable_reason(route, "nv12", memory)
+    reason = planar.portable_reason(route, "nv12", qcom_ext.ExternalMemory.dmabuf(5))
+    assert route.path == "fallback" and reason == route.reason
 
 
 @needs_memfd

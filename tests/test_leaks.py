@@ -44,9 +44,8 @@ from fakes.claiming import claiming
 from fakes.recording import FakeRecordingDriver, native_caps
 
 import qcom_ext
-import qcom_ext.ext.context as context_module
 import qcom_ext.ext.recording as recording_module
-from qcom_ext import DeviceCaps, QcomExtWarning, Recording
+from qcom_ext import DeviceCaps, QcomExtWarning, Recording, _context_cache
 from qcom_ext.binding.lib import C, ffi
 
 pytestmark = pytest.mark.skipif(
@@ -73,8 +72,8 @@ def counter() -> ContextCounter:
 
 
 def registered_contexts() -> int:
-    with context_module._lock:  # runs the removals finalizers deferred
-        return len(context_module._registry)
+    """The contexts whose state (or cached values) an owner still holds."""
+    return len(_context_cache.live_handles())
 
 
 def child_environment() -> dict[str, str]:

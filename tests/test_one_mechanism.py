@@ -60,6 +60,35 @@ def test_library_programs_are_built_and_cached_in_one_place():
     assert found == {"ext/program/shared.py"}
 
 
+def test_child_processes_start_and_die_in_one_place():
+    """Starting a child (a session of its own, no current directory on its import path)
+    and killing its process group: qcom_ext/_isolation.py (``start_child``, ``Child``),
+    which the isolated probe and compile, the doctor's child and the verify trials all
+    use (tools/verify/_process.py had a Popen, a session and a killpg of its own)."""
+    assert _sources_with("Popen(") == {"_isolation.py"}
+    assert _sources_with("killpg") == {"_isolation.py"}
+    assert _sources_with("start_new_session") == {"_isolation.py"}
+
+
+def test_json_entries_are_stored_in_one_place():
+    """One JSON file per key (format, version, key, memo): qcom_ext/_json_store.py, for
+    the tuning cache and the variant store alike (they were near twins). The program
+    cache (binaries under an HMAC) and the verdicts (one merged file under a lock) are
+    other formats; every one goes through _cache_dir's writer and trust check."""
+    writers = {"_cache_dir.py", "_json_store.py", "ext/program/cache.py", "device/verdicts.py"}
+    assert _sources_with("write_atomically(") == writers
+    assert _sources_with("read_json(") == writers - {"ext/program/cache.py"}  # binaries
+
+
+def test_per_context_state_lives_in_one_cache():
+    """What qcom_ext keeps per context (built objects, the hints a context was made
+    with, the image formats the ops ask for): qcom_ext/_context_cache.py, the one table
+    that never keeps a context alive (ext/context.py and ops/_tensor.py had weak tables
+    of their own)."""
+    assert _sources_with("WeakValueDictionary") == {"_context_cache.py"}
+    assert _sources_with("WeakKeyDictionary(") == set()
+
+
 # ---- one device rule for the tests that build kernels (issue 26, finding 13) ---------
 
 TESTS = Path(__file__).parent
@@ -129,3 +158,41 @@ def test_the_rule_check_sees_a_test_that_builds_on_its_own():
         "def test_b(cl_queue, kernel_context):\n    cl.Program(kernel_context, SRC).build()\n"
     )
     assert kernel_builders_outside_the_rule(source) == ["test_a"]
+
+
+def test_a_missing_native_entry_point_falls_back_one_way():
+    """Every ``except EntryPointMissing`` of the host API goes through
+    ``Route.downgrade`` (one warning, the route without the extension): the 9 blocks
+    that each warned and fell back their own way are gone."""
+    found = []
+    for path in sorted((PACKAGE / "ext").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            caught = getattr(node, "type", None)
+            if isinstance(node, ast.ExceptHandler) and "EntryPointMissing" in ast.unparse(
+                caught or ast.Constant(None)
+            ):
+                calls = {
+                    n.func.attr
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                }
+                found.append((path.relative_to(PACKAGE).as_posix(), node.lineno, calls))
+    assert len(found) >= 8  # the search sees them
+    assert [(p, line) for p, line, calls in found if "downgrade" not in calls] == []
+
+
+def test_reports_and_labels_of_a_context_come_from_one_helper():
+    """No module turns a context's devices into reports, or reports into a label list, by
+    hand: ``device/shared.py`` does (``route``, ``context_caps``, ``labels``)."""
+    copies = {
+        "reports": re.compile(r"probe\(\w+\) for \w+ in \w+\.devices"),
+        "labels": re.compile(r"join\([^)]*\.label for "),
+    }
+    found = [
+        (kind, p.relative_to(PACKAGE).as_posix())
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "shared.py" or p.parent.name != "device"
+        for kind, pattern in copies.items()
+        if pattern.search(p.read_text())
+    ]
+    assert found == []

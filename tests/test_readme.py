@@ -23,12 +23,21 @@ child = pytest.mark.slow  # runs child processes
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+#: the pages a new user reads first: the README and the probe's page it sends them to
+FRONT_DOOR = (README, ROOT / "docs" / "probe.md")
 
 
 def readme() -> str:
     if not README.is_file():
         pytest.skip("not running from a source checkout")
     return README.read_text()
+
+
+def front_door() -> str:
+    """The README and docs/probe.md, where its probe options and switches moved."""
+    if not all(page.is_file() for page in FRONT_DOOR):
+        pytest.skip("not running from a source checkout")
+    return "\n".join(page.read_text() for page in FRONT_DOOR)
 
 
 def quick_start() -> list[str]:
@@ -38,9 +47,9 @@ def quick_start() -> list[str]:
 
 
 def shown_commands() -> list[str]:
-    """Every ``qcom-ext ...`` command of the README: inline code, and the commands of its
-    ``sh`` blocks (``&&``-joined ones split, comments dropped)."""
-    text = README.read_text() if README.is_file() else ""
+    """Every ``qcom-ext ...`` command of the README and docs/probe.md: inline code, and
+    the commands of their ``sh`` blocks (``&&``-joined ones split, comments dropped)."""
+    text = "\n".join(page.read_text() for page in FRONT_DOOR if page.is_file())
     found = {" ".join(code.split()) for code in re.findall(r"`(qcom-ext\s[^`]+)`", text)}
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         for line in block.splitlines():
@@ -252,7 +261,7 @@ def test_the_readme_shows_the_commands_this_test_runs():
 
 def device_example() -> tuple[str, str]:
     """The README's two ``PYOPENCL_CTX``-style ``--device`` examples: by index, by name."""
-    found = re.search(r"\(`--device (\d+:\d+)`, `--device (\w+)`\)", readme())
+    found = re.search(r"\(`--device (\d+:\d+)`, `--device (\w+)`\)", front_door())
     assert found, "the README's --device examples moved: update this test"
     return found.group(1), found.group(2)
 
@@ -295,7 +304,7 @@ def test_device_option_by_index_and_by_name(devices, tmp_path, monkeypatch):
 
 @child
 def test_kill_switch_as_the_readme_shows(devices, tmp_path):
-    found = re.search(r"`QCOM_EXT_DISABLE=([\w,]+)`", readme())
+    found = re.search(r"`QCOM_EXT_DISABLE=([\w,]+)`", front_door())
     assert found, "the README's QCOM_EXT_DISABLE example moved: update this test"
     names = found.group(1).split(",")
     report = json.loads(
@@ -308,13 +317,18 @@ def test_kill_switch_as_the_readme_shows(devices, tmp_path):
     assert "Traceback" not in bad.stderr, bad.stderr
 
 
+def snippets() -> dict[str, str]:
+    """The README's Python snippets by what they show: ``probe`` and ``matmul``."""
+    found = re.findall(r"```python\n(.*?)```", readme(), re.S)
+    named = {("matmul" if "ops.matmul" in code else "probe"): code for code in found}
+    assert len(named) == len(found) == 2, "the README's snippets changed: update this test"
+    return named
+
+
 @child
 def test_python_snippet_runs(devices, tmp_path):
-    snippets = re.findall(r"```python\n(.*?)```", readme(), re.S)
-    assert snippets, "the README has no Python snippet any more: update this test"
-    for snippet in snippets:
-        result = run([sys.executable, "-c", snippet], tmp_path)
-        assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
+    result = run([sys.executable, "-c", snippets()["probe"]], tmp_path)
+    assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
     # the snippet: the default device's path and a reason, then a summary per device
     lines = result.stdout.splitlines()
     default = qcom_ext.probe()
@@ -324,10 +338,58 @@ def test_python_snippet_runs(devices, tmp_path):
 
 
 @child
+def test_matmul_snippet_runs(devices, tmp_path):
+    """The five-line matmul: y's shape, and an error within q8_0's rounding (as it says)."""
+    result = run([sys.executable, "-c", snippets()["matmul"]], tmp_path)
+    assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
+    shape, error = result.stdout.strip().rsplit(" ", 1)
+    assert shape == "(4, 128)" and 0 < float(error) < 0.5, result.stdout
+
+
+def test_shown_probe_output_is_what_the_probe_says(devices):
+    """The quick start's probe table (cut) matches the probe of the device it names,
+    where that device is here: every extension's path and the summary."""
+    section = readme().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    shown = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    label = re.search(r"^ +label +(\S+)$", shown, re.M).group(1)
+    caps = next((c for c in devices if c.label == label), None)
+    if caps is None:
+        pytest.skip(f"no {label} here: the README's table cannot be compared")
+    rows = re.findall(r"^  (cl_qcom_\w+) +(\S+)$", shown, re.M)
+    assert rows and all(caps.path(name) == path for name, path in rows), rows
+    assert " ".join(shown.split()).endswith(caps.summary()), shown
+
+
+@child
+def test_sample_command_runs_as_shown(devices, tmp_path):
+    """The README's sample command, where its device is here: its first line and its
+    timings as the output shown (first run apart from the steady state)."""
+    (command,) = [
+        line
+        for block in re.findall(r"```sh\n(.*?)```", readme(), re.S)
+        for line in block.splitlines()
+        if line.startswith("python samples/")
+    ]
+    words = command.split()
+    label = words[words.index("--device") + 1]
+    if label not in {c.label for c in devices}:
+        pytest.skip(f"no {label} here")
+    result = run([sys.executable, str(ROOT / words[1]), *words[2:]], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    shown = readme().split(command, 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert lines[0] == shown.splitlines()[0] and lines[-1] == "OK"
+    pattern = re.compile(
+        r"^box \S+: first run .+ \(kernel builds included\), then .+ \(median of 3\)"
+    )
+    assert sum(bool(pattern.match(line)) for line in lines) == 3, lines
+
+
+@child
 def test_device_option_by_label(devices, tmp_path):
     """The README's label example (``--device pocl-3.1-cpu``) picks that device where it
     exists; every device's label picks it."""
-    found = re.search(r"`--device ([a-z][\w.-]*-(?:cpu|gpu))`", readme())
+    found = re.search(r"`--device ([a-z][\w.-]*-(?:cpu|gpu))`", front_door())
     assert found, "the README's --device label example moved: update this test"
     labels = {caps.label for caps in devices}
     assert found.group(1) in labels or found.group(1).startswith("pocl-")

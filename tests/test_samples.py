@@ -5,6 +5,7 @@ requirement here, as in the ``test`` extra)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,28 @@ def device_spec(caps) -> str:
             if device.int_ptr == caps.device_id:
                 return f"{p_index}:{d_index}"
     raise AssertionError(f"{caps.label} not found among pyopencl's devices")
+
+
+#: How a sample reports a time: the first run (kernel builds included) apart from the
+#: steady state.
+FIRST_THEN = re.compile(
+    r"first run [\d.]+ m?s \(kernel builds included\), then [\d.]+ m?s \(median of 3\)"
+)
+
+
+def test_samples_take_the_device_label_as_the_cli_does(device_caps):
+    """``--device`` as ``qcom-ext --device`` reads it: the label ``qcom-ext probe`` prints."""
+    result = run_sample("bitreverse.py", "--device", device_caps.label, "--bits", "10")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"{device_caps.label}: cl_qcom_bitreverse -> ")
+
+
+def test_a_sample_refuses_a_device_it_cannot_find_in_one_line():
+    result = run_sample("box_filter.py", "--device", "no-such-device-cpu")
+    assert result.returncode == 2 and result.stdout == "", result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("box_filter.py: error: --device 'no-such-device-cpu' names no device")
+    assert "the devices here: 0:0 = " in line
 
 
 def test_probe_sample_lists_every_device(device_caps):
@@ -165,6 +188,11 @@ def test_recordable_queue_sample(device_caps, kernel_context, tmp_path, forced):
     assert f"Recording path {expected} " in lines[1] and "4 dispatches" in lines[1]
     assert sum(line.startswith("frame ") for line in lines) == 5
     assert "µs per dispatch" in result.stdout and lines[-1] == "OK"
+    shown = {re.search(r"µs \((\w+)\), frame done", line).group(1) for line in lines[2:7]}
+    for how in shown:  # every label a frame shows is explained once
+        assert sum(line.startswith(f"({how}): ") for line in lines) == 1, result.stdout
+    if expected == "khr_command_buffer" and "replay" in shown:
+        assert "cl_khr_command_buffer_mutable_dispatch" in result.stdout
     pictures.assert_png(png, "L", pictures.pipeline_png(96, 40, frames=5), tolerance=0)
 
 
@@ -405,6 +433,8 @@ def test_accelerated_image_ops_samples(device_caps, kernel_context, tmp_path, na
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"{device_caps.label}: cl_qcom_accelerated_image_ops -> ")
     assert lines[-1] == "OK"
+    timings = [line for line in lines if FIRST_THEN.search(line)]  # first run apart
+    assert len(timings) == {"convolve.py": 2, "box_filter.py": 2}.get(name, 1), lines
     if name == "convolve.py":
         pictures.assert_png(png, "L", pictures.convolve_png(64, 40))
     elif name == "box_filter.py":

@@ -251,6 +251,59 @@ def test_table_output(device_caps, kernel_context, monkeypatch, capsys):
     assert "OK (1 pass)" in out and "cl_qcom_perf_hint" not in out
 
 
+def test_the_table_fits_80_columns_without_splitting_words(device_caps, kernel_context):
+    """The whole selftest's table at 80 columns: no line wider, every extension name,
+    path and reason whole (a row too wide puts its extension above it, a long note
+    under it)."""
+    import io
+
+    from rich.console import Console
+
+    from qcom_ext.device.quirks import QUIRKS
+    from qcom_ext.tools.selftest._render import render
+
+    report, _ = full_report(device_caps)
+    report = dataclasses.replace(report, quirks=QUIRKS)  # every quirk's line, as on Adreno
+    out = io.StringIO()
+    render(report, Console(file=out, width=80, color_system=None))
+    text = out.getvalue()
+    assert not [line for line in text.splitlines() if len(line.rstrip()) > 80]
+    shown = {word.strip(",;:()") for line in text.splitlines() for word in line.split()}
+    words = []
+    for item in report.extensions:
+        words += [item.extension, *(run.path for run in item.runs)]
+        words += [w for path, why in item.skipped for w in (path, *why.split())]
+        words += [w for run in item.runs for w in (run.skipped or "").split()]
+    words += [w for quirk in QUIRKS for w in (quirk.id, quirk.source)]
+    split = sorted({w for w in words if w.strip(",;:()") not in shown})
+    assert not split, f"split or missing: {split}\n{text}"
+    assert f"  {report.extensions[0].extension}" in text.splitlines()  # above its rows
+
+
+def test_progress_goes_to_a_terminals_stderr_only(
+    device_caps, kernel_context, monkeypatch, capsys
+):
+    """Each extension's name on stderr while it runs, where stderr is a terminal
+    (TTY_COMPATIBLE=1 makes rich take it for one); none with --json, none into a pipe."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("PYOPENCL_CTX", device_spec(device_caps))
+
+    def selftest(*args: str) -> tuple[int, str, str]:
+        argv = ["selftest", "--device", device_spec(device_caps), "--only", "bitreverse,perf_hint"]
+        status = cli.main([*argv, *args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    status, _, err = selftest()
+    assert status == 0 and "bitreverse" in err and "perf_hint" in err and "1/2" in err, err
+    status, out, err = selftest("--json")
+    assert status == 0 and json.loads(out)["ok"] and err == ""
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")  # a pipe or a file
+    status, out, err = selftest()
+    assert status == 0 and "OK (2 pass)" in out and err == ""
+
+
 def test_a_wrong_reference_fails_the_check_and_the_exit_status(
     device_caps, kernel_context, monkeypatch, capsys
 ):

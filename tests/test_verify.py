@@ -20,6 +20,7 @@ from fakes.claiming import claiming
 from fakes.driver import DEVICE, adreno740_device_info, fake_driver, platform_info, u64
 
 import qcom_ext
+from qcom_ext import _trials
 from qcom_ext.binding.lib import C, ffi
 from qcom_ext.device.caps import DeviceCaps, Limits
 from qcom_ext.device.probe import clear_cache, probe
@@ -455,8 +456,8 @@ def test_native_onchip_trial_reaches_the_driver(device_caps, cl_context):
 
 
 def test_the_device_layer_loads_no_tool_until_verify_is_asked():
-    """probe() and the verdicts are the device layer's; only probe(verify=True) imports
-    the runner (the one documented lazy import of the layer contract)."""
+    """probe() and the verdicts are the device layer's; only probe(verify=True) loads
+    the runner (through the hook the package installs, qcom_ext._trials)."""
     import subprocess
     import sys
 
@@ -468,3 +469,21 @@ def test_the_device_layer_loads_no_tool_until_verify_is_asked():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_probe_verify_runs_the_trial_runner_the_package_installed(device_caps):
+    """probe(verify=True) reaches the trials through qcom_ext._trials (no import of the
+    tools layer from the device layer); with no runner installed it is a ConfigError."""
+    assert _trials.install(None) is not None  # the package installed one at import
+    try:
+        clear_cache()
+        with pytest.raises(ConfigError, match="none is installed"):
+            probe(device_caps.device_id, verify=True)
+        seen = []
+        _trials.install(lambda caps: seen.append(caps.label) or caps)
+        clear_cache()
+        assert probe(device_caps.device_id, verify=True).label == device_caps.label
+        assert seen == [device_caps.label]
+    finally:
+        _trials.install(qcom_ext._run_trials)
+        clear_cache()

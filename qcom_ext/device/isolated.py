@@ -3,7 +3,7 @@
 Some drivers crash in the probe's very first call (a Windows-on-Snapdragon driver inside
 ``clGetPlatformIDs``). :func:`probe_isolated` (``probe_all(isolated=True)``, ``qcom-ext
 probe --isolated``, ``qcom-ext selftest --isolated``) makes the platform and device
-queries in a child process (``python -m qcom_ext.device.isolated``) and brings the
+queries in a child process (``python -m qcom_ext.device.probe_child``) and brings the
 reports back as JSON (:meth:`DeviceCaps.to_dict`, read back by :func:`report_from_dict`).
 A crash there raises :class:`~qcom_ext.errors.DriverCrashError` naming the call and the
 signal ("the OpenCL driver crashed in clGetPlatformIDs (SIGSEGV)"), a hang
@@ -21,17 +21,12 @@ True
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from qcom_ext._isolation import module_command, run_child, serve
-from qcom_ext.binding import info as _info
-from qcom_ext.binding.lib import driver
+from qcom_ext._isolation import module_command, run_child
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.device.choice import device_from_spec
 from qcom_ext.device.limits import Limits
-from qcom_ext.device.probe import default_device, no_platform_error, probe
 from qcom_ext.device.verdicts import Verdict
 from qcom_ext.errors import QcomExtError
 
@@ -40,7 +35,8 @@ __all__ = ["DEFAULT_TIMEOUT", "probe_isolated", "report_from_dict"]
 #: Seconds the child may take for the whole probe (opening the library included);
 #: ``verify=True`` runs the crash trials there too and may need more.
 DEFAULT_TIMEOUT = 120.0
-CHILD_MODULE = "qcom_ext.device.isolated"
+#: The child (:mod:`qcom_ext.device.probe_child`); this side needs only the runner.
+CHILD_MODULE = "qcom_ext.device.probe_child"
 
 
 def probe_isolated(
@@ -107,35 +103,3 @@ def report_from_dict(data: Mapping[str, Any]) -> DeviceCaps:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise QcomExtError(f"not a DeviceCaps report ({type(exc).__name__}: {exc})") from None
     return caps.with_verdicts(verdicts) if verdicts else caps
-
-
-def _reports(request: dict[str, Any], stage: Callable[[str], None]) -> dict[str, Any]:
-    """The child's work: each call announced before it is made."""
-    how = {"verify": bool(request["verify"]), "disabled": request["disabled"]}
-    stage("clGetPlatformIDs")
-    driver.library  # noqa: B018  (opening the library calls clGetPlatformIDs too)
-    platforms = _info.platform_ids()
-    if not platforms:
-        raise no_platform_error()
-    if not request["all"]:
-        spec = request["spec"]
-        stage(f"choosing the device {spec!r}" if spec else "choosing the default device")
-        handle = device_from_spec(spec) if spec else default_device()
-        stage("the queries of the device (clGetDeviceInfo)")
-        return {"outcome": "ok", "reports": [probe(handle, **how).to_dict()]}
-    found = []
-    for p, platform in enumerate(platforms):
-        stage(f"clGetDeviceIDs (platform {p})")
-        for d, handle in enumerate(_info.device_ids(platform)):
-            stage(f"the queries of device {p}:{d} (clGetDeviceInfo)")
-            found.append(probe(handle, **how))
-    return {"outcome": "ok", "reports": [c.to_dict() for c in found]}
-
-
-def main() -> int:
-    """``python -m qcom_ext.device.isolated``: the child (:func:`qcom_ext._isolation.serve`)."""
-    return serve(_reports)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,8 @@ device whose strings name no model, also the kernel driver's files (KGSL or DRM,
 :mod:`~qcom_ext.device.kernel_gpu`). Each report is
 cached per device and ``QCOM_EXT_DISABLE`` value, so repeated calls cost a dict lookup.
 The cached verdicts of :mod:`qcom_ext.device.verdicts` are applied; ``probe(verify=True)``
-runs the missing trials in child processes first.
+runs the missing trials in child processes first, through the runner the package installs
+(:mod:`qcom_ext._trials`: the tools layer's :mod:`qcom_ext.tools.verify.runner`).
 
 Paths are steered by arguments, never by rewriting the environment: ``probe(device,
 disabled=names)`` is the report with ``names`` disabled on top of ``QCOM_EXT_DISABLE``
@@ -33,6 +34,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from qcom_ext import _trials
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import PYOPENCL_LOADER, C, driver, handle_int, pyopencl_library
 from qcom_ext.device import clml as _clml
@@ -40,6 +42,7 @@ from qcom_ext.device import kernel_gpu as _kernel_gpu
 from qcom_ext.device import verdicts as _verdicts
 from qcom_ext.device.caps import DISABLE_ENV, DeviceCaps, parse_disabled
 from qcom_ext.device.driver_strings import QUALCOMM_VENDOR_ID, driver_kind, find_model
+from qcom_ext.device.isolated import probe_isolated
 from qcom_ext.device.limits import LIMIT_QUERIES, Limits
 from qcom_ext.device.registry import LimitQuery
 from qcom_ext.errors import CLError, ConfigError, EntryPointMissing, NoPlatformError, QcomExtError
@@ -281,21 +284,12 @@ def disabling(names: str | Iterable[str]) -> Iterator[None]:
         _forced.reset(token)
 
 
-def _run_trials(caps: DeviceCaps) -> DeviceCaps:
-    # The device layer's one upward import, made here lazily and listed in pyproject.toml's
-    # import contract: the trials run in child processes, which is the tools layer's job
-    # (qcom_ext.tools.verify.runner); the verdicts they leave are this layer's.
-    from qcom_ext.tools.verify.runner import verify
-
-    return verify(caps)
-
-
 def _probed(handle: int, verify: bool) -> DeviceCaps:
     """The cached report of ``handle`` under ``QCOM_EXT_DISABLE`` (verdicts applied)."""
     key = (handle, os.environ.get(DISABLE_ENV, ""))
     caps = _cache.get(key)
     if verify and key not in _verified:
-        caps = _run_trials(read_device(handle))
+        caps = _trials.run(read_device(handle))
         with _lock:
             _cache[key] = caps
             _verified.add(key)
@@ -366,9 +360,7 @@ def probe_all(
     >>> len(every) >= 1 and all(isinstance(c, qcom_ext.DeviceCaps) for c in every)
     True
     """
-    if isolated:  # lazily: the child process machinery, and a module that imports this one
-        from qcom_ext.device.isolated import probe_isolated
-
+    if isolated:
         return probe_isolated(all_devices=True, verify=verify, disabled=disabled)
     return [
         probe(d, verify=verify, disabled=disabled)

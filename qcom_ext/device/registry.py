@@ -2,8 +2,9 @@
 
 One :class:`Extension` per extension: its section of the reference, which side it lives
 on, its Khronos equivalents (in order of preference), what its portable fallback does
-(or why it has none), and the device limits its paths depend on (:class:`LimitQuery`),
-from which :class:`~qcom_ext.device.caps.Limits` and the probe's queries are derived.
+(or why it has none), the device limits its paths depend on (:class:`LimitQuery`),
+from which :class:`~qcom_ext.device.caps.Limits` and the probe's queries are derived,
+and the names of its host API that ``qcom_ext`` makes public (:func:`public_names`).
 The rule that picks a path from these facts is :func:`qcom_ext.device.extensions.resolve`.
 
 >>> REGISTRY["cl_qcom_onchip_global_memory"].limits[0].field
@@ -12,6 +13,8 @@ The rule that picks a path from these facts is :func:`qcom_ext.device.extensions
 'cl_intel_required_subgroup_size'
 >>> TIER_BASES[REGISTRY["cl_qcom_dmabuf_host_ptr"].khronos[0]]  # a tier needing its base
 'cl_khr_external_memory'
+>>> public_names()["onchip_buffer"]  # qcom_ext.onchip_buffer: its entry's public name
+'qcom_ext.ext.memory.onchip'
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["READERS", "REGISTRY", "TIER_BASES", "Extension", "LimitQuery", "khronos_names"]
+__all__ = [
+    "READERS",
+    "REGISTRY",
+    "TIER_BASES",
+    "Extension",
+    "LimitQuery",
+    "khronos_names",
+    "public_names",
+]
 
 #: How the probe reads a limit: one ``cl_uint``/``size_t`` per token (a tuple when there
 #: are several), a ``size_t`` list, or the CLML interface query (no token).
@@ -62,8 +73,14 @@ class Extension:
     needs_images: bool = False
     needs_posix: bool = False
     limits: tuple[LimitQuery, ...] = ()  # the device limits its paths depend on
+    # its host API made public as qcom_ext.<name>: "<module>.<name>", <module> in qcom_ext.ext
+    public: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for path in self.public:
+            module, _, name = path.rpartition(".")
+            if not (module and name.isidentifier()):
+                raise ValueError(f"{self.name}: public name {path!r} is not '<module>.<name>'")
         own = tuple(
             dataclasses.replace(q, needs=self.name) if q.needs == "" else q for q in self.limits
         )
@@ -107,6 +124,7 @@ REGISTRY: dict[str, Extension] = {
                     needs="cl_khr_command_buffer",
                 ),
             ),
+            public=("recording.Recording",),
         ),
         Extension(
             "cl_qcom_protected_context",
@@ -134,6 +152,11 @@ REGISTRY: dict[str, Extension] = {
                     needs="images",
                 ),
             ),
+            public=(
+                "images.image_buffer.ImageBuffer",
+                "images.image_buffer.buffer_from_image",
+                "images.image_buffer.image_with_buffer",
+            ),
         ),
         Extension(
             "cl_qcom_onchip_global_memory",
@@ -144,6 +167,7 @@ REGISTRY: dict[str, Extension] = {
             limits=(
                 LimitQuery("onchip_global_mem_size", ("CL_DEVICE_ONCHIP_GLOBAL_MEM_SIZE_QCOM",)),
             ),
+            public=("memory.onchip.onchip_buffer", "memory.onchip.scrub_onchip"),
         ),
         Extension(
             "cl_qcom_extended_query_image_info",
@@ -153,6 +177,7 @@ REGISTRY: dict[str, Extension] = {
             khronos=("cl_ext_image_requirements_info",),
             fallback="computed from the standard image rules and pitch alignment",
             needs_images=True,
+            public=("images.info.ImageInfo", "images.info.query_image_info"),
         ),
         Extension(
             "cl_qcom_reqd_sub_group_size",
@@ -202,6 +227,18 @@ REGISTRY: dict[str, Extension] = {
                     ),
                 ),
             ),
+            public=(  # HofLimits, hof_limits: former names of the limits, kept
+                "accelerated.support.AcceleratedLimits",
+                "accelerated.support.HofLimits",
+                "accelerated.support.accelerated_limits",
+                "accelerated.support.hof_limits",
+                "accelerated.weights.WeightImage",
+                "accelerated.weights.box_size",
+                "accelerated.whole_image.MotionField",
+                "accelerated.whole_image.block_match_image",
+                "accelerated.whole_image.box_filter_image",
+                "accelerated.whole_image.convolve_image",
+            ),
         ),
         Extension(
             "cl_qcom_filter_bicubic",
@@ -210,6 +247,7 @@ REGISTRY: dict[str, Extension] = {
             "bicubic sampler filter (CL_FILTER_BICUBIC_QCOM)",
             fallback="4x4 bicubic weights computed in the kernel",
             needs_images=True,
+            public=("images.sampler.create_sampler", "images.upscale.upscale2x_image"),
         ),
         Extension(
             "cl_qcom_vector_image_ops",
@@ -242,6 +280,12 @@ REGISTRY: dict[str, Extension] = {
             "planar YUV, Bayer and MIPI-packed image formats",
             fallback="one single-plane image per plane",
             needs_images=True,
+            public=(
+                "images.planar.Nv12Image",
+                "images.planar.PlanarImage",
+                "images.planar.nv12_image",
+                "images.planar.planar_image",
+            ),
         ),
         Extension(
             "cl_qcom_extract_image_plane",
@@ -394,6 +438,11 @@ REGISTRY: dict[str, Extension] = {
                 # the fallback's chunks start on this alignment (bits, as the query says)
                 LimitQuery("mem_base_addr_align", ("CL_DEVICE_MEM_BASE_ADDR_ALIGN",), needs=None),
             ),
+            public=(
+                "memory.large_buffer.allocate_chunked",
+                "memory.large_buffer.create_large_buffer",
+                "memory.large_buffer.large_buffer_limit",
+            ),
         ),
     )
 }
@@ -405,6 +454,21 @@ TIER_BASES: dict[str, str] = {
     "cl_khr_external_memory_dma_buf": "cl_khr_external_memory",
     "cl_khr_external_memory_android_hardware_buffer": "cl_khr_external_memory",
 }
+
+
+def public_names() -> dict[str, str]:
+    """The extensions' public names (``qcom_ext.<name>``) -> the module defining each.
+
+    ``qcom_ext`` reads it for a name its own table lacks, so an extension's host API
+    becomes public with its registry entry; a name claimed twice is an error.
+    """
+    names: dict[str, str] = {}
+    for extension in REGISTRY.values():
+        for path in extension.public:
+            module, _, name = f"qcom_ext.ext.{path}".rpartition(".")
+            if names.setdefault(name, module) != module:
+                raise ValueError(f"{extension.name}: public name {name!r} is {names[name]}'s")
+    return names
 
 
 def khronos_names() -> frozenset[str]:

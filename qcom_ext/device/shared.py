@@ -3,6 +3,10 @@ all of them, how they are named, and the entry points a native path needs.
 
 Every host module asks here instead of computing these itself:
 
+* :func:`route`: the one decision of a host entry point, made once: a frozen
+  :class:`Route` (the devices' reports, the extensions, the shared path and its reason,
+  the labels) with :meth:`Route.refuse` (the typed error) and :meth:`Route.downgrade`
+  (a native entry point turned out missing: one warning, then the path without it);
 * :func:`caps_of`: the :class:`DeviceCaps` of a context's devices (from the probe's cache);
 * :func:`shared_path`: the path every device can take (devices that disagree get the
   fallback), :func:`absent_path` the one taken when the entry point turns out missing;
@@ -18,21 +22,26 @@ Every host module asks here instead of computing these itself:
 Traceback (most recent call last):
 ...
 qcom_ext.errors.ExtensionUnavailable: cl_qcom_perf_hint is not available on opencl-gpu: ...
+>>> hint = Route.of([a, b], "cl_qcom_perf_hint")
+>>> hint.path, hint.native, hint.label
+('fallback', False, 'opencl-gpu, opencl-gpu')
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, NoReturn
 
 from qcom_ext.binding import info as _info
 from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.extensions import REGISTRY
 from qcom_ext.device.probe import probe
-from qcom_ext.errors import ConfigError, EntryPointMissing, ExtensionUnavailable
+from qcom_ext.errors import ConfigError, EntryPointMissing, ExtensionUnavailable, QcomExtWarning
 
 __all__ = [
+    "Route",
     "absent_path",
     "all_native",
     "caps_of",
@@ -43,6 +52,7 @@ __all__ = [
     "labels",
     "require",
     "require_all",
+    "route",
     "shared_path",
     "why_not_native",
 ]
@@ -121,9 +131,8 @@ def _members(devices: Sequence[Any]) -> tuple[DeviceCaps, ...]:
 
 def shared_path(caps: Iterable[DeviceCaps], extension: str) -> str:
     """The path of ``extension`` that every device takes; devices that disagree get the
-    fallback (the one path all of them can run)."""
-    paths = {c.path(extension) for c in caps}
-    return paths.pop() if len(paths) == 1 else "fallback"
+    fallback (the one path all of them can run): :attr:`Route.path`."""
+    return Route.of(caps, extension).path
 
 
 def absent_path(caps: Iterable[DeviceCaps], extension: str) -> str:
@@ -133,19 +142,18 @@ def absent_path(caps: Iterable[DeviceCaps], extension: str) -> str:
 
 
 def all_native(caps: Iterable[DeviceCaps], *extensions: str) -> bool:
-    """Whether every device takes the native path of every extension."""
-    return all(c.path(ext) == "native" for c in caps for ext in extensions)
+    """Whether every device takes the native path of every extension
+    (:attr:`Route.native`)."""
+    return Route.of(caps, *extensions).native
 
 
 def why_not_native(caps: Sequence[DeviceCaps], *extensions: str) -> tuple[str, str]:
     """(extension, reason) of the first extension some device lacks (the reason names
-    that device when there are several)."""
-    for ext in extensions:
-        for c in caps:
-            if c.path(ext) != "native":
-                reason = c.status(ext).reason
-                return ext, reason if len(caps) == 1 else f"{c.label}: {reason}"
-    raise ValueError("every extension is native")
+    that device when there are several): :attr:`Route.reason`."""
+    route = Route.of(caps, *extensions)
+    if route.native:
+        raise ValueError("every extension is native")
+    return route.lacking, route.reason
 
 
 def label(where: Any = None) -> str:
@@ -159,8 +167,11 @@ def label(where: Any = None) -> str:
     return where.label if isinstance(where, DeviceCaps) else caps_of(where)[0].label
 
 
-def labels(caps: Iterable[DeviceCaps]) -> str:
-    """``label (device name)`` of each device, for messages."""
+def labels(caps: Iterable[DeviceCaps], *, names: bool = True) -> str:
+    """``label (device name)`` of each device, for messages (``names=False``: the
+    labels alone, ``pocl-3.1-cpu, pocl-3.0-cpu``)."""
+    if not names:
+        return ", ".join(c.label for c in caps)
     return ", ".join(f"{c.label} ({c.device_name.strip()})" for c in caps)
 
 
@@ -191,3 +202,134 @@ def require_all(caps: DeviceCaps, extension: str, entry_points: Iterable[str]) -
             + ", ".join(missing)
         )
     return found
+
+
+class Route(NamedTuple):
+    """The path ``extensions`` take on the devices ``caps`` of one context, decided once.
+
+    ``path`` is ``native`` when every device takes every extension's native path; else
+    the shared path of the first extension that is not native everywhere (devices that
+    disagree: ``fallback``), with ``reason`` saying why. A public entry point makes it
+    with :func:`route` and hands it down; nothing below asks the context again.
+    """
+
+    extensions: tuple[str, ...]
+    caps: tuple[DeviceCaps, ...]
+    path: str
+    reason: str
+    #: the first of ``extensions`` some device does not take natively ("" when native)
+    lacking: str = ""
+
+    @classmethod
+    def of(cls, caps: Iterable[DeviceCaps], *extensions: str) -> Route:
+        """The route of ``extensions`` over ``caps`` (a context's reports): the one rule
+        that combines the devices' paths (:func:`shared_path`, :func:`all_native` and
+        :func:`why_not_native` ask it too)."""
+        caps = tuple(caps)
+        if not caps or not extensions:
+            raise ConfigError("a route needs at least one device and one extension")
+        for ext in extensions:
+            paths, first = set(), None
+            for c in caps:
+                status = c.status(ext)
+                paths.add(status.path)
+                if first is None and status.path != "native":
+                    first = (c.label, status.reason)
+            if first is not None:  # devices that disagree: the one path all can run
+                path = paths.pop() if len(paths) == 1 else "fallback"
+                why = first[1] if len(caps) == 1 else f"{first[0]}: {first[1]}"
+                return cls(tuple(extensions), caps, path, why, ext)
+        if len(extensions) == 1 and len(caps) == 1:
+            reason = caps[0].status(extensions[0]).reason
+        else:
+            names = ", ".join(c.label for c in caps)
+            reason = f"{' and '.join(extensions)} native on {names}"
+        return cls(tuple(extensions), caps, "native", reason)
+
+    @property
+    def extension(self) -> str:
+        """The extension the route is named after (the first)."""
+        return self.extensions[0]
+
+    @property
+    def tier(self) -> str:
+        """``native``, ``khr``, ``fallback`` or ``unavailable``."""
+        return self.path.split(":", 1)[0]
+
+    @property
+    def native(self) -> bool:
+        return self.path == "native"
+
+    @property
+    def label(self) -> str:
+        """The devices' short labels (``pocl-3.1-cpu, pocl-3.0-cpu``)."""
+        return labels(self.caps, names=False)
+
+    @property
+    def labels(self) -> str:
+        """``label (device name)`` of each device, for error messages."""
+        return labels(self.caps)
+
+    def unavailable(self, extension: str | None = None) -> bool:
+        """Whether some device has no path at all for ``extension`` (default: the first)."""
+        return any(c.path(extension or self.extension) == "unavailable" for c in self.caps)
+
+    def require(self, *entry_points: str) -> Any:
+        """The entry point (one name) or name -> entry point (several) of this route's
+        extension on the native path, of its Khronos tier on a ``khr:`` path; the typed
+        errors of :func:`require_all`."""
+        extension = self.path.split(":", 1)[1] if self.tier == "khr" else self.extension
+        found = require_all(self.caps[0], extension, entry_points)
+        return found[entry_points[0]] if len(entry_points) == 1 else found
+
+    def refuse(
+        self, detail: str = "", *, extension: str | None = None, reason: str | None = None
+    ) -> NoReturn:
+        """Raise the one typed error of a route that cannot serve:
+        :class:`~qcom_ext.errors.ExtensionUnavailable` naming the extension (default: the
+        first), the devices and the reason (default: the route's; ``; detail`` appended
+        when given)."""
+        reason = self.reason if reason is None else reason
+        raise ExtensionUnavailable(
+            extension or self.extension, self.labels, f"{reason}; {detail}" if detail else reason
+        )
+
+    def downgrade(
+        self,
+        exc: EntryPointMissing,
+        instead: str | Callable[[Route], str],
+        *,
+        stacklevel: int = 2,
+    ) -> Route:
+        """The one way a native path whose entry point is missing falls back: the route
+        the devices take without the extension (:func:`absent_path`; its reason is
+        ``exc``), and one :class:`~qcom_ext.errors.QcomExtWarning` ``label: exc; instead``
+        (``instead`` may be a function of the new route), attributed ``stacklevel``
+        frames above the caller (2: the caller's caller).
+
+        >>> import warnings
+        >>> native = Route.of([DeviceCaps.from_info(extensions="cl_qcom_perf_hint",
+        ...                                         disabled=())], "cl_qcom_perf_hint")
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     after = native.downgrade(EntryPointMissing("no clSetPerfHintQCOM"),
+        ...                              lambda new: f"the hint takes the {new.path} path")
+        >>> after.path, str(seen[0].message)
+        ('fallback', 'opencl-gpu: no clSetPerfHintQCOM; the hint takes the fallback path')
+        """
+        path = absent_path(self.caps, self.extension)
+        after = self._replace(path=path, reason=str(exc), lacking=self.extension)
+        text = instead if isinstance(instead, str) else instead(after)
+        warnings.warn(f"{self.label}: {exc}; {text}", QcomExtWarning, stacklevel=stacklevel + 1)
+        return after
+
+
+def route(where: Any, *extensions: str) -> Route:
+    """The :class:`Route` of ``extensions`` on the devices ``where`` names (as
+    :func:`caps_of`: a context, a queue, a device, reports): the one call a public entry
+    point makes.
+
+    >>> route(DeviceCaps.from_info(extensions="", disabled=()), "cl_qcom_perf_hint").path
+    'fallback'
+    """
+    return Route.of(caps_of(where), *extensions)

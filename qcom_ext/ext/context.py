@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 import warnings
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from qcom_ext import _context_cache
 from qcom_ext.binding.lib import C, check, check_handle, driver, ffi
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
@@ -90,22 +90,20 @@ class _State:
         self.info, self.platform, self.devices = info, platform, devices
 
 
-# ctx.int_ptr -> the state riding on a live pyopencl object of that context (attribute
-# STATE): the entry dies with that object, never keeping the context alive, and no
-# finalizer of ours runs (see qcom_ext._context_cache for the same design). _lock only
-# orders updates of a state.
-STATE = "_qcom_ext_context_state"
+# The state rides in the context's entries of the one per-context cache
+# (qcom_ext._context_cache: never keeps the context alive), as a fact: clear() keeps it.
+# _lock only orders updates of a state.
+_FACT = "qcom_ext.ext.context state"
 _lock = threading.Lock()
-_registry: weakref.WeakValueDictionary[int, _State] = weakref.WeakValueDictionary()
 
 
 def _register(context: Any, state: _State) -> None:
-    setattr(context, STATE, state)
-    _registry[int(context.int_ptr)] = state
+    _context_cache.entries(context, _context_handle(context)).facts[_FACT] = state
 
 
 def _lookup(handle: int) -> _State | None:
-    return _registry.get(handle) if _registry else None
+    found = _context_cache.find(handle)
+    return None if found is None else found.facts.get(_FACT)
 
 
 def _context_handle(context: Any) -> int:
@@ -317,22 +315,28 @@ def set_perf_hint(context: pyopencl.Context, hint: str | int) -> None:
     if level is None:
         raise ConfigError("set_perf_hint needs a hint: 'high', 'normal' or 'low'")
     state, new = _state_of(context)
-    path = shared.shared_path(state.devices, PERF)
-    if path == "native":
+    route, downgraded = shared.Route.of(state.devices, PERF), False
+    if route.native:
         try:
-            function = shared.require(state.devices[0], PERF, "clSetPerfHintQCOM")
-        except EntryPointMissing:
-            path = shared.absent_path(state.devices, PERF)
+            function = route.require("clSetPerfHintQCOM")
+        except EntryPointMissing as exc:
+
+            def note(new: shared.Route) -> str:
+                return _explain("perf_hint", level, new.path, new.caps)
+
+            route, downgraded = route.downgrade(exc, note), True
         else:
             status = function(
                 ffi.cast("cl_context", context.int_ptr), _hints.token("perf_hint", level)
             )
             check(status, "clSetPerfHintQCOM")
     with _lock:  # only now: a failed call leaves no state behind
-        state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=path)
+        state.info = dataclasses.replace(state.info, perf_hint=level, perf_hint_path=route.path)
     if new:
         _register(context, state)
-    _warn_not_native("set_perf_hint", {"perf_hint": level}, {"perf_hint": path}, state.devices)
+    if not downgraded:  # the downgrade said it already
+        paths = {"perf_hint": route.path}
+        _warn_not_native("set_perf_hint", {"perf_hint": level}, paths, state.devices)
 
 
 def _queue_device(context: Any, state: _State | None, device: Any) -> DeviceCaps:

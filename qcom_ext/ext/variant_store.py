@@ -9,13 +9,14 @@ A choice is what the op is given back: a tuple of ints for a layer (its variant,
 (``{"method": "strips", "block": (1, 8), "local_size": (16, 8)}``).
 
 The entries sit beside the local sizes in the tuning cache directory (``tuning/`` of the
-cache root, :mod:`qcom_ext._cache_dir`), one JSON file per key, written atomically and
-read through :func:`~qcom_ext._cache_dir.read_json`: an entry that is unreadable (not a
-regular file of the user, in a directory others could write, oversized, not JSON), of
-another format, for another key, or naming a choice the op rejects is a miss (the op
-then runs its default, and the next tuning replaces the entry). The key is the platform,
-device, driver, op, the hash of the op's kernel sources, the op's fixed options and the
-input shape. Lookups are memoised in the process; :func:`forget` (called by
+cache root, :mod:`qcom_ext._cache_dir`), one JSON file per key in the one JSON store
+(:class:`qcom_ext._json_store.JsonStore`), written atomically and read through
+:func:`~qcom_ext._cache_dir.read_json`: an entry that is unreadable (not a regular file
+of the user, in a directory others could write, oversized, not JSON), of another format,
+for another key, or naming a choice the op rejects is a miss (the op then runs its
+default, and the next tuning replaces the entry). The key is the platform, device,
+driver, op, the hash of the op's kernel sources, the op's fixed options and the input
+shape. Lookups are memoised in the process; :func:`forget` (called by
 :func:`qcom_ext.tuning.forget`) drops the memo.
 
 >>> import tempfile
@@ -35,20 +36,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from qcom_ext._cache_dir import (
-    cache_enabled,
-    cache_subdir,
-    read_json,
-    unwritable,
-    write_atomically,
-)
+from qcom_ext._cache_dir import cache_enabled, cache_subdir
+from qcom_ext._json_store import JsonStore, Memo
 from qcom_ext.ext.program.shared import kernels_digest
 
 __all__ = [
@@ -138,22 +132,23 @@ def _encode(choice: Choice) -> Any:
 
 @dataclass
 class VariantCache:
-    """One JSON file per key in ``directory`` (the tuning cache's)."""
+    """One JSON file per key in ``directory`` (the tuning cache's), through
+    :class:`~qcom_ext._json_store.JsonStore`."""
 
     directory: Path
 
+    @property
+    def _entries(self) -> JsonStore:
+        return JsonStore(self.directory, FORMAT, VERSION, max_bytes=MAX_ENTRY_BYTES)
+
     def path(self, key: VariantKey) -> Path:
-        return self.directory / f"{key.digest()}.json"
+        return self._entries.path(key.digest())
 
     def load(self, key: VariantKey, allowed: Collection[Any] | None = None) -> Choice | None:
         """The stored choice, or None when absent, unreadable, foreign or (``allowed``
         given) not in ``allowed``."""
-        entry = read_json(
-            self.path(key), max_bytes=MAX_ENTRY_BYTES, validate=lambda e: type(e) is dict
-        )
-        if entry is None or entry.get("format") != FORMAT or entry.get("version") != VERSION:
-            return None
-        if entry.get("key") != key.as_dict():
+        entry = self._entries.load(key.digest(), key.as_dict())
+        if entry is None:
             return None
         found = _decode(entry.get("variant"))
         return found if allowed is None or _within(found, allowed) else None
@@ -166,26 +161,15 @@ class VariantCache:
         measured: Sequence[tuple[Choice, float]] = (),
     ) -> Path | None:
         """Write the entry atomically; its path, or None (with a warning) when impossible."""
-        path = self.path(key)
-        entry = {
-            "format": FORMAT,
-            "version": VERSION,
-            "key": key.as_dict(),
+        fields = {
             "variant": _encode(choice),
             "best_ns": best_ns,
             "measured": [[_encode(c), ns] for c, ns in measured],
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        try:
-            write_atomically(path, json.dumps(entry, indent=1).encode())
-            return path
-        except OSError as exc:
-            unwritable("tuning cache", path, exc)
-            return None
+        return self._entries.store(key.digest(), key.as_dict(), fields)
 
 
-_memory: dict[VariantKey, Choice | None] = {}
-_lock = threading.Lock()
+_memory: Memo[VariantKey, Choice | None] = Memo()
 
 
 def open_store() -> VariantCache | None:
@@ -196,21 +180,18 @@ def open_store() -> VariantCache | None:
 
 def forget() -> None:
     """Drop the in-process memo of lookups (files are read again on the next one)."""
-    with _lock:
-        _memory.clear()
+    _memory.forget()
 
 
 def cached_variant(key: VariantKey, allowed: Collection[Any]) -> Choice | None:
     """The remembered choice for ``key`` if it is in ``allowed``, else None (memoised).
     ``allowed`` may be any object with ``__contains__``: the op's check of a choice."""
-    with _lock:
-        known = key in _memory
-        found = _memory.get(key)
-    if not known:
+
+    def load() -> Choice | None:
         cache = open_store()
-        found = cache.load(key) if cache else None
-        with _lock:
-            _memory[key] = found
+        return cache.load(key) if cache else None
+
+    found = _memory.get(key, load)
     return found if _within(found, allowed) else None
 
 
@@ -227,8 +208,7 @@ def store_variant(
     key: VariantKey, choice: Choice, best_ns: float, measured: Sequence[tuple[Choice, float]]
 ) -> None:
     """Remember ``choice`` for ``key`` in the process and in the cache (where enabled)."""
-    with _lock:
-        _memory[key] = _decode(_encode(choice))
+    _memory.put(key, _decode(_encode(choice)))
     cache = open_store()
     if cache is not None:
         cache.store(key, choice, best_ns, measured)

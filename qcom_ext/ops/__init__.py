@@ -1,17 +1,23 @@
-"""Mobile-GPU convolution kernels (the fallback for cl_qcom_ml_ops convolutions).
+"""Neural-network ops for mobile GPUs: convolutions, matmul, quantized weights, tuning.
 
-Layout conversion (:func:`to_image`, :func:`from_image`) between NCHW/NHWC tensors and
-the RGBA image layout; convolutions in fp32 and fp16 storage with fused bias and
-activation. Every op takes numpy arrays (and returns numpy arrays) or device tensors
-(and returns device tensors), and uses a tuned local size where ``qcom_ext.tune`` cached
-one (the driver's choice otherwise). Prepared layers (:class:`DepthwiseConv2d`,
-:class:`Conv2d1x1`, ...) upload their weights once and can be tuned (``layer.tune``);
-their shared options (stride, padding, dilation, activation, storage) come as keywords
-or as one :class:`ConvOptions`.
+* **Convolutions** (the fallback for cl_qcom_ml_ops's convolutions): layout conversion
+  (:func:`to_image`, :func:`from_image`) between NCHW/NHWC tensors and the RGBA image
+  layout; depthwise, 1x1, KxK and int8 convolutions in fp32 and fp16 storage with fused
+  bias and activation. Prepared layers (:class:`DepthwiseConv2d`, :class:`Conv2d1x1`,
+  ...) upload their weights once and can be tuned (``layer.tune``); their shared options
+  (stride, padding, dilation, activation, storage) come as keywords or as one
+  :class:`ConvOptions`.
+* **Matmul** (:func:`matmul`, :class:`Linear`, :class:`BufferMatrix`): ``y = x @ W.T +
+  bias``, GEMV and GEMM on f32, f16, q8_0 and q4_0 weights.
+* **Quantized weights** in ggml's q8_0 and q4_0 (:func:`quantize`, :func:`dequantize`,
+  :class:`QuantizedWeights`), loaded from and saved to GGUF files (:func:`load_weight`,
+  :func:`save_weights`, :func:`weight_names`; the optional ``gguf`` package).
+* **Tuning**: ``qcom_ext.tune`` (:mod:`qcom_ext.ops.tuning`, any kernel's local size) and
+  its cache, and the one variant chooser (:mod:`qcom_ext.ops.variant_tuning`).
 
-Quantized weights in ggml's q8_0 and q4_0 (:func:`quantize`, :func:`dequantize`,
-:class:`QuantizedWeights`) load from and save to GGUF files (:func:`load_weight`,
-:func:`save_weights`, :func:`weight_names`; the optional ``gguf`` package).
+Every op takes numpy arrays (and returns numpy arrays) or device tensors (and returns
+device tensors), and uses a tuned local size where ``qcom_ext.tune`` cached one (the
+driver's choice otherwise).
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext import ops

@@ -9,13 +9,13 @@ compute in float).
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from qcom_ext import _context_cache
 from qcom_ext.errors import ConfigError, ExtensionUnavailable
 from qcom_ext.ext.program.launch import copy
 from qcom_ext.ops._casting import FLOAT_DTYPES, cast_array, compute_dtype, storage_dtype
@@ -163,17 +163,18 @@ def require_images(context: Any, device: Any, dtype: np.dtype, dims: tuple[int, 
         )
 
 
-_FORMATS: weakref.WeakKeyDictionary[Any, set[tuple[int, int]]] = weakref.WeakKeyDictionary()
-
-
 def _supported_formats(context: Any) -> set[tuple[int, int]]:
+    """The read-write 2D image formats of ``context``, once per context (the one
+    per-context cache, :mod:`qcom_ext._context_cache`)."""
+    return _context_cache.cached(context, ("ops", "image2d formats"), _query_formats)
+
+
+def _query_formats(context: Any) -> set[tuple[int, int]]:
     import pyopencl as cl
 
-    if context not in _FORMATS:
-        flags = cl.mem_flags.READ_WRITE
-        found = cl.get_supported_image_formats(context, flags, cl.mem_object_type.IMAGE2D)
-        _FORMATS[context] = {(f.channel_order, f.channel_data_type) for f in found}
-    return _FORMATS[context]
+    flags = cl.mem_flags.READ_WRITE
+    found = cl.get_supported_image_formats(context, flags, cl.mem_object_type.IMAGE2D)
+    return {(f.channel_order, f.channel_data_type) for f in found}
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 one JSON file per key, and the in-process memo of lookups (:func:`cached_local_size`).
 
 Results persist as one JSON file per key in ``tuning/`` of the cache root
+(:class:`qcom_ext._json_store.JsonStore`, the one JSON store)
 (``QCOM_EXT_CACHE_DIR``, else the user cache directory; ``QCOM_EXT_NO_CACHE=1`` keeps
 them in memory only). The key is the platform, device, driver version, kernel name,
 source hash, build options, global size and whether the global size may be padded, so
@@ -25,20 +26,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from qcom_ext._cache_dir import (
-    cache_enabled,
-    cache_subdir,
-    read_json,
-    unwritable,
-    write_atomically,
-)
+from qcom_ext._cache_dir import cache_enabled, cache_subdir
+from qcom_ext._json_store import JsonStore, Memo
 from qcom_ext.ext import variant_store
 
 __all__ = [
@@ -147,21 +141,24 @@ class TuningResult:
 
 @dataclass
 class TuningCache:
-    """One JSON file per key in ``directory``."""
+    """One JSON file per key in ``directory`` (:class:`~qcom_ext._json_store.JsonStore`)."""
 
     directory: Path
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def _entries(self) -> JsonStore:
+        return JsonStore(self.directory, FORMAT, VERSION, max_bytes=MAX_ENTRY_BYTES)
 
     def path(self, digest: str) -> Path:
-        return self.directory / f"{digest}.json"
+        return self._entries.path(digest)
 
     def load(
         self, identity: KernelIdentity, global_size: Sequence[int], pad_global: bool
     ) -> TuningResult | None:
         """The stored result, or None when absent, unreadable, corrupt or foreign."""
-        path = self.path(identity.digest(global_size, pad_global))
-        entry = read_json(path, max_bytes=MAX_ENTRY_BYTES, validate=lambda e: type(e) is dict)
-        return None if entry is None else _decode(entry, identity.key(global_size, pad_global))
+        key = identity.key(global_size, pad_global)
+        entry = self._entries.load(identity.digest(global_size, pad_global), key)
+        return None if entry is None else _decode(entry, key)
 
     def store(
         self,
@@ -171,30 +168,18 @@ class TuningCache:
         result: TuningResult,
     ) -> Path | None:
         """Write the entry atomically; its path, or None (with a warning) when impossible."""
-        path = self.path(identity.digest(global_size, pad_global))
-        entry = {
-            "format": FORMAT,
-            "version": VERSION,
-            "key": identity.key(global_size, pad_global),
+        fields = {
             "local_size": None if result.local_size is None else list(result.local_size),
             "best_ns": result.best_ns,
             "driver_ns": result.driver_ns,
             "measured": [[None if ls is None else list(ls), ns] for ls, ns in result.measured],
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        try:
-            write_atomically(path, json.dumps(entry, indent=1).encode())
-            return path
-        except OSError as exc:
-            unwritable("tuning cache", path, exc)
-            return None
+        digest = identity.digest(global_size, pad_global)
+        return self._entries.store(digest, identity.key(global_size, pad_global), fields)
 
 
-def _decode(entry: Any, key: dict[str, Any]) -> TuningResult | None:
-    if not isinstance(entry, dict) or entry.get("format") != FORMAT:
-        return None
-    if entry.get("version") != VERSION or entry.get("key") != key:
-        return None
+def _decode(entry: dict[str, Any], key: dict[str, Any]) -> TuningResult | None:
+    """The result of an entry of this format and key; None when a field is malformed."""
     local = entry.get("local_size")
     dims = len(key["global_size"])
     if local is not None:
@@ -221,25 +206,19 @@ def _is_time(value: Any) -> bool:
     )
 
 
-_memory: dict[tuple[KernelIdentity, tuple[int, ...], bool], TuningResult | None] = {}
-_memory_lock = threading.Lock()
-
-
-_generation = [0]
+_memory: Memo[tuple[KernelIdentity, tuple[int, ...], bool], TuningResult | None] = Memo()
 
 
 def forget() -> None:
     """Drop the in-process memo of cache lookups (files are re-read on the next lookup),
     the remembered variants' too (:mod:`qcom_ext.ext.variant_store`)."""
-    with _memory_lock:
-        _memory.clear()
-        _generation[0] += 1
+    _memory.forget()
     variant_store.forget()
 
 
 def generation() -> int:
     """How many times :func:`forget` ran: memos of other lookups compare it with theirs."""
-    return _generation[0]
+    return _memory.generation
 
 
 def open_cache() -> TuningCache | None:
@@ -251,8 +230,7 @@ def remember(
     identity: KernelIdentity, global_size: Sequence[int], pad_global: bool, result: TuningResult
 ) -> None:
     """Put a new ``result`` in the in-process memo of :func:`cached_local_size`."""
-    with _memory_lock:
-        _memory[(identity, tuple(int(g) for g in global_size), bool(pad_global))] = result
+    _memory.put((identity, tuple(int(g) for g in global_size), bool(pad_global)), result)
 
 
 def cached_local_size(
@@ -262,11 +240,10 @@ def cached_local_size(
     when it was never tuned. Lookups are memoised in the process (see :func:`forget`), so
     a launch pays a dict lookup, not a file read."""
     key = (identity, tuple(int(g) for g in global_size), bool(pad_global))
-    try:
-        found = _memory[key]
-    except KeyError:
+
+    def load() -> TuningResult | None:
         cache = open_cache()
-        found = cache.load(identity, key[1], pad_global) if cache else None
-        with _memory_lock:
-            _memory[key] = found
+        return cache.load(identity, key[1], pad_global) if cache else None
+
+    found = _memory.get(key, load)
     return None if found is None else found.local_size

@@ -6,7 +6,8 @@ driver returns: an escape sequence in one would reach the terminal raw. Everythi
 :func:`terminal_safe`) or, for a plain message, :func:`terminal_safe` itself. A file an
 option names (``--json PATH``) is checked before the work starts and written with
 :func:`write_text`: an unwritable one is a :class:`~qcom_ext.errors.ConfigError` naming the
-option, never a traceback.
+option, never a traceback. A long command shows its progress on stderr, where a
+terminal reads it (:func:`stderr_progress`).
 
 >>> terminal_safe("Adreno\\x1b[2J (TM)\\x07 740")
 'Adreno\\ufffd[2J (TM)\\ufffd 740'
@@ -21,11 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.segment import Segment
 
 from qcom_ext.errors import ConfigError
 
-__all__ = ["check_writable", "console", "terminal_safe", "write_text"]
+__all__ = [
+    "check_writable",
+    "console",
+    "progress_bar",
+    "stderr_progress",
+    "terminal_safe",
+    "write_text",
+]
 
 # C0 controls but tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -87,3 +96,18 @@ def write_text(path: str | os.PathLike[str], text: str, option: str) -> None:
         raise ConfigError(
             f"{option} {terminal_safe(str(path))!r}: cannot write there: {reason}"
         ) from None
+
+
+def progress_bar(console: Console, *, transient: bool = True) -> Progress:
+    """The command line's progress display (a task's description, bar, count and time),
+    drawn on ``console`` and erased when done unless not ``transient``: ``qcom-ext
+    bench``'s rounds, ``qcom-ext selftest``'s extensions, ``qcom-ext tune``'s layers."""
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=console, transient=transient)
+
+
+def stderr_progress(enabled: bool = True) -> Progress | None:
+    """A :func:`progress_bar` on stderr, or None where it would not be read: when not
+    ``enabled`` (a ``--json`` run) or when stderr is not a terminal (a pipe, a file, CI)."""
+    err = console(stderr=True)
+    return progress_bar(err) if enabled and err.is_terminal else None

@@ -28,8 +28,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from qcom_ext._version import __version__
@@ -43,13 +41,15 @@ from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
 from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import tune_cli as _tune_cli
 from qcom_ext.tools._output import console as _console
-from qcom_ext.tools._output import terminal_safe
+from qcom_ext.tools._output import stderr_progress, terminal_safe
+from qcom_ext.tools._table import Column, Row, print_facts, print_table
 
 _ISOLATED_HINT = (
     "qcom-ext: the driver ran in a child process (--isolated) and qcom-ext never called "
     "it itself; without --isolated the same call would have ended qcom-ext. Report it to "
     "the driver's vendor, or point QCOM_EXT_OPENCL_LIBRARY at another OpenCL library."
 )
+_PATH_COLUMNS = (Column("extension"), Column("path"))
 _STYLE = {"native": "green", "khr": "cyan", "fallback": "yellow", "unavailable": "red"}
 
 
@@ -71,46 +71,29 @@ def _facts(caps: DeviceCaps) -> list[tuple[str, str]]:
     return facts
 
 
-def _row(name: str, value: str, style: str, name_width: int, console: Console) -> None:
-    """One extension's name and ``value`` (styled), the name never cut: on one line when
-    both fit the console, else the value on its own line."""
-    for line in report_text.head_lines(name, value, name_width, console.width):
-        text = Text(line)
-        if line.endswith(value):
-            text.stylize(style, len(line) - len(value))
-        console.print(text, soft_wrap=True)
-
-
-def _indented(text: str, console: Console) -> None:
-    console.print(Padding(Text(text), (0, 0, 0, report_text.REASON_INDENT), expand=False))
-
-
 def _render_paths(caps: DeviceCaps, console: Console) -> None:
     """Each extension's path, and its reason on its own indented lines."""
-    width = max(len(name) for name in caps.statuses)
-    for name, status in sorted(caps.statuses.items()):
-        _row(name, status.path, _STYLE[status.tier], width, console)
-        _indented(status.reason, console)
+    rows = [
+        Row((name, Text(status.path, style=_STYLE[status.tier])), Text(status.reason))
+        for name, status in sorted(caps.statuses.items())
+    ]
+    print_table(console, _PATH_COLUMNS, rows, header=False, notes_below=True)
 
 
 def _render_verdicts(caps: DeviceCaps, console: Console) -> None:
     console.print("[bold]trials in a child process[/]")
-    width = max(len(name) for name in caps.verdicts)
+    rows = []
     for name, verdict in sorted(caps.verdicts.items()):
         style = "green" if verdict.outcome == "ok" else "bold red"
-        _row(name, verdict.outcome, style, width, console)
         detail = f": {verdict.detail}" if verdict.detail else ""
-        _indented(f"verified {verdict.verified}{detail}", console)
+        note = Text(f"verified {verdict.verified}{detail}")
+        rows.append(Row((name, Text(verdict.outcome, style=style)), note))
+    print_table(console, _PATH_COLUMNS, rows, header=False, notes_below=True)
 
 
 def _render(caps: DeviceCaps, console: Console) -> None:
     console.rule(Text(caps.device_name.strip(), style="bold"))
-    facts = Table.grid(padding=(0, 2))
-    facts.add_column(justify="right", style="dim", no_wrap=True)
-    facts.add_column(overflow="fold")
-    for key, value in _facts(caps):
-        facts.add_row(key, Text(value))  # driver strings are text, never rich markup
-    console.print(facts)
+    print_facts(console, _facts(caps))
     _render_paths(caps, console)
     unknown = report_text.unknown_line(caps)
     if unknown:
@@ -186,9 +169,19 @@ def _selftest_command(args: argparse.Namespace) -> int:
     from qcom_ext.tools.selftest import run_selftest
     from qcom_ext.tools.selftest._render import render
 
-    report = run_selftest(
-        args.device, seed=args.seed, only=args.only, verify=args.verify, isolated=args.isolated
-    )
+    options = dict(seed=args.seed, only=args.only, verify=args.verify, isolated=args.isolated)
+    bar = stderr_progress(enabled=not args.json)  # on a terminal's stderr only
+    if bar is None:
+        report = run_selftest(args.device, **options)
+    else:
+        with bar:
+            task = bar.add_task("selftest", total=None)
+
+            def advance(extension: str, done: int, total: int) -> None:
+                name = extension.removeprefix("cl_qcom_")
+                bar.update(task, description=name, completed=done, total=total, refresh=True)
+
+            report = run_selftest(args.device, progress=advance, **options)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -216,7 +209,12 @@ def _add_device_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_probe(commands: Any) -> None:
     parser = commands.add_parser(
-        "probe", help="show the path each cl_qcom_* extension takes on a device"
+        "probe",
+        help="show the path each cl_qcom_* extension takes on a device",
+        description="Shows what the device is (driver, OpenCL versions, Adreno model and "
+        "compiler) and, for every cl_qcom_* extension, the path it takes there: native, "
+        "a Khronos equivalent, the portable fallback or unavailable, with the reason "
+        "(docs/probe.md).",
     )
     parser.add_argument("--json", action="store_true", help="print the full JSON report")
     parser.add_argument("--all", action="store_true", help="every device")
@@ -234,6 +232,11 @@ def _add_selftest(commands: Any) -> None:
     parser = commands.add_parser(
         "selftest",
         help="run every extension's computation on a device, on each path it can take",
+        description="Runs every extension's checks on a device, on each path it can take "
+        "(native, the Khronos tier, the portable fallback), compares each result with "
+        "numpy and the paths with each other, and prints a table of what ran, errors and "
+        "times (--json: the report to attach to a bug report). Exit status 1 when a check "
+        "failed; progress on stderr where it is a terminal (docs/selftest.md).",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--seed", type=int, default=0, help="random inputs' seed")

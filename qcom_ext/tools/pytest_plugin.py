@@ -80,6 +80,7 @@ def filter_devices(found: list[Any], spec: str) -> list[Any]:
     import warnings
 
     from qcom_ext.device.choice import label_matches
+    from qcom_ext.device.shared import labels as device_labels
     from qcom_ext.errors import ConfigError, QcomExtWarning
 
     wanted = [w.strip() for w in spec.split(",") if w.strip()]
@@ -87,7 +88,7 @@ def filter_devices(found: list[Any], spec: str) -> list[Any]:
         return list(found)
     kept = [c for c in found if any(label_matches(c.label, w) for w in wanted)]
     unmatched = [w for w in wanted if not any(label_matches(c.label, w) for c in found)]
-    labels = ", ".join(c.label for c in found) or "none"
+    labels = device_labels(found, names=False) or "none"
     if found and not kept:
         raise ConfigError(
             f"{DEVICES_ENV}={spec!r} matches no device; the device labels here are: {labels}"

@@ -68,7 +68,7 @@ def context_path(context: Any) -> str:
     >>> context_path(DeviceCaps.from_info(extensions="", disabled=()))
     'fallback'
     """
-    return "native" if shared.all_native(shared.caps_of(context), EXTENSION) else "fallback"
+    return "native" if shared.route(context, EXTENSION).native else "fallback"
 
 
 def _smallest(values: list[Any]) -> Any:

@@ -69,8 +69,8 @@ from qcom_ext.binding.lib import C, check_handle, driver, ffi, handle_int
 from qcom_ext.errors import ConfigError
 from qcom_ext.ext.accelerated.filter_spec import DTYPES, FilterSpec, is_int, validate_filter
 from qcom_ext.ext.accelerated.support import accelerated_limits, context_path
-from qcom_ext.ext.images.formats import ImageFormat
 from qcom_ext.ext.images.image import supported_image_formats
+from qcom_ext.ext.memory.formats import ImageFormat
 
 if TYPE_CHECKING:
     import pyopencl

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from qcom_ext.errors import ConfigError
-from qcom_ext.ext.images.formats import ImageFormat, parse_image_format
+from qcom_ext.ext.memory.formats import ImageFormat, parse_image_format
 
 __all__ = ["HostLayout", "check_destination", "check_pixels", "host_layout"]
 

@@ -28,21 +28,21 @@ from typing import Any
 
 import numpy as np
 
-from qcom_ext.binding.lib import C, check, driver, ffi, handle_int
+from qcom_ext.binding.lib import C, check, driver, ffi
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import CLError, ConfigError
-from qcom_ext.ext.images.formats import (  # parse_image_format: part of the public API here
+from qcom_ext.ext.images.host_arrays import check_destination, check_pixels
+from qcom_ext.ext.memory.external import ExternalMemory, import_route
+from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import (  # parse_image_format: part of the public API here
     ImageFormat,
     check_image_format,
     image_extent,
     image_format_tokens,
     parse_image_format,
 )
-from qcom_ext.ext.images.formats import image_type as image_type_token
-from qcom_ext.ext.images.host_arrays import check_destination, check_pixels
-from qcom_ext.ext.memory.external import ExternalMemory, import_route
-from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import image_type as image_type_token
 from qcom_ext.ext.memory.host_ptr import import_memory
 from qcom_ext.ext.program.launch import copy
 
@@ -83,16 +83,28 @@ def supported_image_formats(
     >>> qcom_ext.parse_image_format("RGBA/UNORM_INT8") in formats
     True
     """
+    asked = {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}
+    return listed_formats(context, shared.context_caps(context), flags, image_type, **asked)
+
+
+def listed_formats(
+    context: Any,
+    caps: Sequence[DeviceCaps],
+    flags: str | int,
+    image_type: str | int = "image2d",
+    **qcom: bool,
+) -> list[ImageFormat]:
+    """:func:`supported_image_formats` for a context whose reports ``caps`` the caller
+    holds already (``qcom``: the Qualcomm flag bits asked for, by name)."""
     flags = access_flags(flags)
     token = isinstance(image_type, int) and not isinstance(image_type, bool)
     kind = image_type if token else image_type_token(image_type)
-    caps = shared.context_caps(context)
     for wanted, (bit, extension) in QCOM_FLAGS.items():
-        if {"other": other, "compressed": compressed, "compressed_yuv": compressed_yuv}[wanted]:
+        if qcom.get(wanted):
             if not shared.all_native(caps, extension):
                 return []
             flags |= getattr(C, bit)
-    ctx = ffi.cast("cl_context", handle_int(context))
+    ctx = ffi.cast("cl_context", context.int_ptr)  # a context: its reports are caps
     count = ffi.new("cl_uint *")
     routine = "clGetSupportedImageFormats"
     check(driver.clGetSupportedImageFormats(ctx, flags, kind, 0, ffi.NULL, count), routine)
@@ -107,10 +119,17 @@ def supported_image_formats(
     ]
 
 
-def require_listed(context: Any, caps: Any, fmt: ImageFormat, what: str, **query: Any) -> None:
-    """ConfigError naming the list unless ``supported_image_formats(context, **query)``
-    lists ``fmt`` (``what`` describes the list)."""
-    listed = supported_image_formats(context, **query)
+def require_listed(
+    context: Any,
+    caps: Sequence[DeviceCaps],
+    fmt: ImageFormat,
+    what: str,
+    flags: str | int,
+    **qcom: bool,
+) -> None:
+    """ConfigError naming the list unless :func:`listed_formats` lists ``fmt`` (``what``
+    describes the list)."""
+    listed = listed_formats(context, caps, flags, **qcom)
     if fmt not in listed:
         shown = ", ".join(str(f) for f in listed) or "none"
         raise ConfigError(f"{shared.labels(caps)} cannot create {fmt} images ({what}: {shown})")
@@ -215,11 +234,11 @@ def create_image(
     reason = ""
     if compressed:
         target = compressed_format(requested)
-        caps = shared.context_caps(context)
-        reason = _why_uncompressed(caps, memory)
+        route = shared.route(context, COMPRESSED)
+        reason = _why_uncompressed(route, memory)
         if not reason:
             what = "compressed formats for this access"
-            require_listed(context, caps, target, what, flags=flags, compressed=True)
+            require_listed(context, route.caps, target, what, flags, compressed=True)
             image = import_memory(context, memory, flags=flags, image_format=target, shape=shape)
             return QcomImage(image, target, (width, height), True)
         fmt = _uncompressed(requested, reason)
@@ -237,17 +256,17 @@ def create_image(
     return QcomImage(image, fmt, (width, height), False, reason)
 
 
-def _why_uncompressed(caps: Sequence[DeviceCaps], memory: ExternalMemory | None) -> str:
+def _why_uncompressed(route: shared.Route, memory: ExternalMemory | None) -> str:
     """Why a compressed image cannot be native here ("" when it can)."""
-    if not shared.all_native(caps, COMPRESSED):
-        return shared.why_not_native(caps, COMPRESSED)[1]
+    if not route.native:
+        return route.reason
     if memory is None:
         return (
             "native compressed images live in external memory: pass memory="
             "qcom_ext.ExternalMemory.dmabuf(fd) (sized with clQueryImageInfoQCOM)"
         )
-    route, _, reason = import_route(caps, memory)
-    return "" if route == "native" else reason
+    imported, _, reason = import_route(route.caps, memory)
+    return "" if imported == "native" else reason
 
 
 def _uncompressed(requested: ImageFormat, reason: str) -> ImageFormat:
@@ -267,7 +286,7 @@ def _create_plain(context: Any, flags: int, fmt: ImageFormat, width: int, height
     import pyopencl
 
     found = shared.context_caps(context)
-    require_listed(context, found, fmt, "formats for this access", flags=flags)
+    require_listed(context, found, fmt, "formats for this access", flags)
     check_image_size(found, width, height)
     try:
         return pyopencl.create_image(context, flags, fmt.to_pyopencl(), shape=(width, height))

@@ -21,7 +21,6 @@ True
 
 from __future__ import annotations
 
-import warnings
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -34,10 +33,9 @@ from qcom_ext.errors import (
     CLError,
     ConfigError,
     EntryPointMissing,
-    ExtensionUnavailable,
-    QcomExtWarning,
 )
-from qcom_ext.ext.images.formats import (
+from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags
+from qcom_ext.ext.memory.formats import (
     IMAGE_TYPES,
     ImageExtent,
     ImageFormat,
@@ -45,12 +43,12 @@ from qcom_ext.ext.images.formats import (
     image_extent,
     parse_image_format,
 )
-from qcom_ext.ext.images.formats import image_type_name as _image_type_name
-from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags
+from qcom_ext.ext.memory.formats import image_type_name as _image_type_name
 
 __all__ = ["ImageInfo", "query_image_info"]
 
 EXTENSION = "cl_qcom_extended_query_image_info"
+ENTRY_KHR = "clGetImageRequirementsInfoEXT"
 TIER = "cl_ext_image_requirements_info"  # its Khronos tier
 FROM_BUFFER = "cl_ext_image_from_buffer"  # adds the slice pitch alignment query
 _SLICED = ("1d_array", "2d_array", "3d")
@@ -87,9 +85,9 @@ def query_image_info(
 
     ``image_format``: ``"ORDER/TYPE"``, a ``pyopencl.ImageFormat`` or ``(order,
     data_type)`` (tokens or names; Qualcomm formats natively only, see
-    :mod:`qcom_ext.ext.images.formats`); ``shape`` in pyopencl order (``(width,
+    :mod:`qcom_ext.ext.memory.formats`); ``shape`` in pyopencl order (``(width,
     height)`` for 2D, see
-    :func:`qcom_ext.ext.images.formats.image_extent`); ``flags``: device/host access bits;
+    :func:`qcom_ext.ext.memory.formats.image_extent`); ``flags``: device/host access bits;
     ``image_type``: ``"1d"``, ``"1d_buffer"``, ``"1d_array"``, ``"2d"``, ``"2d_array"``,
     ``"3d"`` or a ``CL_MEM_OBJECT_IMAGE*`` token. Nothing is allocated.
 
@@ -105,33 +103,28 @@ def query_image_info(
     extent = image_extent(kind, shape)
     reason = "query_image_info describes an image without host memory"
     flags = check_flags(flags, "flags", allowed=_QUERY_FLAGS, reason=reason)
-    caps = probe(handle)
-    status = caps.status(EXTENSION)
-    if status.path == "unavailable":
-        raise ExtensionUnavailable(EXTENSION, caps.label, status.reason)
-    answered = _driver_answer(caps, status.path, flags, fmt, kind, extent)
-    return answered or computed_image_info(caps, fmt, kind, extent)
+    route = shared.route(probe(handle), EXTENSION)
+    if route.path == "unavailable":
+        route.refuse()
+    answered = _driver_answer(route, flags, fmt, kind, extent)
+    return answered or computed_image_info(route.caps[0], fmt, kind, extent)
 
 
 def _driver_answer(
-    caps: DeviceCaps, path: str, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
+    route: shared.Route, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent
 ) -> ImageInfo | None:
     """The driver's layout on the native path or the Khronos tier; None where the path is
-    the fallback, or its entry point turns out missing (one warning says so)."""
-    extension, entry_point = {
-        "native": (EXTENSION, "clQueryImageInfoQCOM"),
-        f"khr:{TIER}": (TIER, "clGetImageRequirementsInfoEXT"),
-    }.get(path, ("", ""))
-    if not extension:
+    the fallback, or its entry point turns out missing (the route's one warning)."""
+    entry_point = {"native": "clQueryImageInfoQCOM", f"khr:{TIER}": ENTRY_KHR}.get(route.path)
+    if entry_point is None:
         return None
     try:
-        query = shared.require(caps, extension, entry_point)
+        query = route.require(entry_point)
     except EntryPointMissing as exc:
-        warnings.warn(
-            f"{exc}; the layout is computed from the core rules", QcomExtWarning, stacklevel=3
-        )
+        route.downgrade(exc, "the layout is computed from the core rules", stacklevel=3)
         return None
-    if path == "native":
+    caps = route.caps[0]
+    if route.native:
         return _native(query, caps.device_id, flags, fmt, kind, extent)
     return _requirements(query, caps, flags, fmt, kind, extent)
 

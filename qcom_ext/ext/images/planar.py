@@ -38,15 +38,13 @@ import numpy as np
 
 from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
-from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import ConfigError, ExtensionUnavailable, PartialEnqueueError
-from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
+from qcom_ext.errors import ConfigError, PartialEnqueueError
 from qcom_ext.ext.images.host_arrays import check_pixels
 from qcom_ext.ext.images.image import (
     COMPRESSED,
     check_image_size,
+    listed_formats,
     require_listed,
-    supported_image_formats,
 )
 from qcom_ext.ext.images.yuv import check_nv12_shape, nv12_frame, nv12_planes
 from qcom_ext.ext.memory import memobj as _memobj
@@ -59,9 +57,17 @@ from qcom_ext.ext.memory.external import (
     native_handle,
 )
 from qcom_ext.ext.memory.flags import access_flags, flag_names
+from qcom_ext.ext.memory.formats import ImageFormat, image_extent, parse_image_format
 from qcom_ext.ext.program.launch import copy
 
-__all__ = ["LAYOUTS", "Nv12Image", "PlanarImage", "nv12_image", "planar_image"]
+__all__ = [
+    "LAYOUTS",
+    "Nv12Image",
+    "PlanarImage",
+    "nv12_image",
+    "planar_image",
+    "portable_reason",
+]
 
 OTHER, PLANES = "cl_qcom_other_image", "cl_qcom_extract_image_plane"
 
@@ -275,15 +281,8 @@ def _native(
 ) -> PlanarImage:
     parent_fmt, y_fmt, uv_fmt = spec.formats(compressed)
     if compressed:
-        require_listed(
-            context,
-            caps,
-            parent_fmt,
-            "read-only compressed planar formats",
-            flags="read_only",
-            other=True,
-            compressed=True,
-        )
+        what = "read-only compressed planar formats"
+        require_listed(context, caps, parent_fmt, what, "read_only", other=True, compressed=True)
     # The planar parent is read-only (section 13); planes are written through children.
     parent, keep = native_handle(
         context, caps, memory, None, C.CL_MEM_READ_ONLY, image_spec(parent_fmt, (width, height), 0)
@@ -314,8 +313,7 @@ def _native(
     )
 
 
-def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
-    listed = supported_image_formats(context, flags=flags)
+def _uv_format(listed: Sequence[ImageFormat], flags: int) -> tuple[ImageFormat, str]:
     if RG8 in listed:
         return RG8, "rg"
     if R8 in listed:
@@ -328,6 +326,7 @@ def _uv_format(context: Any, flags: int) -> tuple[ImageFormat, str]:
 
 def _portable(
     context: Any,
+    listed: Sequence[ImageFormat],
     width: int,
     height: int,
     memory: ExternalMemory | None,
@@ -337,7 +336,7 @@ def _portable(
 ) -> tuple[Any, Any, str]:
     import pyopencl
 
-    uv_fmt, uv_layout = _uv_format(context, flags)
+    uv_fmt, uv_layout = _uv_format(listed, flags)
     uv_shape = (width // 2, height // 2) if uv_layout == "rg" else (width, height // 2)
     if memory is None:
         if row_pitch is not None or uv_offset is not None:
@@ -408,55 +407,46 @@ def planar_image(
     flags = access_flags(flags)
     if not isinstance(compressed, bool):
         raise ConfigError(f"compressed must be True or False, got {compressed!r}")
-    caps = shared.context_caps(context)
-    check_image_size(caps, width, height)  # as create_image: the planes have these sizes
-    cls = Nv12Image if spec.name == "nv12" else PlanarImage
-    needed = (OTHER, PLANES, COMPRESSED) if compressed else (OTHER, PLANES)
     if memory is not None and not isinstance(memory, ExternalMemory):
         raise ConfigError(f"memory must be an ExternalMemory, got {type(memory).__name__}")
-    native = memory is not None and shared.all_native(caps, *needed)
-    if native and import_route(caps, memory)[0] == "native":
-        return _native(context, caps, spec, width, height, memory, compressed, flags, cls)
-    reason = _why_portable(caps, needed, memory)
-    _refuse_portable(caps, spec.name, memory, reason)
-    y, uv, uv_layout = _portable(context, width, height, memory, flags, row_pitch, uv_offset)
+    route = shared.route(context, OTHER, PLANES, *((COMPRESSED,) if compressed else ()))
+    reason = portable_reason(route, spec.name, memory)
+    check_image_size(route.caps, width, height)  # as create_image: the planes have these sizes
+    cls = Nv12Image if spec.name == "nv12" else PlanarImage
+    if reason is None:
+        assert memory is not None  # portable_reason: native needs external memory
+        return _native(context, route.caps, spec, width, height, memory, compressed, flags, cls)
+    listed = listed_formats(context, route.caps, flags)
+    y, uv, uv_layout = _portable(
+        context, listed, width, height, memory, flags, row_pitch, uv_offset
+    )
     return cls(spec.name, width, height, y, uv, None, False, "fallback", reason, uv_layout)
 
 
-def _why_portable(
-    caps: Sequence[DeviceCaps], needed: tuple[str, ...], memory: ExternalMemory | None
-) -> str:
-    """Why the frame is not native (ExtensionUnavailable for memory that cannot be
-    mapped either)."""
+def portable_reason(route: shared.Route, layout: str, memory: ExternalMemory | None) -> str | None:
+    """The one decision of a planar frame: None where it is native (every device takes
+    ``route``'s extensions natively and imports ``memory`` natively), else why it takes
+    the portable two-image layout; ExtensionUnavailable (through ``route.refuse``) where
+    that layout cannot stand in: not NV12, no portable path, or memory that is not a
+    dma-buf (only a dma-buf can be mapped to back the portable planes).
+    """
     if memory is None:
-        reason = "native planar images live in external memory (no memory= given)"
-        if not shared.all_native(caps, *needed):
-            reason = shared.why_not_native(caps, *needed)[1]
-        return reason
-    if shared.all_native(caps, *needed):
-        return f"{memory.extension}: {import_route(caps, memory)[2]}"
-    import_route(caps, memory)  # ExtensionUnavailable unless the memory can be mapped
-    return shared.why_not_native(caps, *needed)[1]
-
-
-def _refuse_portable(
-    caps: Sequence[DeviceCaps], layout: str, memory: ExternalMemory | None, reason: str
-) -> None:
-    """ExtensionUnavailable where the portable two-image layout cannot stand in."""
-    labels = shared.labels(caps)
+        reason = route.reason
+        if route.native:
+            reason = "native planar images live in external memory (no memory= given)"
+    else:
+        imported, _, why = import_route(route.caps, memory)  # raises for memory no path takes
+        if route.native and imported == "native":
+            return None
+        reason = f"{memory.extension}: {why}" if route.native else route.reason
     if layout != "nv12":
-        raise ExtensionUnavailable(
-            OTHER,
-            labels,
-            f"{reason}; the portable planar layout covers NV12 only ({layout.upper()} needs "
-            "10-bit planar formats)",
-        )
-    if any(c.path(OTHER) == "unavailable" for c in caps):
-        raise ExtensionUnavailable(OTHER, labels, reason)
+        detail = f"the portable planar layout covers NV12 only ({layout.upper()} needs "
+        route.refuse(detail + "10-bit planar formats)", reason=reason)
+    if route.unavailable(OTHER):
+        route.refuse(reason=reason)
     if memory is not None and memory.kind != "dmabuf":
-        raise ExtensionUnavailable(
-            OTHER, labels, f"{reason}; only a dma-buf can back the portable planes (it is mapped)"
-        )
+        route.refuse("only a dma-buf can back the portable planes (it is mapped)", reason=reason)
+    return reason
 
 
 def nv12_image(

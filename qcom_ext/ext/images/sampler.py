@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from qcom_ext.binding.lib import C, check_handle, driver, ffi
 from qcom_ext.device import shared
-from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
+from qcom_ext.errors import ConfigError, QcomExtWarning
 
 if TYPE_CHECKING:
     import pyopencl
@@ -71,7 +71,7 @@ def _token(value: str | int, table: dict[str, int], what: str) -> int:
 def sampler_path(context: pyopencl.Context) -> str:
     """The path bicubic samplers take on ``context``: the devices' shared
     ``DeviceCaps.path`` of cl_qcom_filter_bicubic (``fallback`` when they differ)."""
-    return shared.shared_path(shared.caps_of(context), EXTENSION)
+    return shared.route(context, EXTENSION).path
 
 
 def _handle(context: Any) -> int:
@@ -123,20 +123,14 @@ def create_sampler(
         )
     if mode != C.CL_FILTER_BICUBIC_QCOM:
         return cl.Sampler(context, normalized, address, mode)
-    devices = shared.caps_of(context)
-    path = shared.shared_path(devices, EXTENSION)
-    if path == "native":
+    route = shared.route(context, EXTENSION)
+    if route.native:
         return _native(handle, normalized, address)
-    labels = shared.labels(devices)
-    reason = next(
-        (c.status(EXTENSION).reason for c in devices if c.path(EXTENSION) == path),
-        "the devices of the context take different paths",
-    )
-    if path == "unavailable":
-        raise ExtensionUnavailable(EXTENSION, labels, reason)
+    if route.path == "unavailable":
+        route.refuse()
     warnings.warn(
-        f"create_sampler on {labels}: {EXTENSION} -> {path} ({reason}); returned a "
-        "nearest-filter sampler: bicubic reads come from qcom_read_imagef_bicubic (or "
+        f"create_sampler on {route.labels}: {EXTENSION} -> {route.path} ({route.reason}); "
+        "returned a nearest-filter sampler: bicubic reads come from qcom_read_imagef_bicubic (or "
         "read_imagef with -DQCOM_EXT_BICUBIC_READ_IMAGEF) in programs built by "
         "qcom_ext.build_program",
         QcomExtWarning,

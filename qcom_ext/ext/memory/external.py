@@ -26,9 +26,9 @@ from typing import Any
 from qcom_ext.binding.lib import C, ffi, handle_int
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import ConfigError, ExtensionUnavailable
-from qcom_ext.ext.images.formats import ImageFormat, image_extent, parse_image_format
+from qcom_ext.errors import ConfigError
 from qcom_ext.ext.memory import memobj as _memobj
+from qcom_ext.ext.memory.formats import ImageFormat, image_extent, parse_image_format
 
 __all__ = [
     "BASE",
@@ -209,13 +209,9 @@ def ext_mem_padding(caps: Sequence[DeviceCaps]) -> int:
 
 
 def _policy_token(name: str, caps: Sequence[DeviceCaps]) -> int:
-    if name == "iocoherent" and not shared.all_native(caps, IOCOHERENT):
-        ext, reason = shared.why_not_native(caps, IOCOHERENT)
-        raise ExtensionUnavailable(
-            ext,
-            shared.labels(caps),
-            f"{reason}; use cache_policy='writeback' and map/unmap around host access",
-        )
+    route = shared.Route.of(caps, IOCOHERENT) if name == "iocoherent" else None
+    if route is not None and not route.native:
+        route.refuse("use cache_policy='writeback' and map/unmap around host access")
     return getattr(C, CACHE_POLICIES[name])
 
 
@@ -348,23 +344,22 @@ def import_route(
     qcom_ext.errors.ExtensionUnavailable: cl_qcom_dmabuf_host_ptr is not available on ...
     """
     kind = _KINDS[memory.kind]
-    if shared.all_native(caps, kind.extension, BASE):
+    route = shared.Route.of(caps, kind.extension, BASE)
+    if route.native:
         return "native", "", ""
-    ext, reason = shared.why_not_native(caps, kind.extension, BASE)
+    ext = route.lacking
     if memory.protected or protected_context:
         what = "protected dma-buf" if memory.protected else f"{kind.what} of a protected context"
-        raise ExtensionUnavailable(
-            ext,
-            shared.labels(caps),
-            f"{reason}; a {what} is never mapped into host memory nor imported through "
-            "a Khronos tier (natively or not at all)",
+        route.refuse(
+            f"a {what} is never mapped into host memory nor imported through a Khronos tier "
+            "(natively or not at all)",
+            extension=ext,
         )
     if kind.khronos and all(c.path(kind.extension) == f"khr:{kind.khronos}" for c in caps):
-        return "khr", ext, reason
-    mappable = memory.kind == "dmabuf"
-    if not mappable or any(c.path(kind.extension) == "unavailable" for c in caps):
-        raise ExtensionUnavailable(ext, shared.labels(caps), reason)
-    return "mapped", ext, reason
+        return "khr", ext, route.reason
+    if memory.kind != "dmabuf" or route.unavailable():  # only a dma-buf can be mapped
+        route.refuse(extension=ext)
+    return "mapped", ext, route.reason
 
 
 def native_handle(

@@ -38,7 +38,7 @@ import numpy as np
 from qcom_ext.binding.lib import C
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.errors import ConfigError, ExtensionUnavailable, QcomExtWarning
+from qcom_ext.errors import ConfigError, QcomExtWarning
 from qcom_ext.ext.context import context_info
 from qcom_ext.ext.memory import external
 from qcom_ext.ext.memory import khr_external as _khr
@@ -240,25 +240,22 @@ def import_memory(
         return _import_native(context, caps, memory, size, flags, image)
     if route == "khr":
         return _import_khr(context, caps, memory, size, flags, image)
-    result = _import_mapped(context, memory, size, flags, image)
-    warnings.warn(
+    note = (
         f"import of a {memory.what} on {shared.labels(caps)}: {ext} {reason}; "
-        f"cache_policy={memory.cache_policy!r} has no effect on a host mapping",
-        QcomExtWarning,
-        stacklevel=3,
+        f"cache_policy={memory.cache_policy!r} has no effect on a host mapping"
     )
+    result = _import_mapped(context, memory, size, flags, image)
+    warnings.warn(note, QcomExtWarning, stacklevel=3)
     return result
 
 
 def _check_vendor_format(caps: Sequence[DeviceCaps], image: ImageSpec) -> None:
     """ExtensionUnavailable unless every device has the Qualcomm format of ``image``."""
-    format_ext = vendor_format_extension(image.fmt)
-    if not shared.all_native(caps, format_ext):
-        raise ExtensionUnavailable(
-            format_ext,
-            shared.labels(caps),
-            f"{shared.why_not_native(caps, format_ext)[1]}; format {image.fmt} exists "
-            "only there (qcom_ext.nv12_image makes a portable NV12 frame)",
+    route = shared.Route.of(caps, vendor_format_extension(image.fmt))
+    if not route.native:
+        route.refuse(
+            f"format {image.fmt} exists only there (qcom_ext.nv12_image makes a portable "
+            "NV12 frame)"
         )
 
 

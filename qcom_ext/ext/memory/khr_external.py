@@ -37,9 +37,9 @@ from qcom_ext.binding.lib import C, check, check_handle, driver, ffi, handle_int
 from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.errors import ConfigError
-from qcom_ext.ext.images.formats import ImageExtent, image_desc
 from qcom_ext.ext.memory import memobj as _memobj
 from qcom_ext.ext.memory.flags import flag_names
+from qcom_ext.ext.memory.formats import ImageExtent, image_desc
 
 __all__ = [
     "BASE",

@@ -29,7 +29,6 @@ can make. Results are ``pyopencl.Buffer`` objects with a ``path`` attribute (and
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,9 +36,9 @@ import numpy as np
 import pyopencl as cl
 
 from qcom_ext.binding.lib import C, check_handle, driver, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.device.probe import probe
-from qcom_ext.errors import BufferTooLargeError, ConfigError, EntryPointMissing, QcomExtWarning
+from qcom_ext.errors import BufferTooLargeError, ConfigError, EntryPointMissing
 from qcom_ext.ext.memory.flags import ACCESS, HOST_ACCESS, check_flags, flag_names
 from qcom_ext.ext.memory.memobj import adopt, create_buffer
 
@@ -68,14 +67,10 @@ def _size(value: Any, what: str) -> int:
     return int(value)
 
 
-def _devices(context: Any) -> list[DeviceCaps]:
+def _route(context: Any) -> shared.Route:
     if not isinstance(context, cl.Context):
         raise ConfigError(f"expected a pyopencl.Context, got {type(context).__name__}")
-    return [probe(device) for device in context.devices]
-
-
-def _native(found: Sequence[DeviceCaps]) -> bool:
-    return {caps.path(EXTENSION) for caps in found} == {"native"}
+    return shared.route(context, EXTENSION)
 
 
 def _limit(found: Sequence[DeviceCaps], native: bool) -> tuple[int, str, str] | None:
@@ -101,8 +96,8 @@ def large_buffer_limit(context: cl.Context) -> int | None:
     >>> qcom_ext.large_buffer_limit(cl.Context([device])) >= device.max_mem_alloc_size
     True
     """
-    found = _devices(context)
-    limit = _limit(found, _native(found))
+    route = _route(context)
+    limit = _limit(route.caps, route.native)
     return None if limit is None else limit[0]
 
 
@@ -145,30 +140,25 @@ def create_large_buffer(
     ...
     qcom_ext.errors.BufferTooLargeError: size ... bytes exceeds ...
     """
-    found = _devices(context)
+    route = _route(context)
     allowed = ACCESS | HOST_ACCESS | _HOST_DATA | C.CL_MEM_ALLOC_HOST_PTR
     flags = check_flags(flags, "flags", allowed=allowed)
     size, hostbuf = _host_data(flags, size, hostbuf)
-    if _native(found):
-        _check(found, size, native=True)
+    if route.native:
+        _check(route, size)
         try:
             return _tag(_create_native(context, flags, size, hostbuf), True, "native")
         except EntryPointMissing as exc:
-            labels = ", ".join(caps.label for caps in found)
-            warnings.warn(
-                f"{labels}: {exc}; an ordinary buffer (at most {_ALLOC})",
-                QcomExtWarning,
-                stacklevel=2,
-            )
-    _check(found, size, native=False)
+            route = route.downgrade(exc, f"an ordinary buffer (at most {_ALLOC})")
+    _check(route, size)
     return _tag(cl.Buffer(context, flags, size, hostbuf), False, "fallback")
 
 
-def _check(found: Sequence[DeviceCaps], size: int, *, native: bool) -> None:
-    limit = _limit(found, native)
+def _check(route: shared.Route, size: int) -> None:
+    limit = _limit(route.caps, route.native)
     if limit is not None and size > limit[0]:
-        hint = "the driver may refuse less" if native else _CHUNK_HINT
-        if not native and any(EXTENSION in caps.extensions for caps in found):
+        hint = "the driver may refuse less" if route.native else _CHUNK_HINT
+        if not route.native and any(EXTENSION in caps.extensions for caps in route.caps):
             hint += f" ({EXTENSION} is advertised but its path here is not native)"
         raise BufferTooLargeError(size, *limit, hint=hint)
 
@@ -255,7 +245,7 @@ def allocate_chunked(
     >>> [(p.chunk_offset, p.size) for p in parts]
     [(0, 1048576), (1048576, 1048576), (2097152, 1048576)]
     """
-    found = _devices(context)
+    found = _route(context).caps
     flags = check_flags(flags, "flags", reason="chunks take no host pointer")
     size = _size(size, "size")
     step = _chunk_size(found, size, chunk)

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from qcom_ext.binding.lib import C, check_handle, driver, ffi, handle_int  # noqa: F401  (C: the doctest)
-from qcom_ext.ext.images.formats import ImageExtent, ImageFormat, image_desc
 from qcom_ext.ext.memory.flags import flag_names
+from qcom_ext.ext.memory.formats import ImageExtent, ImageFormat, image_desc
 
 KEEPALIVE = "_qcom_ext_keepalive"
 
@@ -96,7 +96,7 @@ def hold(memory: Any) -> Any:
     """A reference of qcom_ext's own to the ``cl_mem`` of the pyopencl memory object
     ``memory`` (``clRetainMemObject``, given back when it is collected), of the same
     pyopencl type: a caller's ``memory.release()`` cannot free what qcom_ext keeps (a
-    recording's arguments, an :class:`~qcom_ext.ext.memory.image_buffer.ImageBuffer`'s
+    recording's arguments, an :class:`~qcom_ext.ext.images.image_buffer.ImageBuffer`'s
     image and buffer, a wrapped ``BufferMatrix``), and the caller's object stays usable
     through it. An object released *before* it is handed over cannot be told from a
     live one (pyopencl keeps its ``int_ptr``): that one is the caller's to avoid."""

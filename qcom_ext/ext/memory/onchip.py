@@ -28,7 +28,6 @@ True
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,9 +35,9 @@ import numpy as np
 import pyopencl as cl
 
 from qcom_ext.binding.lib import C, check_handle, driver, ffi
+from qcom_ext.device import shared
 from qcom_ext.device.caps import DeviceCaps
-from qcom_ext.device.probe import probe
-from qcom_ext.errors import ConfigError, EntryPointMissing, QcomExtWarning
+from qcom_ext.errors import ConfigError, EntryPointMissing
 from qcom_ext.ext.memory.flags import check_flags, flag_names
 
 __all__ = ["SCRUB_BYTE", "onchip_buffer", "scrub_onchip"]
@@ -74,19 +73,15 @@ def onchip_buffer(
     size = _positive_int(size, "size", minimum=1)
     offset = _positive_int(offset, "offset", minimum=0)
     flags = check_flags(flags, "flags", reason="on-chip buffers take no host pointer")
-    found = [probe(device) for device in context.devices]
-    paths = {caps.path(EXTENSION) for caps in found}
-    if paths == {"native"}:
-        _check_fits(found, size, offset)
-    _check_alloc(found, size)
-    if paths == {"native"}:
+    route = shared.route(context, EXTENSION)
+    if route.native:
+        _check_fits(route.caps, size, offset)
+    _check_alloc(route.caps, size)
+    if route.native:
         try:
             return _native(context, size, offset, flags)
         except EntryPointMissing as exc:
-            labels = ", ".join(caps.label for caps in found)
-            warnings.warn(
-                f"{labels}: {exc}; the buffer is in global memory", QcomExtWarning, stacklevel=2
-            )
+            route.downgrade(exc, "the buffer is in global memory")
     return _tag(cl.Buffer(context, flags, size), False, None, "fallback")
 
 

@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from qcom_ext._resources import kernels_dir
-from qcom_ext.errors import BuildError, ConfigError
+from qcom_ext.errors import BuildError, ConfigError, QcomExtError
 from qcom_ext.ext.program import cache as program_cache
+from qcom_ext.ext.program.isolated import compile_isolated
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +140,13 @@ def program_options(
 def _large_buffer_options(found: Sequence[Any]) -> list[str]:
     """``[LARGE_BUFFER_OPTION]`` where every device of ``found`` (their reports) takes
     cl_qcom_large_buffer's native path, ``[]`` where none does."""
+    from qcom_ext.device.shared import labels  # lazily, as build_options's probe
+
     native = {caps.path("cl_qcom_large_buffer") == "native" for caps in found}
     if len(native) > 1:
         raise ConfigError(
             "large_buffer=True: some devices of this build take cl_qcom_large_buffer's "
-            f"native path and some do not ({', '.join(c.label for c in found)}); "
+            f"native path and some do not ({labels(found, names=False)}); "
             "build one program per device (devices=[...])"
         )
     return [LARGE_BUFFER_OPTION] if native == {True} else []
@@ -194,15 +197,35 @@ def build_program(
             if program is not None:
                 _remember_source(binaries, text)
                 return program
-    if isolate:  # lazily: the child machinery, in a module that imports this one
-        from qcom_ext.ext.program.isolated import build_isolated
-
-        return build_isolated(context, devices, text, full, identity, timeout=isolate_timeout)
+    if isolate:
+        return _from_isolated_compile(context, devices, text, full, identity, isolate_timeout)
     program = _build_from_source(context, devices, text, full)
     if cache is not None and identity is not None:
         binaries = _binaries(program, devices)
         if binaries is not None:
             cache.store(identity[0], identity[1], binaries)
+    return program
+
+
+def _from_isolated_compile(
+    context: Any,
+    devices: Sequence[Any],
+    text: str,
+    options: list[str],
+    identity: tuple[str, dict[str, Any]] | None,
+    timeout: float | None,
+) -> Any:
+    """The program of the binaries a child process compiled (:func:`compile_isolated`)."""
+    binaries = compile_isolated(devices, text, options, identity, timeout=timeout)
+    program = _build_from_binaries(context, devices, binaries, options)
+    if program is None:
+        from qcom_ext.device.probe import probe
+
+        labels = ", ".join(probe(d).label for d in devices)
+        raise QcomExtError(
+            f"the driver refused the binaries the isolated compile for {labels} made"
+        )
+    _remember_source(binaries, text)
     return program
 
 

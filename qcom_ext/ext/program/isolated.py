@@ -2,13 +2,15 @@
 
 Real Adreno compilers assert (Adreno 663), run out of memory or segfault on large
 programs (A6x): ``build_program(..., isolate=True)`` compiles first in a child process
-(``python -m qcom_ext.ext.program.isolated``). The child finds the same devices
+(``python -m qcom_ext.ext.program.compile_child``). The child finds the same devices
 (:mod:`qcom_ext.device.location`: indices, platform name, device name and driver
 version), builds the exact source and options the parent would, and stores the binaries
 in the program cache (:mod:`qcom_ext.ext.program.cache`); the parent reads them back
-through the cache's own checked reader (HMAC, key, device strings) and builds its
-program from them. Where the persistent cache is off (``QCOM_EXT_NO_CACHE``) or not
-trusted, the hand-over goes through a private temporary cache directory, removed after.
+through the cache's own checked reader (HMAC, key, device strings) and
+:func:`~qcom_ext.ext.program.build.build_program` builds its program from them. This side
+needs the runner only; the child's side is :mod:`qcom_ext.ext.program.compile_child`.
+Where the persistent cache is off (``QCOM_EXT_NO_CACHE``) or not trusted, the hand-over
+goes through a private temporary cache directory, removed after.
 
 What the child's end becomes here:
 
@@ -33,15 +35,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from qcom_ext._cache_dir import check_dir
-from qcom_ext._isolation import ChildRun, module_command, run_child, serve
-from qcom_ext.device.location import find_device, location
-from qcom_ext.device.probe import probe
+from qcom_ext._isolation import ChildRun, module_command, run_child
+from qcom_ext.device import shared
+from qcom_ext.device.location import location
 from qcom_ext.errors import (
     BuildError,
     CompilerCrashError,
@@ -49,40 +50,38 @@ from qcom_ext.errors import (
     DriverTimeoutError,
     QcomExtError,
 )
-from qcom_ext.ext.program import build as _build
 from qcom_ext.ext.program import cache as program_cache
 
-__all__ = ["CHILD_COMMAND", "COMPILE_STAGE", "DEFAULT_TIMEOUT", "build_isolated", "main"]
+__all__ = ["CHILD_COMMAND", "COMPILE_STAGE", "DEFAULT_TIMEOUT", "compile_isolated"]
 
 #: Seconds an isolated compile may take, from the child's start to its report.
 DEFAULT_TIMEOUT = 300.0
 #: The stage in which a death is the compiler's.
 COMPILE_STAGE = "clBuildProgram"
 #: The child's command line (tests put a child with a substitute compiler here).
-CHILD_COMMAND: tuple[str, ...] = tuple(module_command("qcom_ext.ext.program.isolated"))
+CHILD_COMMAND: tuple[str, ...] = tuple(module_command("qcom_ext.ext.program.compile_child"))
 
 
-def build_isolated(
-    context: Any,
+def compile_isolated(
     devices: Sequence[Any],
     text: str,
     options: Sequence[str],
     identity: tuple[str, dict[str, Any]] | None,
     *,
     timeout: float | None = None,
-) -> Any:
-    """The program of ``text`` built with ``options`` (the full list) for ``devices``,
-    compiled in a child process and loaded here from the binaries it left in the
-    program cache under ``identity`` (``(key, meta)`` of
-    :func:`~qcom_ext.ext.program.build.cache_identity`; None: a private hand-over key).
-    ``timeout``: :data:`DEFAULT_TIMEOUT` when None."""
+) -> list[bytes]:
+    """The binaries of ``text`` built with ``options`` (the full list) for ``devices``,
+    compiled in a child process and read back from the program cache under ``identity``
+    (``(key, meta)`` of :func:`~qcom_ext.ext.program.build.cache_identity`; None: a
+    private hand-over key) through its checked reader. ``timeout``:
+    :data:`DEFAULT_TIMEOUT` when None."""
     where = [location(d) for d in devices]
     if any(w is None for w in where):
         raise ConfigError(
             "isolate=True needs devices a child process can find (listed by qcom_ext's "
             "platform enumeration)"
         )
-    labels = ", ".join(probe(d).label for d in devices)
+    labels = shared.labels(shared.caps_of(list(devices)), names=False)
     with _handoff(identity) as (cache, key, meta):
         request = {
             "devices": where,
@@ -96,18 +95,12 @@ def build_isolated(
         run = run_child(CHILD_COMMAND, request, timeout=limit)
         _raise_failure(run, labels, options)
         binaries = cache.load(key, meta)
-        if binaries is None:
-            raise QcomExtError(
-                f"the isolated compile for {labels} stored binaries the program cache "
-                f"({cache.directory}) does not give back"
-            )
-        program = _build._build_from_binaries(context, devices, binaries, options)
-    if program is None:
+    if binaries is None:
         raise QcomExtError(
-            f"the driver refused the binaries the isolated compile for {labels} made"
+            f"the isolated compile for {labels} stored binaries the program cache "
+            f"({cache.directory}) does not give back"
         )
-    _build._remember_source(binaries, text)
-    return program
+    return binaries
 
 
 def _raise_failure(run: ChildRun, labels: str, options: Sequence[str]) -> None:
@@ -153,37 +146,3 @@ def _handoff(
         yield program_cache.ProgramCache(folder), key, meta
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _compile(request: dict[str, Any], stage: Callable[[str], None]) -> dict[str, Any]:
-    """The child's work: find the devices, build, store the binaries."""
-    import pyopencl as cl
-
-    stage("finding the devices")
-    devices = [find_device(w) for w in request["devices"]]
-    stage("clCreateContext")
-    context = cl.Context(devices)
-    stage(COMPILE_STAGE)
-    try:
-        source, options = request["source"], request["options"]
-        program = _build._build_from_source(context, devices, source, options)
-    except BuildError as exc:
-        return {"outcome": "build_error", "log": exc.log, "options": list(exc.options)}
-    stage("clGetProgramInfo (the binaries)")
-    binaries = _build._binaries(program, devices)
-    if binaries is None:
-        return {"outcome": "no_binary"}
-    stage("storing the binaries in the program cache")
-    cache = program_cache.ProgramCache(request["cache"])
-    stored = cache.store(request["key"], request["meta"], binaries)
-    return {"outcome": "ok" if stored is not None else "not_stored"}
-
-
-def main() -> int:
-    """``python -m qcom_ext.ext.program.isolated``: the child
-    (:func:`qcom_ext._isolation.serve`)."""
-    return serve(_compile)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

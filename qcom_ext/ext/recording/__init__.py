@@ -33,18 +33,17 @@ import atexit
 import contextlib
 import sys
 import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyopencl as cl
 
+from qcom_ext.device import shared
 from qcom_ext.device.probe import probe
 from qcom_ext.errors import (
     CLError,
     ConfigError,
     EntryPointMissing,
-    QcomExtWarning,
     RecordingStateError,
 )
 from qcom_ext.ext.recording.args import Dispatch, normalize_updates
@@ -111,24 +110,18 @@ class Recording:
         self._backend = self._choose_backend(queue)
 
     def _choose_backend(self, queue: cl.CommandQueue | None) -> Any:
-        tier = self.caps.path(_EXTENSION).split(":", 1)[0]
-        if tier == "native":
+        route = shared.route(self.caps, _EXTENSION)
+        if route.native:
             try:
                 return NativeBackend(self.caps, self.context, self.device)
             except EntryPointMissing as exc:
-                self._warn(exc)
-                tier = self.caps.status_without(_EXTENSION).tier
-        if tier == "khr":
+                route = route.downgrade(exc, "recordings replay directly", stacklevel=3)
+        if route.tier == "khr":
             try:
                 return KhrBackend(self.caps, queue or cl.CommandQueue(self.context, self.device))
             except EntryPointMissing as exc:
-                self._warn(exc)
+                route.downgrade(exc, "recordings replay directly", stacklevel=3)
         return ReplayBackend()
-
-    def _warn(self, exc: Exception) -> None:
-        warnings.warn(
-            f"{self.caps.label}: {exc}; recordings replay directly", QcomExtWarning, stacklevel=4
-        )
 
     @property
     def path(self) -> str:

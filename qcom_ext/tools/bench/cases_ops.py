@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 import qcom_ext
+from qcom_ext.ops import BufferMatrix, Linear
+from qcom_ext.ops.suite import prepare, suite
 from qcom_ext.tools.bench._case import Suite, SuiteResult, format_seconds
 from qcom_ext.tools.bench._profiling import (
     CopyBandwidth,
@@ -52,8 +54,6 @@ def sizes(caps: qcom_ext.DeviceCaps) -> tuple[tuple[int, int], float]:
 
 def gemv_rows(queue: Any, shape: tuple[int, int], rounds: int, copy: CopyBandwidth) -> list:
     """A row per weight format: device time, weight bytes, their share of ``copy``."""
-    from qcom_ext.ops import BufferMatrix, Linear
-
     n, k = shape
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((n, k), dtype=np.float32) * 0.05
@@ -70,8 +70,6 @@ def gemv_rows(queue: Any, shape: tuple[int, int], rounds: int, copy: CopyBandwid
 
 def conv_row(queue: Any, scale: float, rounds: int, copy: CopyBandwidth) -> dict[str, Any]:
     """The conv layer's row: device time, input + output bytes, their share of ``copy``."""
-    from qcom_ext.ops.suite import prepare, suite
-
     layer = next(s for s in suite(kinds=("depthwise",), scale=scale) if s.name == CONV_LAYER)
     op, x = prepare(queue, layer)
     out = op.output_for(queue, x)

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 import qcom_ext
 from qcom_ext import DeviceCaps
 from qcom_ext.tools._output import write_text
+from qcom_ext.tools._table import Column, Row, print_table
 from qcom_ext.tools.bench._case import UNITS, SuiteResult, format_seconds
 
 if TYPE_CHECKING:  # the runner measures it (pyopencl); the report only reads it
@@ -354,11 +355,7 @@ def summary_table(report: Report, rows: Sequence[dict[str, Any]] | None = None) 
     rows = summary_rows(report) if rows is None else rows
     h = report.header
     where = (h["device_label"], h["driver_version"], str(h["date"])[:10])
-    columns = [
-        c
-        for i, c in enumerate(_SUMMARY_COLUMNS)
-        if i < 3 or any(_given(r.get(c[2])) for r in rows)
-    ]
+    columns = _summary_columns(rows)
     lines = [
         "| " + " | ".join([*(c[0] for c in columns), "device", "driver", "date"]) + " |",
         "|" + "|".join([*(c[1] for c in columns), "---", "---", "---"]) + "|",
@@ -368,6 +365,14 @@ def summary_table(report: Report, rows: Sequence[dict[str, Any]] | None = None) 
         cells = [c.replace("|", "\\|") for c in (*cells, *where)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _summary_columns(rows: Sequence[dict[str, Any]]) -> list[tuple]:
+    """The :data:`_SUMMARY_COLUMNS` shown for ``rows``: the first three, and each other one
+    that some row has a value in."""
+    shown = [c for i, c in enumerate(_SUMMARY_COLUMNS) if i >= 3]
+    given = [c for c in shown if any(_given(r.get(c[2])) for r in rows)]
+    return [*_SUMMARY_COLUMNS[:3], *given]
 
 
 def _given(value: Any) -> bool:
@@ -382,12 +387,14 @@ def with_summary(report: Report, copy: CopyBandwidth | None = None) -> Report:
     """``report`` with the summary table (:func:`summary_table`) first among its suites'
     results, under :data:`SUMMARY`: a row per runner-timed case (its share of ``copy``,
     the buffer copy measured in the same run, where it moves bytes:
-    :func:`case_summary_rows`), then each suite's rows. Its data: the rows and ``copy``."""
+    :func:`case_summary_rows`), then each suite's rows. Its data: the rows, ``copy`` and
+    the line that states it (``roofline``), above the table."""
     rows = case_summary_rows(report.results, copy) + summary_rows(report)
-    data: dict[str, Any] = {"rows": rows} | ({} if copy is None else copy.as_dict())
+    data: dict[str, Any] = {"rows": rows}
     text = summary_table(report, rows)
     if copy is not None:
-        text = f"{copy.describe()}, measured in this run\n\n{text}"
+        data |= copy.as_dict() | {"roofline": f"{copy.describe()}, measured in this run"}
+        text = f"{data['roofline']}\n\n{text}"
     table = SuiteResult(text, data)
     return dataclasses_replace(report, suites={SUMMARY: table, **report.suites})
 
@@ -429,32 +436,38 @@ def write(
 
 
 def render(report: Report, console: Console) -> None:
-    """The stamp line, the cases as a rich table, then each suite's markdown."""
+    """The stamp line, the cases' table, the summary's rows, then each other suite's
+    markdown; the tables fit the console's width (:mod:`qcom_ext.tools._table`)."""
     h = report.header
     console.print(
         f"[bold]{h['device_label']}[/] ({h['device_name']}) · {h['driver_version']}"
         f" · {h['python']} · qcom_ext {h['qcom_ext']} · {h['host_cpu']} · {h['date']}"
     )
     if report.results:
-        console.print(_rich_table(report.results))
+        _print_cases(report.results, console)
     for name, suite in report.suites.items():
         console.rule(name)
-        console.print(suite.markdown, markup=False, highlight=False)
+        if name == SUMMARY:
+            _print_summary(report, console)
+        else:
+            console.print(suite.markdown, markup=False, highlight=False, soft_wrap=True)
 
 
-def _rich_table(results: list[Result]) -> Table:
+def _print_cases(results: list[Result], console: Console) -> None:
+    """A row per case (the group above its cases when the row is too wide), its target's
+    verdict and note under it when they do not fit at its end."""
     compared = any(r.speedup is not None for r in results)
-    columns = ["group", "case", "median", "min", "IQR", "ratio", "rate"]
-    columns += ["vs earlier"] if compared else []
-    table = Table(show_edge=False, pad_edge=False)
-    for column in [*columns, "target", "note"]:
-        justify = "left" if column in ("group", "case", "target", "note") else "right"
-        table.add_column(column, justify=justify, overflow="fold")
+    columns = [Column("group"), Column("case")]
+    columns += [Column(c, right=True) for c in ("median", "min", "IQR", "ratio", "rate")]
+    columns += [Column("vs earlier", right=True)] if compared else []
+    rows, group = [], None
     for r in results:
         style = {True: "green", False: "bold red", None: "yellow"}[r.target_met]
-        target = f"[{style}]{_target_text(r)}[/]" if r.target else ""
+        note = Text(_target_text(r), style=style) if r.target else Text()
+        if r.note:
+            note.append(("; " if r.target else "") + r.note)
         cells = [
-            r.group,
+            r.group if r.group != group else "",
             r.name,
             format_seconds(r.median_s),
             format_seconds(r.min_s),
@@ -463,5 +476,22 @@ def _rich_table(results: list[Result]) -> Table:
             _rate_text(r),
         ]
         cells += [_speedup_text(r)] if compared else []
-        table.add_row(*cells, target, r.note)
-    return table
+        rows.append(Row(cells, note))
+        group = r.group
+    print_table(console, columns, rows, note_header="target; note")
+
+
+def _print_summary(report: Report, console: Console) -> None:
+    """The summary's rows (:func:`summary_table`'s, less the device stamps the first
+    line gives): op, time and shares (the lab's image copy and torch columns where its
+    rows have them), the target and its verdict under the row when it does not fit."""
+    if roofline := report.suites[SUMMARY].data.get("roofline"):
+        console.print(roofline, markup=False, highlight=False)
+    found = summary_rows(report)
+    shown = [c for c in _summary_columns(found) if c[2] != "target"]
+    columns = [Column(heading, right=align == "--:") for heading, align, _, _ in shown]
+    rows = [
+        Row([_cell(r.get(key), text) for _, _, key, text in shown], r.get("target") or "")
+        for r in found
+    ]
+    print_table(console, columns, rows, note_header="target")

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 import qcom_ext
 from qcom_ext import QcomExtError
@@ -53,6 +54,7 @@ from qcom_ext._cache_dir import parse_json
 from qcom_ext.device.choice import device_from_spec, pyopencl_ctx
 from qcom_ext.tools._output import check_writable, terminal_safe
 from qcom_ext.tools._output import console as _console
+from qcom_ext.tools._table import Column, Row, print_table
 from qcom_ext.tools.bench._case import Case, Suite
 from qcom_ext.tools.bench._profiling import measure_copy, profiling_queue
 from qcom_ext.tools.bench.report import (
@@ -254,11 +256,16 @@ def _parser(prog: str, suites: Sequence[Suite], lab: bool = False) -> argparse.A
 
 
 def _list(console: Console, chosen: Sequence[Case], suites: Iterable[Suite]) -> int:
+    rows, group = [], None
     for case in chosen:
         mark = " (baseline)" if case.baseline else ""
-        console.print(f"{case.group:<12} {case.name}{mark}  [dim]{case.note}[/]")
-    for suite in suites:
-        console.print(f"{'suite':<12} {suite.name}  [dim]{suite.note}[/]")
+        name = case.group if case.group != group else ""
+        rows.append(Row((name, case.name + mark), Text(case.note, style="dim")))
+        group = case.group
+    for index, suite in enumerate(suites):
+        name = "suite" if index == 0 else ""
+        rows.append(Row((name, suite.name), Text(suite.note, style="dim")))
+    print_table(console, (Column("group"), Column("name")), rows, note_header="what")
     return 0
 
 
@@ -327,7 +334,7 @@ def main(
         chosen = select(cases, wanted) if wanted or not named else []
     except UnknownCaseError as exc:
         parser.error(str(UnknownCaseError(exc.unknown, exc.known + [s.name for s in found])))
-    console = _console() if sys.stdout.isatty() else _console(width=160)
+    console = _console()  # the terminal's width; 80 columns when not a terminal
     if args.list:
         return _list(console, chosen, named or (found if not args.cases else []))
     wanted_suites = named or ([s for s in found if s.default] if not args.cases else [])

@@ -147,10 +147,9 @@ def measure(
         for members in groups.values():
             results += _measure_group(members, caps, rounds, batch_ns)
         return Report(header=stamps(caps, command), results=results)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from qcom_ext.tools._output import progress_bar
 
-    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    with progress_bar(console) as progress:
         for group, members in groups.items():
             steps = max(min(rounds, c.max_rounds or rounds) for c in members)
             task = progress.add_task(f"{group} ({len(members)} cases)", total=steps)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from qcom_ext.device.quirks import Quirk
 from qcom_ext.tools._output import console as _console
+from qcom_ext.tools._table import Column, Row, print_facts, print_table, print_wrapped
 from qcom_ext.tools.selftest._report import ExtensionReport, PathRun, SelftestReport
 
 __all__ = ["render"]
@@ -51,40 +52,42 @@ def _run_row(item: ExtensionReport, run: PathRun) -> tuple[str, str, str, str, s
     return run.path, verdict, _number(run.max_error), f"{run.time_ms:.1f}", "; ".join(notes)
 
 
-def _table(report: SelftestReport) -> Table:
-    table = Table(show_edge=False, pad_edge=False)
-    for column, justify in (
-        ("extension", "left"),
-        ("path", "left"),
-        ("result", "left"),
-        ("max error", "right"),
-        ("ms", "right"),
-        ("notes", "left"),
-    ):
-        table.add_column(column, justify=justify, overflow="fold")
+_COLUMNS = (
+    Column("extension"),
+    Column("path"),
+    Column("result"),
+    Column("max error", right=True),
+    Column("ms", right=True),
+)
+
+
+def _rows(report: SelftestReport) -> list[Row]:
+    """One row per extension and path (the extension named on its first), its notes."""
+    rows = []
     for item in report.extensions:
         name = item.extension
         if item.unchecked:
-            table.add_row(name, item.path, _OUTCOME["unchecked"], "", "", escape(item.unchecked))
+            unchecked = Text.from_markup(_OUTCOME["unchecked"])
+            rows.append(Row((name, item.path, unchecked, "", ""), item.unchecked))
             continue
-        rows = []
+        cells = []
         for run in item.runs:
             row = _run_row(item, run)
             if run.path == "unavailable" and run.ok:  # the refusal was checked
                 why = f": {escape(item.reason)}" if item.path == "unavailable" else ""
                 row = (*row[:4], f"refused, as it must be where it has no path{why}")
-            rows.append(row)
+            cells.append(row)
         if not item.runs:
-            rows.append(("unavailable", _OUTCOME["unavailable"], "", "", escape(item.reason)))
-        rows += [
+            cells.append(("unavailable", _OUTCOME["unavailable"], "", "", escape(item.reason)))
+        cells += [
             (f"[dim]{path}[/]", "[dim]not run[/]", "", "", f"[dim]{escape(why)}[/]")
             for path, why in item.skipped
             if not (path == "fallback" and item.path == "unavailable")
         ]  # in the reason
-        for index, row in enumerate(rows):
-            table.add_row(name if index == 0 else "", *row)
-        table.add_section()
-    return table
+        for index, (*row, note) in enumerate(cells):
+            marked = [Text.from_markup(cell) for cell in row]
+            rows.append(Row((name if index == 0 else "", *marked), Text.from_markup(note)))
+    return rows
 
 
 def _failures(report: SelftestReport) -> list[str]:
@@ -136,8 +139,7 @@ def render(report: SelftestReport, console: Any = None) -> None:
     facts.append(("seed", str(report.seed)))
     if report.disabled:
         facts.append(("QCOM_EXT_DISABLE", ", ".join(report.disabled)))
-    for key, value in facts:
-        console.print(f"[dim]{key:>16}[/]  {escape(str(value))}")
+    print_facts(console, [(key, str(value)) for key, value in facts])
     for problem in report.problems:
         console.print(f"[red]probe problem:[/] {escape(problem)}")
     if report.build_problem:
@@ -146,14 +148,14 @@ def render(report: SelftestReport, console: Any = None) -> None:
             "(the checks that build kernels are skipped)"
         )
     for quirk in report.quirks:
-        console.print(_quirk_line(quirk), soft_wrap=True)
+        print_wrapped(console, Text.from_markup(_quirk_line(quirk)))
     for name, verdict in report.verdicts.items():
         if verdict["outcome"] != "ok":
             console.print(
                 f"[red]trial {verdict['outcome']}:[/] {escape(name)}: "
                 f"{escape(verdict['detail'])} (downgraded)"
             )
-    console.print(_table(report))
+    print_table(console, _COLUMNS, _rows(report))
     failures = _failures(report)
     if failures:
         console.print("[bold red]failures[/]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from qcom_ext.device.caps import DeviceCaps
@@ -65,6 +65,7 @@ def run_selftest(
     only: Sequence[str] | None = None,
     verify: bool = False,
     isolated: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SelftestReport:
     """Check every extension (or those in ``only``) on ``device`` (a pyopencl.Device, a
     handle, a :class:`~qcom_ext.DeviceCaps`, a ``--device`` value such as
@@ -83,6 +84,9 @@ def run_selftest(
     (:func:`~qcom_ext.device.isolated.probe_isolated`: of the device a ``--device`` value
     or None names, of every device otherwise), before this process calls the driver: a
     driver that crashes there raises :class:`~qcom_ext.errors.DriverCrashError`.
+
+    ``progress(extension, done, total)`` is called before each extension's checks
+    (``qcom-ext selftest``'s progress line).
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed must be an int, got {seed!r}")
@@ -107,7 +111,9 @@ def run_selftest(
         quirks=caps.quirks,
         build_problem=caps.build_problem,
     )
-    for name in names:
+    for done, name in enumerate(names):
+        if progress is not None:
+            progress(name, done, len(names))
         report.extensions.append(_check_extension(caps, name, seed, report.build_problem))
     return report
 

@@ -281,7 +281,7 @@ def _compressed(env: Env) -> Outcome:
 def _buffer_from_image(env: Env) -> Outcome:
     import pyopencl as cl
 
-    from qcom_ext.ext.memory.image_buffer import image_with_buffer
+    from qcom_ext.ext.images.image_buffer import image_with_buffer
 
     width, height = 40, 24
     program = env.program("buffer_from_image.cl")

@@ -7,11 +7,14 @@ without its ``end`` is the trial that killed the child (the exit status names th
 signal; ``SIGKILL``, the out-of-memory killer's signal, is ``inconclusive``, not a
 crash) or hung.
 
-Every wait is bounded by the caller's ``timeout``: for the first line, from each line to
-the next, and for the exit once the report pipe closes. On expiry the child's process
-group is killed (the child runs in a session of its own) and the verdicts already
-received are kept; the trial begun and not ended is ``timed_out``. Anything on the
-report pipe that is not the protocol is a :class:`TrialProtocolError` naming it.
+The child runs on :class:`qcom_ext._isolation.Child`, the one parent's side of a child
+process (a session of its own, no current directory on its import path, the stdin
+written in a thread, stdout read line by line, the process group killed). Every wait is
+bounded by the caller's ``timeout``: for the first line, from each line to the next,
+and for the exit once the report pipe closes. On expiry the child's process group is
+killed and the verdicts already received are kept; the trial begun and not ended is
+``timed_out``. Anything on the report pipe that is not the protocol is a
+:class:`TrialProtocolError` naming it.
 
 >>> signal_name(-11), signal_name(3), signal_name(0xC0000005)
 ('SIGSEGV', 'exit status 3', 'exit status 0xc0000005')
@@ -23,19 +26,16 @@ True
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import datetime
 import json
 import os
 import queue
 import signal
 import subprocess
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qcom_ext._isolation import module_command, start_child
+from qcom_ext._isolation import Child, module_command
 from qcom_ext.device.verdicts import Verdict
 from qcom_ext.errors import QcomExtError, signal_name
 
@@ -57,7 +57,6 @@ _REPORTED = ("ok", "failed")  # what a child may report; it cannot judge its own
 _LOG_TAIL = 4000
 _SHOWN = 200  # characters of a garbage line an error quotes
 _MAX_LINE = 1 << 20  # bytes read per line: a longer one is cut (and its rest is garbage)
-_REAP = 5.0  # seconds to reap a killed child, or to let a reader thread finish
 _POSIX = os.name == "posix"
 
 
@@ -123,63 +122,28 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
 
 
-def _pump(stream: Any, sink: Callable[[str | None], None]) -> None:
-    for raw in iter(lambda: stream.readline(_MAX_LINE), b""):
-        sink(raw.decode("utf-8", errors="replace").rstrip("\n"))
-    sink(None)
+class _Trials:
+    """The verdicts one trial child (:class:`~qcom_ext._isolation.Child`) gives: its
+    report lines followed, its death or hang judged."""
 
-
-def _send(stream: Any, data: bytes) -> None:
-    """Write the spec and close the child's stdin (a dead or stuck child: nothing)."""
-    try:
-        with contextlib.suppress(OSError, ValueError):
-            stream.write(data)
-    finally:
-        with contextlib.suppress(OSError, ValueError):
-            stream.close()
-
-
-class _Child:
-    """The child process, its report lines (a queue) and the tail of its stderr."""
-
-    def __init__(
-        self, what: Mapping[str, str], timeout: float, env: dict[str, str], command: Sequence[str]
-    ) -> None:
+    def __init__(self, child: Child, what: Mapping[str, str], timeout: float) -> None:
+        self.child, self.proc = child, child.proc
         self.what, self.timeout = what, timeout
-        self.proc = start_child(command, env)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.errors: collections.deque[str] = collections.deque(maxlen=200)
-        self.readers = [
-            threading.Thread(target=_pump, args=(self.proc.stdout, self.lines.put), daemon=True),
-            threading.Thread(target=_pump, args=(self.proc.stderr, self._stderr), daemon=True),
-        ]
-        for reader in self.readers:
-            reader.start()
         self.verdicts: dict[str, Verdict] = {}
         self.spills: dict[str, tuple[tuple[str, int], ...]] = {}
         self.current: str | None = None  # the trial begun and not ended
 
-    def _stderr(self, line: str | None) -> None:
-        if line is not None:
-            self.errors.append(line)
-
     def log(self) -> str:
-        return "\n".join(self.errors)[-_LOG_TAIL:]
+        return self.child.log(_LOG_TAIL)
 
     def verdict(self, name: str, outcome: str, detail: str, text: str = "") -> Verdict:
         return Verdict(name, self.what[name], outcome, detail, _today(), text or self.log())
-
-    def send(self, spec: dict[str, Any]) -> None:
-        """Hand the spec over in a thread: a child that never reads it (a spec larger
-        than the pipe's buffer) cannot block the caller."""
-        data = json.dumps(spec).encode()
-        threading.Thread(target=_send, args=(self.proc.stdin, data), daemon=True).start()
 
     def read(self) -> dict[str, Verdict]:
         """Follow the reports until the child ends, or no line comes within the timeout."""
         while True:
             try:
-                line = self.lines.get(timeout=self.timeout)
+                line = self.child.line(self.timeout)
             except queue.Empty:
                 return self._hung()
             if line is None:
@@ -216,7 +180,7 @@ class _Child:
     def _timed_out(self) -> dict[str, Verdict]:
         """The timeout passed: the child's group is killed, the trial begun timed out and
         the verdicts received stand (none at all: a QcomExtError)."""
-        self._kill()
+        self.child.kill()
         if self.current is not None:
             self.verdicts[self.current] = self.verdict(
                 self.current, "timed_out", f"{self.timeout:g} s"
@@ -232,7 +196,7 @@ class _Child:
         """No line within the timeout. A child that has ended (another process still
         holds its pipe) died; else it hangs."""
         if self.proc.poll() is not None:
-            self._kill()  # whatever holds the pipe in its group
+            self.child.kill()  # whatever holds the pipe in its group
             return self._died(self.proc.returncode)
         return self._timed_out()
 
@@ -240,14 +204,12 @@ class _Child:
         """The report pipe closed: the child's exit, waited on for the timeout at most,
         names a crash."""
         try:
-            status = self.proc.wait(timeout=self.timeout)
+            status = self.child.wait(self.timeout)
         except subprocess.TimeoutExpired:  # hangs at exit
             return self._timed_out()
         return self._died(status)
 
     def _died(self, status: int) -> dict[str, Verdict]:
-        for reader in self.readers:  # the end of stderr, for the log
-            reader.join(timeout=1)
         if self.current is not None:
             killed = _POSIX and status == -signal.SIGKILL  # the out-of-memory killer's
             outcome = "inconclusive" if killed else "crashed"
@@ -258,25 +220,6 @@ class _Child:
                 f"before any trial; stderr: {self.log()[-500:]!r}"
             )
         return self.verdicts
-
-    def _kill(self) -> None:
-        """Kill the child's process group (on Windows the child) and reap the child."""
-        with contextlib.suppress(OSError):
-            if _POSIX:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            else:
-                self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=_REAP)
-
-    def close(self) -> None:
-        if self.proc.returncode is None:
-            self._kill()
-        for reader, stream in zip(self.readers, (self.proc.stdout, self.proc.stderr), strict=True):
-            reader.join(timeout=1)
-            if not reader.is_alive():  # closing under a blocked reader would block here
-                with contextlib.suppress(OSError):
-                    stream.close()  # type: ignore[union-attr]
 
 
 def run_child(
@@ -293,11 +236,11 @@ def run_child(
     every trial's, up to the one that crashed or hung. Raises :class:`QcomExtError` when
     it gave none (:class:`TrialProtocolError` for garbage on its pipe). ``spills``, when
     given, receives each trial's kernels that spill (:func:`end_spills`)."""
-    child = _Child(what, timeout, env, command)
-    try:
-        child.send(spec)
-        return child.read()
-    finally:
-        child.close()
-        if spills is not None:
-            spills.update(child.spills)
+    with Child(command, env, max_line=_MAX_LINE) as child:
+        trials = _Trials(child, what, timeout)
+        try:
+            child.send(json.dumps(spec).encode())
+            return trials.read()
+        finally:
+            if spills is not None:
+                spills.update(trials.spills)

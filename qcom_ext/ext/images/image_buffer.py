@@ -38,7 +38,6 @@ True
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,20 +52,18 @@ from qcom_ext.errors import (
     CLError,
     ConfigError,
     EntryPointMissing,
-    ExtensionUnavailable,
-    QcomExtWarning,
 )
-from qcom_ext.ext.images.formats import (
+from qcom_ext.ext.images.host_arrays import check_pixels
+from qcom_ext.ext.images.info import computed_image_info, pitch_alignment, read_scalar
+from qcom_ext.ext.memory import memobj as _memobj
+from qcom_ext.ext.memory.flags import check_compatible, check_flags, flag_names, inherited
+from qcom_ext.ext.memory.formats import (
     ImageExtent,
     ImageFormat,
     image_extent,
     image_type_name,
     parse_image_format,
 )
-from qcom_ext.ext.images.host_arrays import check_pixels
-from qcom_ext.ext.images.info import computed_image_info, pitch_alignment, read_scalar
-from qcom_ext.ext.memory import memobj as _memobj
-from qcom_ext.ext.memory.flags import check_compatible, check_flags, flag_names, inherited
 
 __all__ = ["ImageBuffer", "buffer_from_image", "image_with_buffer"]
 
@@ -75,6 +72,7 @@ KHR = "cl_khr_image2d_from_buffer"
 PATHS = ("native", f"khr:{KHR}", "fallback")
 _TYPES = ("2d", "2d_array", "3d")  # pyopencl copies 1D images no further than this
 _REASON = "cl_qcom_create_buffer_from_image forbids USE/ALLOC/COPY_HOST_PTR"
+_COPY = "the buffer is a copy kept in sync instead"
 
 
 @dataclass(eq=False)
@@ -193,12 +191,6 @@ class ImageBuffer:
         )
 
 
-def _refuse_unavailable(found: Sequence[DeviceCaps], path: str) -> None:
-    if path == "unavailable":
-        caps = next(c for c in found if c.path(EXTENSION) == "unavailable")
-        raise ExtensionUnavailable(EXTENSION, caps.label, caps.status(EXTENSION).reason)
-
-
 def _image_kind(image: Any) -> str:
     kind = image_type_name(int(image.type))
     if kind == "1d_buffer":
@@ -251,27 +243,33 @@ def buffer_from_image(image: cl.Image, flags: int | None = None) -> ImageBuffer:
         check_compatible(flags, parent, "flags", f"the image ({flag_names(parent)})")
     fmt = parse_image_format(image.format)
     extent = _image_extent(image, kind)
-    found = shared.context_caps(image.context)
-    path = shared.shared_path(found, EXTENSION)
-    _refuse_unavailable(found, path)
-    if path == "native":
+    route = _route(image.context)
+    if route.native:
         try:
-            return _native_pair(image, flags, fmt, kind, extent, found[0])
+            return _native_pair(image, flags, fmt, kind, extent, route)
         except EntryPointMissing as exc:
-            _warn_missing(exc)
+            route.downgrade(exc, _COPY)
     return _copy_pair(image, flags, fmt, kind, extent)
 
 
-def _warn_missing(exc: Exception) -> None:
-    warnings.warn(
-        f"{exc}; the buffer is a copy kept in sync instead", QcomExtWarning, stacklevel=3
-    )
+def _route(context: Any) -> shared.Route:
+    """The route of the extension on ``context``; ExtensionUnavailable where a device has
+    no path at all."""
+    route = shared.route(context, EXTENSION)
+    if route.unavailable():
+        route.refuse()
+    return route
 
 
 def _native_pair(
-    image: Any, flags: int, fmt: ImageFormat, kind: str, extent: ImageExtent, caps: DeviceCaps
+    image: Any,
+    flags: int,
+    fmt: ImageFormat,
+    kind: str,
+    extent: ImageExtent,
+    route: shared.Route,
 ) -> ImageBuffer:
-    create = shared.require(caps, EXTENSION, "clCreateBufferFromImageQCOM")
+    create = route.require("clCreateBufferFromImageQCOM")
     err = ffi.new("cl_int *")
     handle = create(ffi.cast("cl_mem", image.int_ptr), flags, err)
     buffer = _memobj.adopt(
@@ -283,20 +281,22 @@ def _native_pair(
         )
     )
     with _memobj.released_on_error(buffer):
-        row_pitch, slice_pitch = _native_pitches(image, fmt, kind, extent, caps)
+        row_pitch, slice_pitch = _native_pitches(image, fmt, kind, extent, route)
     return ImageBuffer(image, buffer, row_pitch, slice_pitch, True, "native", fmt, kind, extent)
 
 
 def _native_pitches(
-    image: Any, fmt: ImageFormat, kind: str, extent: ImageExtent, caps: DeviceCaps
+    image: Any, fmt: ImageFormat, kind: str, extent: ImageExtent, route: shared.Route
 ) -> tuple[int, int]:
-    """Pitches from clGetDeviceImageInfoQCOM (clGetImageInfo's where it is missing)."""
+    """Pitches from clGetDeviceImageInfoQCOM (clGetImageInfo's where it is missing: the
+    route's one warning says so)."""
     try:
-        info = shared.require(caps, EXTENSION, "clGetDeviceImageInfoQCOM")
-    except EntryPointMissing:
+        info = route.require("clGetDeviceImageInfoQCOM")
+    except EntryPointMissing as exc:
+        route.downgrade(exc, "the buffer's pitches are clGetImageInfo's", stacklevel=4)
         row_pitch, slice_pitch = int(image.row_pitch), int(image.slice_pitch)
     else:
-        device, cfmt = ffi.cast("cl_device_id", caps.device_id), fmt.cdata()
+        device, cfmt = ffi.cast("cl_device_id", route.caps[0].device_id), fmt.cdata()
 
         def ask(param: int) -> int:
             return read_scalar(
@@ -370,19 +370,17 @@ def image_with_buffer(
     extent = image_extent(kind, shape)
     reason = "image_with_buffer allocates both objects itself; no host pointer is taken"
     flags = check_flags(flags, "flags", reason=reason)
-    found = shared.context_caps(context)
-    path = shared.shared_path(found, EXTENSION)
-    _refuse_unavailable(found, path)
-    if path == "native":
+    route = _route(context)
+    if route.native:
         image = _new_image(context, flags, fmt, kind, extent)
         with _memobj.released_on_error(image):
             try:
-                return _native_pair(image, flags, fmt, kind, extent, found[0])
+                return _native_pair(image, flags, fmt, kind, extent, route)
             except EntryPointMissing as exc:
-                _warn_missing(exc)  # the image exists already: keep it, copy
+                route.downgrade(exc, _COPY)  # the image exists already: keep it, copy
                 return _copy_pair(image, flags, fmt, kind, extent)
-    if path == f"khr:{KHR}" and kind == "2d":
-        return _khr_pair(context, flags, fmt, extent, found)
+    if route.path == f"khr:{KHR}" and kind == "2d":
+        return _khr_pair(context, flags, fmt, extent, route.caps)
     return _copy_pair(_new_image(context, flags, fmt, kind, extent), flags, fmt, kind, extent)
 
 

@@ -121,3 +121,20 @@ def test_a_bare_summary_runs_the_cases_and_the_default_suites(
     with pytest.raises(SystemExit):
         _run.main(["--help"], packages=("fake_bench",))
     assert "quick-suite (runs by default)" in capsys.readouterr().out
+
+
+def test_the_lab_columns_come_together_where_the_lab_supplies_one():
+    """A target (or torch's ratio, or the image copy) brings all three lab columns, as the
+    lab's table always had them (torch absent included); the wheel's rows show none."""
+    report = benchmark_module("report")
+    header = {"device_label": "gpu", "driver_version": "1.0", "date": "2026-11-27T22:00"}
+
+    def head(*rows):
+        suites = {"s": report.SuiteResult("", {"summary_rows": list(rows)})}
+        return report.summary_table(report.Report(header, [], suites)).splitlines()[0]
+
+    wheel = report.summary_row("GEMV f16", seconds=1e-3, of_buffer_copy=0.5)
+    lab = report.summary_row("box", seconds=1e-3, of_buffer_copy=0.5, target=">= 0.85: NOT met")
+    full = "| op | time | of buffer copy | of image copy | vs torch | target | device | driver "
+    assert head(wheel) == "| op | time | of buffer copy | device | driver | date |"
+    assert head(wheel, lab) == head(lab) == full + "| date |"

@@ -316,9 +316,9 @@ def case_summary_rows(results: Iterable[Result], copy: CopyBandwidth | None) -> 
     return rows
 
 
-#: The summary's columns: (heading, markdown alignment, the row's key, its cell); a column
-#: after the first three is shown only where some row has a value in it (the lab's
-#: image copy, torch and targets).
+#: The summary's columns: (heading, markdown alignment, the row's key, its cell); the last
+#: three (the lab's image copy, torch and targets) are shown where some row has a value in
+#: one of them.
 _SUMMARY_COLUMNS = (
     ("op", "---", "op", str),
     ("time", "--:", "seconds", format_seconds),
@@ -340,16 +340,17 @@ def summary_rows(report: Report) -> list[dict[str, Any]]:
 def summary_table(report: Report, rows: Sequence[dict[str, Any]] | None = None) -> str:
     """One markdown table of ``rows`` (default: :func:`summary_rows`, made by
     :func:`summary_row`): op, time (— for a median over shapes), share of the buffer
-    copy's bandwidth (the roofline) and, where a row has them, of the image copy's, torch's
-    time over qcom_ext's, the target and its verdict; then device, driver, date.
+    copy's bandwidth (the roofline) and, where the lab's rows supply any of them, the
+    share of the image copy's, torch's time over qcom_ext's, the target and its verdict;
+    then device, driver, date.
 
     >>> rows = [summary_row("box", seconds=1.6e-4, of_buffer_copy=0.58, vs_torch=5.5,
     ...                     target=">= 0.85 of buffer copy: NOT met")]
     >>> header = {"device_label": "gpu", "driver_version": "1.0", "date": "2026-11-26T01:00"}
     >>> print(summary_table(Report(header, [], {"s": SuiteResult("", {"summary_rows": rows})})))
-    | op | time | of buffer copy | vs torch | target | device | driver | date |
-    |---|--:|--:|--:|---|---|---|---|
-    | box | 160 µs | 0.58 | 5.50x | >= 0.85 of buffer copy: NOT met | gpu | 1.0 | 2026-11-26 |
+    | op | time | of buffer copy | of image copy | vs torch | target | device | driver | date |
+    |---|--:|--:|--:|--:|---|---|---|---|
+    | box | 160 µs | 0.58 | — | 5.50x | >= 0.85 of buffer copy: NOT met | gpu | 1.0 | 2026-11-26 |
     <BLANKLINE>
     """
     rows = summary_rows(report) if rows is None else rows
@@ -367,12 +368,12 @@ def summary_table(report: Report, rows: Sequence[dict[str, Any]] | None = None) 
     return "\n".join(lines) + "\n"
 
 
-def _summary_columns(rows: Sequence[dict[str, Any]]) -> list[tuple]:
-    """The :data:`_SUMMARY_COLUMNS` shown for ``rows``: the first three, and each other one
-    that some row has a value in."""
-    shown = [c for i, c in enumerate(_SUMMARY_COLUMNS) if i >= 3]
-    given = [c for c in shown if any(_given(r.get(c[2])) for r in rows)]
-    return [*_SUMMARY_COLUMNS[:3], *given]
+def _summary_columns(rows: Sequence[dict[str, Any]]) -> tuple[tuple, ...]:
+    """The :data:`_SUMMARY_COLUMNS` shown for ``rows``: all of them where some row has a
+    value in the lab's (image copy, torch, target: the lab's table keeps its layout), else
+    the first three."""
+    lab = any(_given(r.get(c[2])) for r in rows for c in _SUMMARY_COLUMNS[3:])
+    return _SUMMARY_COLUMNS if lab else _SUMMARY_COLUMNS[:3]
 
 
 def _given(value: Any) -> bool:

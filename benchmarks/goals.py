@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from qcom_ext.tools.bench import report
 from qcom_ext.tools.bench._case import format_seconds
 
 __all__ = ["BLOCK_MATCH_BEFORE_S", "GOALS", "Goal", "summary_row"]
@@ -98,10 +99,11 @@ def summary_row(
     goal: str | None = None,
     value: float | None = None,
 ) -> dict[str, Any]:
-    """One row of the summary table (:func:`qcom_ext.tools.bench.report.summary_table`):
-    ``op`` took ``seconds`` (None: a median over shapes), reached ``of_buffer_copy`` of
-    the buffer copy (and ``of_image_copy`` of the image copy), ran ``vs_torch`` times
-    torch's speed; ``goal`` names its :data:`GOALS` entry, judged on ``value``.
+    """One row of the summary table (:func:`qcom_ext.tools.bench.report.summary_row`, the
+    wheel's, with the target worded here): ``op`` took ``seconds`` (None: a median over
+    shapes), reached ``of_buffer_copy`` of the buffer copy (and ``of_image_copy`` of the
+    image copy), ran ``vs_torch`` times torch's speed; ``goal`` names its :data:`GOALS`
+    entry, judged on ``value``.
 
     >>> summary_row("7x7 box", seconds=1e-4, of_buffer_copy=0.9, goal="box_7x7", value=0.9)[
     ...     "target"]
@@ -111,11 +113,11 @@ def summary_row(
     if goal is not None:
         g = GOALS[goal]
         target = f"{g.target().removeprefix('target ')}: {g.verdict(value) or 'not judged'}"
-    return {
-        "op": op,
-        "seconds": seconds,
-        "of_buffer_copy": of_buffer_copy,
-        "of_image_copy": of_image_copy,
-        "vs_torch": vs_torch,
-        "target": target,
-    }
+    return report.summary_row(
+        op,
+        seconds=seconds,
+        of_buffer_copy=of_buffer_copy,
+        of_image_copy=of_image_copy,
+        vs_torch=vs_torch,
+        target=target,
+    )

@@ -132,9 +132,3 @@ def test_a_new_summary_block_goes_under_the_summary_heading(tmp_path):
     assert "driver 9.9-test" in block and "| op | 1 s |" in block
     report_module.update_doc(report, doc, key="gpu")  # in place the second time
     assert doc.read_text() == text
-
-
-def test_summary_needs_suites(capsys):
-    with pytest.raises(SystemExit):
-        run.main(["probe", "--summary"])
-    assert "--summary summarises suites" in capsys.readouterr().err

@@ -265,6 +265,8 @@ def test_the_former_suite_name_writes_the_renamed_block(
 SUMMARY_HEAD = (
     "| op | time | of buffer copy | of image copy | vs torch | target | device | driver | date |"
 )
+#: The summary of ``qcom-ext bench --summary`` (the wheel alone): no lab columns.
+WHEEL_SUMMARY_HEAD = "| op | time | of buffer copy | device | driver | date |"
 
 
 #: The summary rows each suite writes (the operations that start their names).
@@ -272,14 +274,16 @@ SUITE_ROWS = {
     "accelerated-suite": ("7x7 box filter", "5x5 convolution", "8x8 block match"),
     "bicubic-suite": ("bicubic 2x",),
     "conv-suite": ("depthwise",),
+    "ops-suite": ("GEMV f16", "GEMV q8_0", "GEMV q4_0", "depthwise 3x3"),
 }
 
 
 def test_the_page_opens_with_a_summary_table_per_device():
     """The first section is the summary; each of its blocks is a ``summary`` block whose
     one table has the columns of bench/report.py's summary_table, a row per operation
-    with its share of the buffer copy (or its ratio to torch) and its verdict, stamped
-    with the block's own device and driver."""
+    with its share of the buffer copy (or its ratio to torch) and its verdict (the lab's;
+    the wheel's: a row per case and op with its time, no lab columns), stamped with the
+    block's own device and driver."""
     text = DOC.read_text()
     sections = re.findall(r"^## (.+)$", text, re.M)
     assert sections[0] == "Summary", sections[:3]
@@ -290,13 +294,19 @@ def test_the_page_opens_with_a_summary_table_per_device():
     assert len([b for b in blocks(text) if b[1] == "summary"]) == len(found)  # all here
     for key, _, body in found:
         (table,) = [t for t in tables(body) if measured(t)]
-        assert " | ".join(["", *table[0], ""]).strip() == SUMMARY_HEAD
         label, driver = STAMP.match(body)["label"], re.search(r"driver (\S+)", body)[1]
         ops = [row[0] for row in table[1:]]
         command = re.search(r"^Command: `([^`]*)`", body, re.M)[1]
         for suite, wanted in SUITE_ROWS.items():  # a row per operation of each suite run
             for op in wanted if suite in command.split() else ():
                 assert any(o.startswith(op) for o in ops), f"{key}: no {op} row"
+        lab = "python -m benchmarks" in command
+        head = SUMMARY_HEAD if lab else WHEEL_SUMMARY_HEAD
+        assert " | ".join(["", *table[0], ""]).strip() == head
+        if not lab:
+            for row in table[1:]:
+                assert row[3:5] == [label, driver] and MEASURED_CELL.match(row[1]), row
+            continue
         for row in table[1:]:
             assert row[6:8] == [label, driver], row
             assert MEASURED_CELL.match(row[2]) or MEASURED_CELL.match(row[4]), row

@@ -103,8 +103,13 @@ class Suite:
     the runner stamps its markdown and writes it into its own ``--update-doc`` block.
     ``arguments(group)`` adds the suite's options to the runner's parser (an argparse
     argument group); ``run(caps, options)`` gets the parsed options, where
-    ``options.rounds`` is None unless ``--rounds`` was given. ``aliases``: former names
-    that still run it (its blocks and results carry ``name``).
+    ``options.rounds`` is None unless ``--rounds`` was given and
+    ``options.same_run_copy`` is the buffer copy the runner measured for ``--summary``
+    (a :class:`~qcom_ext.tools.bench._profiling.CopyBandwidth`; None without it).
+    ``aliases``: former names that still run it (its blocks and results carry ``name``).
+    A ``default`` suite also runs when no names are given (``qcom-ext bench``,
+    ``qcom-ext bench --summary``; keep its run short) and states its results against
+    ``options.same_run_copy`` where the runner measured one.
     """
 
     name: str
@@ -112,3 +117,4 @@ class Suite:
     run: Callable[[DeviceCaps, Any], SuiteResult]
     arguments: Callable[[Any], None] | None = None
     aliases: tuple[str, ...] = ()
+    default: bool = False

@@ -39,12 +39,20 @@ __all__ = [
     "image_of_bytes",
     "measure_copy",
     "median_ns",
+    "profiling_queue",
 ]
 
 
 def copy_image(queue: Any, dst: Any, src: Any, size: tuple[int, int]) -> Any:
     """``clEnqueueCopyImage`` of the ``size`` (width, height) of ``src`` into ``dst``."""
     return cl.enqueue_copy(queue, dst, src, src_origin=(0, 0), dest_origin=(0, 0), region=size)
+
+
+def profiling_queue(caps: Any) -> Any:
+    """A queue with profiling enabled on a new context of the device ``caps`` (a
+    :class:`qcom_ext.DeviceCaps`) describes."""
+    context = cl.Context([caps.device()])
+    return cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 
 def event_ns(event: Any) -> int:

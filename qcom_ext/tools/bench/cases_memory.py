@@ -41,6 +41,11 @@ except ImportError:
 WIDTH, HEIGHT = 1920, 1080
 ELEMENTS = 1 << 20
 RGBA8 = ("RGBA", "UNSIGNED_INT8")
+#: Bytes a call reads and writes (the runner's GB/s; ``--summary``'s share of the buffer
+#: copy): a hand-off copies the image twice; a replay's two kernels each read and write
+#: 1M ints (the intermediate counted as global memory in both cases).
+HANDOFF_BYTES = 2 * 2 * WIDTH * HEIGHT * 4
+REPLAY_BYTES = 2 * 2 * ELEMENTS * 4
 
 
 def _queue(caps: qcom_ext.DeviceCaps) -> tuple[cl.Context, cl.CommandQueue]:
@@ -161,6 +166,7 @@ _SPECS = [
         "run": run_raw_copy,
         "baseline": True,
         "note": "enqueue_copy image -> buffer -> image, 1920x1080 RGBA8",
+        "work": {"bytes": HANDOFF_BYTES},
     },
     {
         "name": "pair_sync_handoff",
@@ -201,6 +207,7 @@ _SPECS = [
         "run": run_scratch_replay,
         "baseline": True,
         "note": "2-kernel Recording replay, 1M ints, intermediate in a global buffer",
+        "work": {"bytes": REPLAY_BYTES},
     },
     {
         "name": "onchip_scratch_replay",
@@ -209,6 +216,7 @@ _SPECS = [
         "run": run_scratch_replay,
         "baseline": False,
         "note": "the same, intermediate in qcom_ext.onchip_buffer (device's path)",
+        "work": {"bytes": REPLAY_BYTES},
     },
 ]
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from dataclasses import replace as dataclasses_replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -26,7 +26,10 @@ import qcom_ext
 from qcom_ext import DeviceCaps
 from qcom_ext.tools._output import write_text
 from qcom_ext.tools._table import Column, Row, print_table
-from qcom_ext.tools.bench._case import SuiteResult, format_seconds
+from qcom_ext.tools.bench._case import UNITS, SuiteResult, format_seconds
+
+if TYPE_CHECKING:  # the runner measures it (pyopencl); the report only reads it
+    from qcom_ext.tools.bench._profiling import CopyBandwidth
 
 __all__ = [
     "BLOCK_END",
@@ -35,11 +38,14 @@ __all__ = [
     "Report",
     "Result",
     "block_begin",
+    "case_summary_rows",
     "command_line",
     "compare",
     "render",
     "replace_block",
     "stamps",
+    "summary_row",
+    "summary_rows",
     "summary_table",
     "update_doc",
     "with_summary",
@@ -263,18 +269,83 @@ def update_doc(report: Report, path: Path, key: str | None = None) -> None:
     write_text(path, text, "--update-doc")
 
 
-def _cell(value: float | None, text: str) -> str:
-    return "—" if value is None else text
+def summary_row(
+    op: str,
+    *,
+    seconds: float | None = None,
+    of_buffer_copy: float | None = None,
+    of_image_copy: float | None = None,
+    vs_torch: float | None = None,
+    target: str = "",
+) -> dict[str, Any]:
+    """One row of the summary table (:func:`summary_table`): ``op`` took ``seconds`` (None:
+    a median over shapes), reached ``of_buffer_copy`` of the same run's buffer copy (and
+    ``of_image_copy`` of its image copy), ran ``vs_torch`` times torch's speed (the lab's),
+    against ``target`` (the lab's ``goals.summary_row`` words it).
+
+    >>> summary_row("GEMV f16", seconds=1e-3, of_buffer_copy=0.5)["vs_torch"] is None
+    True
+    """
+    return {
+        "op": op,
+        "seconds": seconds,
+        "of_buffer_copy": of_buffer_copy,
+        "of_image_copy": of_image_copy,
+        "vs_torch": vs_torch,
+        "target": target,
+    }
 
 
-def summary_table(report: Report) -> str:
-    """One markdown table of the suites' summary rows (their data's ``summary_rows``, made
-    by the lab's ``summary_row``, ``benchmarks/goals.py``): op, time (— for a median over
-    shapes), share of the buffer copy's bandwidth (the roofline) and of the image copy's,
-    torch's time over qcom_ext's, the target and its verdict, device, driver, date.
+def case_summary_rows(results: Iterable[Result], copy: CopyBandwidth | None) -> list[dict]:
+    """A summary row per runner-timed case: its median, and where the case declares the
+    bytes it moves (its GB/s), their share of ``copy``, the buffer copy of the same run.
 
-    >>> rows = [{"op": "box", "seconds": 1.6e-4, "of_buffer_copy": 0.58, "of_image_copy": None,
-    ...          "vs_torch": 5.5, "target": ">= 0.85 of buffer copy: NOT met"}]
+    >>> r = Result("a", "g", True, "", 1, 1, 1e-3, 1e-3, 0.0, 1.0, None, None, {"GB/s": 5.0})
+    >>> from qcom_ext.tools.bench._profiling import CopyBandwidth
+    >>> copy = CopyBandwidth(buffer_Bps=10e9, buffer_bytes=1 << 26, rounds=3)
+    >>> case_summary_rows([r], copy)[0]["of_buffer_copy"]
+    0.5
+    """
+    rows = []
+    for r in results:
+        rate = r.throughput.get(UNITS["bytes"][0])
+        share = None
+        if rate is not None and copy is not None:
+            share = copy.fraction(rate * UNITS["bytes"][1] * r.median_s, r.median_s)
+        rows.append(summary_row(f"{r.group}: {r.name}", seconds=r.median_s, of_buffer_copy=share))
+    return rows
+
+
+#: The summary's columns: (heading, markdown alignment, the row's key, its cell); the last
+#: three (the lab's image copy, torch and targets) are shown where some row has a value in
+#: one of them.
+_SUMMARY_COLUMNS = (
+    ("op", "---", "op", str),
+    ("time", "--:", "seconds", format_seconds),
+    ("of buffer copy", "--:", "of_buffer_copy", lambda v: f"{v:.2f}"),
+    ("of image copy", "--:", "of_image_copy", lambda v: f"{v:.2f}"),
+    ("vs torch", "--:", "vs_torch", lambda v: f"{v:.2f}x"),
+    ("target", "---", "target", str),
+)
+
+
+def summary_rows(report: Report) -> list[dict[str, Any]]:
+    """The summary's rows: its own (:func:`with_summary` put them there), else every
+    suite's ``summary_rows``."""
+    if SUMMARY in report.suites:
+        return list(report.suites[SUMMARY].data["rows"])
+    return [r for s in report.suites.values() for r in s.data.get("summary_rows", [])]
+
+
+def summary_table(report: Report, rows: Sequence[dict[str, Any]] | None = None) -> str:
+    """One markdown table of ``rows`` (default: :func:`summary_rows`, made by
+    :func:`summary_row`): op, time (— for a median over shapes), share of the buffer
+    copy's bandwidth (the roofline) and, where the lab's rows supply any of them, the
+    share of the image copy's, torch's time over qcom_ext's, the target and its verdict;
+    then device, driver, date.
+
+    >>> rows = [summary_row("box", seconds=1.6e-4, of_buffer_copy=0.58, vs_torch=5.5,
+    ...                     target=">= 0.85 of buffer copy: NOT met")]
     >>> header = {"device_label": "gpu", "driver_version": "1.0", "date": "2026-11-26T01:00"}
     >>> print(summary_table(Report(header, [], {"s": SuiteResult("", {"summary_rows": rows})})))
     | op | time | of buffer copy | of image copy | vs torch | target | device | driver | date |
@@ -282,33 +353,50 @@ def summary_table(report: Report) -> str:
     | box | 160 µs | 0.58 | — | 5.50x | >= 0.85 of buffer copy: NOT met | gpu | 1.0 | 2026-11-26 |
     <BLANKLINE>
     """
+    rows = summary_rows(report) if rows is None else rows
     h = report.header
     where = (h["device_label"], h["driver_version"], str(h["date"])[:10])
+    columns = _summary_columns(rows)
     lines = [
-        "| op | time | of buffer copy | of image copy | vs torch | target | device | driver "
-        "| date |",
-        "|---|--:|--:|--:|--:|---|---|---|---|",
+        "| " + " | ".join([*(c[0] for c in columns), "device", "driver", "date"]) + " |",
+        "|" + "|".join([*(c[1] for c in columns), "---", "---", "---"]) + "|",
     ]
-    for suite in report.suites.values():
-        for r in suite.data.get("summary_rows", []):
-            cells = (
-                r["op"],
-                _cell(r["seconds"], format_seconds(r["seconds"] or 0)),
-                _cell(r["of_buffer_copy"], f"{r['of_buffer_copy'] or 0:.2f}"),
-                _cell(r["of_image_copy"], f"{r['of_image_copy'] or 0:.2f}"),
-                _cell(r["vs_torch"], f"{r['vs_torch'] or 0:.2f}x"),
-                r["target"] or "—",
-                *where,
-            )
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    for r in rows:
+        cells = [_cell(r.get(key), text) for _, _, key, text in columns]
+        cells = [c.replace("|", "\\|") for c in (*cells, *where)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def with_summary(report: Report) -> Report:
+def _summary_columns(rows: Sequence[dict[str, Any]]) -> tuple[tuple, ...]:
+    """The :data:`_SUMMARY_COLUMNS` shown for ``rows``: all of them where some row has a
+    value in the lab's (image copy, torch, target: the lab's table keeps its layout), else
+    the first three."""
+    lab = any(_given(r.get(c[2])) for r in rows for c in _SUMMARY_COLUMNS[3:])
+    return _SUMMARY_COLUMNS if lab else _SUMMARY_COLUMNS[:3]
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value != ""
+
+
+def _cell(value: Any, text: Any) -> str:
+    return text(value) if _given(value) else "—"
+
+
+def with_summary(report: Report, copy: CopyBandwidth | None = None) -> Report:
     """``report`` with the summary table (:func:`summary_table`) first among its suites'
-    results, under :data:`SUMMARY`."""
-    rows = [r for s in report.suites.values() for r in s.data.get("summary_rows", [])]
-    table = SuiteResult(summary_table(report), {"rows": rows})
+    results, under :data:`SUMMARY`: a row per runner-timed case (its share of ``copy``,
+    the buffer copy measured in the same run, where it moves bytes:
+    :func:`case_summary_rows`), then each suite's rows. Its data: the rows, ``copy`` and
+    the line that states it (``roofline``), above the table."""
+    rows = case_summary_rows(report.results, copy) + summary_rows(report)
+    data: dict[str, Any] = {"rows": rows}
+    text = summary_table(report, rows)
+    if copy is not None:
+        data |= copy.as_dict() | {"roofline": f"{copy.describe()}, measured in this run"}
+        text = f"{data['roofline']}\n\n{text}"
+    table = SuiteResult(text, data)
     return dataclasses_replace(report, suites={SUMMARY: table, **report.suites})
 
 
@@ -396,20 +484,15 @@ def _print_cases(results: list[Result], console: Console) -> None:
 
 def _print_summary(report: Report, console: Console) -> None:
     """The summary's rows (:func:`summary_table`'s, less the device stamps the first
-    line gives): op, time and shares, the target and its verdict under the row when it
-    does not fit."""
-    columns = [Column("op")]
-    columns += [Column(c, right=True) for c in ("time", "of buffer copy", "of image copy")]
-    columns += [Column("vs torch", right=True)]
-    rows = []
-    for suite in report.suites.values():
-        for r in suite.data.get("summary_rows", []):
-            cells = (
-                r["op"],
-                _cell(r["seconds"], format_seconds(r["seconds"] or 0)),
-                _cell(r["of_buffer_copy"], f"{r['of_buffer_copy'] or 0:.2f}"),
-                _cell(r["of_image_copy"], f"{r['of_image_copy'] or 0:.2f}"),
-                _cell(r["vs_torch"], f"{r['vs_torch'] or 0:.2f}x"),
-            )
-            rows.append(Row(cells, r["target"] or ""))
+    line gives): op, time and shares (the lab's image copy and torch columns where its
+    rows have them), the target and its verdict under the row when it does not fit."""
+    if roofline := report.suites[SUMMARY].data.get("roofline"):
+        console.print(roofline, markup=False, highlight=False)
+    found = summary_rows(report)
+    shown = [c for c in _summary_columns(found) if c[2] != "target"]
+    columns = [Column(heading, right=align == "--:") for heading, align, _, _ in shown]
+    rows = [
+        Row([_cell(r.get(key), text) for _, _, key, text in shown], r.get("target") or "")
+        for r in found
+    ]
     print_table(console, columns, rows, note_header="target")

@@ -11,12 +11,16 @@ median.
 
 Cases that declare their ``work`` also get rates (GB/s, GFLOP/s, Mpix/s).
 
-Suites (the lab's ``conv-suite``, ``accelerated-suite``, ``bicubic-suite``, ...) time
-themselves and write their own tables; they run only when named (or by a former name, a
-suite's ``aliases``), with their own options (``--help`` lists them). ``--summary`` adds
-one table of the named suites' results (op, time, share of the buffer-copy bandwidth,
-ratio to torch, target, device, driver, date: :func:`.report.summary_table`), first in the
-output and, with ``--update-doc``, in its own block under the page's "## Summary" heading.
+Suites time themselves and write their own tables: the wheel's ``ops-suite``
+(:mod:`.cases_ops`: qcom_ext.ops' GEMV and a conv layer against the same run's buffer
+copy) runs by default, like the cases; the lab's (``conv-suite``, ``accelerated-suite``,
+``bicubic-suite``, ...) run only when named (or by a former name, a suite's ``aliases``),
+with their own options (``--help`` lists them). ``--summary`` adds one table of what ran
+(:func:`.report.with_summary`): a row per case (its median and, where it declares the
+bytes it moves, their share of a buffer copy measured in the same run) and the suites'
+rows (op, time, share of the buffer copy; the lab's add the image copy, the ratio to torch
+and the target), with device, driver and date, first in the output and, with
+``--update-doc``, in its own block under the page's "## Summary" heading.
 
 ``--device 1:0`` (or a name such as ``nvidia``, or a device label such as ``pocl-3.1-cpu``)
 picks the device like ``PYOPENCL_CTX``;
@@ -52,6 +56,7 @@ from qcom_ext.tools._output import check_writable, terminal_safe
 from qcom_ext.tools._output import console as _console
 from qcom_ext.tools._table import Column, Row, print_table
 from qcom_ext.tools.bench._case import Case, Suite
+from qcom_ext.tools.bench._profiling import measure_copy, profiling_queue
 from qcom_ext.tools.bench.report import (
     BLOCK_END,
     Report,
@@ -187,20 +192,25 @@ def _also(suite: Suite) -> str:
     return f" (also {', '.join(suite.aliases)})" if suite.aliases else ""
 
 
-#: The epilog of a runner without suites (``qcom-ext bench``: the wheel ships none).
+def _default(suite: Suite) -> str:
+    return " (runs by default)" if suite.default else ""
+
+
+#: The end of ``qcom-ext bench``'s epilog: where the lab's suites are.
 _NO_SUITES = (
-    "The suites (qcom_ext's ops against the buffer copy, torch and OpenCV; kernel profiles) "
-    "are the benchmarking lab's, in a checkout: python -m benchmarks --help."
+    "The lab's suites (qcom_ext's ops against torch and OpenCV, issue 18's targets; kernel "
+    "profiles) are in a checkout: python -m benchmarks --help."
 )
 
 
-def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
+def _parser(prog: str, suites: Sequence[Suite], lab: bool = False) -> argparse.ArgumentParser:
+    listed = "; ".join(f"{s.name}{_also(s)}{_default(s)}: {s.note}" for s in suites)
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Time qcom_ext cases side by side; run suites by name.",
-        epilog="Suites: " + "; ".join(f"{s.name}{_also(s)}: {s.note}" for s in suites)
-        if suites
-        else _NO_SUITES,
+        epilog=" ".join(
+            ([f"Suites: {listed}."] if suites else []) + ([] if lab else [_NO_SUITES])
+        ),
     )
     parser.add_argument(
         "cases", nargs="*", metavar="NAME", help="case, group or suite names (all cases)"
@@ -234,8 +244,9 @@ def _parser(prog: str, suites: Sequence[Suite]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--summary",
         action="store_true",
-        help="also write one table of the suites' results: op, time, share of the buffer "
-        "copy, ratio to torch, target, device, driver, date (block KEY summary)",
+        help="also write one table of what ran: op or case, time, share of the buffer "
+        "copy measured in the same run (where the bytes are known), the lab's ratio to "
+        "torch and target, device, driver, date (block KEY summary)",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and suites, exit")
     for suite in suites:
@@ -280,6 +291,20 @@ def _earlier(parser: argparse.ArgumentParser, path: Path | None) -> dict[str, An
     return earlier
 
 
+def _with_suites(
+    report: Report, caps: Any, args: argparse.Namespace, suites: Sequence[Suite], rounds: int
+) -> Report:
+    """``report`` with the results of ``suites`` and, with ``--summary``, the summary
+    (:func:`.report.with_summary`). Its roofline is one buffer copy of this run, measured
+    for the cases and the default suites (``options.same_run_copy``); the lab's suites
+    measure their own, at their sizes."""
+    shared = args.summary and (report.results or any(s.default for s in suites))
+    args.same_run_copy = measure_copy(profiling_queue(caps), 0, rounds) if shared else None
+    if suites:
+        report = dataclasses_replace(report, suites={s.name: s.run(caps, args) for s in suites})
+    return with_summary(report, args.same_run_copy) if args.summary else report
+
+
 def main(
     argv: Sequence[str] | None = None,
     prog: str = "python -m qcom_ext.tools.bench.run",
@@ -291,13 +316,10 @@ def main(
     cases = discover(packages)
     found = discover_suites(cases, packages)
     suites = suites_by_name(found)
-    parser = _parser(prog, found)
+    parser = _parser(prog, found, lab=tuple(packages) != PACKAGES)
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    if args.summary and not any(n in suites for n in args.cases):
-        example = f"e.g. {found[0].name}" if found else "the checkout's: python -m benchmarks"
-        parser.error(f"--summary summarises suites: name them ({example})")
     earlier = _earlier(parser, args.compare)
     outputs = (("--json", args.json), ("--markdown", args.markdown))
     for option, path in (*outputs, ("--update-doc", args.update_doc)):
@@ -306,15 +328,16 @@ def main(
                 check_writable(path, option)
             except QcomExtError as exc:  # one line before the run, not a traceback after it
                 parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    wanted_suites = list({id(s): s for n in args.cases if (s := suites.get(n))}.values())
+    named = list({id(s): s for n in args.cases if (s := suites.get(n))}.values())
     wanted = [n for n in args.cases if n not in suites]
     try:
-        chosen = select(cases, wanted) if wanted or not wanted_suites else []
+        chosen = select(cases, wanted) if wanted or not named else []
     except UnknownCaseError as exc:
         parser.error(str(UnknownCaseError(exc.unknown, exc.known + [s.name for s in found])))
     console = _console()  # the terminal's width; 80 columns when not a terminal
     if args.list:
-        return _list(console, chosen, wanted_suites or (found if not args.cases else []))
+        return _list(console, chosen, named or (found if not args.cases else []))
+    wanted_suites = named or ([s for s in found if s.default] if not args.cases else [])
     command = command_line(prog, argv)
     try:
         if args.device:  # a label too: the cases read PYOPENCL_CTX, as indices
@@ -324,11 +347,7 @@ def main(
         parser.exit(1, f"benchmarks: no device to run on: {terminal_safe(str(exc))}\n")
     rounds = args.rounds or DEFAULT_ROUNDS
     report = measure(chosen, caps, rounds, args.batch_ms / 1e3, _console(stderr=True), command)
-    if wanted_suites:
-        results = {s.name: s.run(caps, args) for s in wanted_suites}
-        report = dataclasses_replace(report, suites=results)
-        if args.summary:
-            report = with_summary(report)
+    report = _with_suites(report, caps, args, wanted_suites, rounds)
     if earlier is not None:
         try:
             report = compare(report, earlier)

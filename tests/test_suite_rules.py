@@ -41,9 +41,11 @@ def test_profile():
 """
 
 
-def run_pytest(tmp_path: Path, source: str, env: dict[str, str], ini: str = "") -> str:
-    """pytest -rA over ``source`` in a child process, with this suite's plugin and
-    hypothesis profiles; returns what it printed, exit status first."""
+def run_pytest(
+    tmp_path: Path, source: str, env: dict[str, str], ini: str = "", args: tuple[str, ...] = ()
+) -> str:
+    """pytest -rA (and ``args``) over ``source`` in a child process, with this suite's
+    plugin and hypothesis profiles; returns what it printed, exit status first."""
     (tmp_path / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
     (tmp_path / "conftest.py").write_text(
         "import importlib.util, sys\n"
@@ -56,7 +58,17 @@ def run_pytest(tmp_path: Path, source: str, env: dict[str, str], ini: str = "") 
     child_env = {k: v for k, v in os.environ.items() if k not in ("CI", "QCOM_EXT_TEST_BUDGET_S")}
     child_env.update(env)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "-s", "test_inner.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            "-s",
+            *args,
+            "test_inner.py",
+        ],
         cwd=tmp_path,
         env=child_env,
         capture_output=True,
@@ -68,8 +80,13 @@ def run_pytest(tmp_path: Path, source: str, env: dict[str, str], ini: str = "") 
 
 
 @slow
-def test_a_test_over_the_budget_fails(tmp_path):
-    out = run_pytest(tmp_path, TIMED, {}, ini="test_budget_s = 0.5")
+@pytest.mark.parametrize("args", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_test_over_the_budget_fails(tmp_path, args):
+    """Judged and listed alike in one process and under pytest-xdist (whose workers
+    run the tests and whose controller prints the list)."""
+    if args:
+        pytest.importorskip("xdist", reason="needs pytest-xdist (the test extra)")
+    out = run_pytest(tmp_path, TIMED, {}, ini="test_budget_s = 0.5", args=args)
     assert out.startswith("exit 1"), out
     assert "ERROR test_inner.py::test_computes" in out, out
     assert "over the 0.5 s budget of one test" in out, out

@@ -27,7 +27,7 @@ from hypothesis import settings
 
 from qcom_ext.tools.pytest_plugin import selected_devices
 
-pytest_plugins = ["time_budget"]
+pytest_plugins = ["time_budget", "device_grid"]
 
 DATA = Path(__file__).parent / "data"
 DEVICES = selected_devices()  # the devices the plugin parametrizes over

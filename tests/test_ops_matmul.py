@@ -59,19 +59,23 @@ SHAPES = [(1, 1, 32), (1, 13, 64), (3, 37, 96), (8, 70, 160), (17, 70, 128), (40
 TAIL_SHAPES = [(1, 5, 45), (3, 17, 77), (17, 9, 40), (33, 40, 7)]
 
 
+@pytest.mark.parametrize(("m", "n", "k"), SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_every_format_path_and_family(queue, fmt, path):
-    for m, n, k in SHAPES:
-        layer = check(queue, m, n, k, fmt, path, seed=m * n)
-        assert layer.family(m) == ("gemv" if m <= 8 else "gemm")
+def test_every_format_path_and_family(queue, fmt, path, m, n, k):
+    """A shape a test (each its own build, 2-8 CPU-s on pocl; all six took 15-48)."""
+    layer = check(queue, m, n, k, fmt, path, seed=m * n)
+    assert layer.family(m) == ("gemv" if m <= 8 else "gemm")
 
 
-@pytest.mark.parametrize("path", PATHS)  # one path a test: 4 builds, 12-25 CPU-s on pocl
+@pytest.mark.parametrize(
+    ("m", "n", "k"), TAIL_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in TAIL_SHAPES]
+)
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("fmt", ["f32", "f16"])
-def test_k_not_a_multiple_of_the_block(queue, fmt, path):
-    for m, n, k in TAIL_SHAPES:
-        check(queue, m, n, k, fmt, path, x_dtype=np.float16, seed=k)
+def test_k_not_a_multiple_of_the_block(queue, fmt, path, m, n, k):
+    """A shape a test (one build each; all four paths took 25-49 s on pocl 3.0)."""
+    check(queue, m, n, k, fmt, path, x_dtype=np.float16, seed=k)
 
 
 @pytest.mark.parametrize("fmt", ["f16", "q4_0"])

@@ -117,10 +117,13 @@ def _thinned(config: pytest.Config) -> dict[tuple[str, str], Any]:
 
 @pytest.hookimpl(trylast=True)  # after -k / -m: the first instance among those selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    instances = [_instance(item) for item in items]
+    if not any(caps is not None for _, caps, _ in instances):
+        return  # no device test selected: nothing to probe or build
     leads = _thinned(config)
     if not leads:
         return
-    plan = grid_plan([_instance(item) for item in items], leads)
+    plan = grid_plan(instances, leads)
     dropped = [item for item, runs in zip(items, plan, strict=True) if not runs]
     if dropped:
         items[:] = [item for item, runs in zip(items, plan, strict=True) if runs]

@@ -155,22 +155,22 @@ cases = st.fixed_dictionaries(
         "n": st.integers(1, 40),
         "blocks": st.integers(1, 5),
         "tail": st.integers(0, 31),
-        "path": st.sampled_from(PATHS),
         "x_dtype": st.sampled_from([np.float32, np.float16]),
         "bias": st.booleans(),
     }
 )
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_random_shapes_against_numpy(queue, fmt):
-    # 3 examples a format, 12 in all: each draws a new build (rows, path, x type, K tail)
-    # at 2-5 CPU-s cold on pocl (all 12 in one test: 55 CPU-s on pocl 3.0); the fixed
-    # tests above cover every family, format and path
-    @settings(max_examples=3, deadline=None)
+def test_random_shapes_against_numpy(queue, fmt, path):
+    # 2 examples a format and path, 16 in all: each draws a new build (rows, x type, K
+    # tail) at 3-10 CPU-s cold on pocl (12 in one test took 55 CPU-s on pocl 3.0, 3 of
+    # one format 30); the fixed tests above cover every family, format and path
+    @settings(max_examples=2, deadline=None)
     @given(cases)
     def run(case):
-        case = {**case, "fmt": fmt}
+        case = {**case, "fmt": fmt, "path": path}
         quantized = case["fmt"].startswith("q")
         k = case["blocks"] * 32 - (0 if quantized else case["tail"])
         check(

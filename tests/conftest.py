@@ -4,14 +4,17 @@ inert until asked; ``qcom_ext = true`` in pyproject.toml enables it for this sui
 every device, ``requires_ext`` and ``fallback_and_native`` markers. Test data lives here;
 the test doubles live in tests/fakes/.
 
-Two suite-wide rules are set here:
+Three suite-wide rules are set here:
 
 * hypothesis profiles: ``ci`` (derandomized: every run draws the same examples, so a CI
   machine's kernel caches are reused and a failure reproduces) is loaded when ``CI`` is
   set, ``dev`` (random draws) otherwise; ``--hypothesis-profile`` overrides either;
 * the time budget (tests/time_budget.py, a plugin): a test slower than ``test_budget_s``
   (pyproject.toml), counting its setup and teardown, fails, and the run ends with a list
-  of its slowest tests.
+  of its slowest tests;
+* the device grid (tests/device_grid.py, a plugin): every device test runs on every
+  device; of devices of one driver family (pocl 3.0 and 3.1, both CPU) one runs each
+  test's whole parameter grid and the others each test's first instance.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from hypothesis import settings
 
 from qcom_ext.tools.pytest_plugin import selected_devices
 
-pytest_plugins = ["time_budget"]
+pytest_plugins = ["time_budget", "device_grid"]
 
 DATA = Path(__file__).parent / "data"
 DEVICES = selected_devices()  # the devices the plugin parametrizes over

@@ -1,6 +1,7 @@
 """The suite's own rules (tests/conftest.py, tests/time_budget.py), each run in a pytest
 child process over a small test file: the per-test time budget, the slowest-tests list
-and the hypothesis profiles."""
+and the hypothesis profiles; and the device grid (tests/device_grid.py) over this
+checkout's own collection."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import device_grid
 import pytest
 import time_budget
 from time_budget import budget_seconds, cpu_seconds, over_budget
+
+from qcom_ext.tools.pytest_plugin import selected_devices
 
 TESTS = Path(__file__).resolve().parent
 slow = pytest.mark.slow  # runs pytest in a child process
@@ -41,9 +45,11 @@ def test_profile():
 """
 
 
-def run_pytest(tmp_path: Path, source: str, env: dict[str, str], ini: str = "") -> str:
-    """pytest -rA over ``source`` in a child process, with this suite's plugin and
-    hypothesis profiles; returns what it printed, exit status first."""
+def run_pytest(
+    tmp_path: Path, source: str, env: dict[str, str], ini: str = "", args: tuple[str, ...] = ()
+) -> str:
+    """pytest -rA (and ``args``) over ``source`` in a child process, with this suite's
+    plugin and hypothesis profiles; returns what it printed, exit status first."""
     (tmp_path / "pytest.ini").write_text(f"[pytest]\n{ini}\n")
     (tmp_path / "conftest.py").write_text(
         "import importlib.util, sys\n"
@@ -56,7 +62,17 @@ def run_pytest(tmp_path: Path, source: str, env: dict[str, str], ini: str = "") 
     child_env = {k: v for k, v in os.environ.items() if k not in ("CI", "QCOM_EXT_TEST_BUDGET_S")}
     child_env.update(env)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "-s", "test_inner.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            "-s",
+            *args,
+            "test_inner.py",
+        ],
         cwd=tmp_path,
         env=child_env,
         capture_output=True,
@@ -68,8 +84,13 @@ def run_pytest(tmp_path: Path, source: str, env: dict[str, str], ini: str = "") 
 
 
 @slow
-def test_a_test_over_the_budget_fails(tmp_path):
-    out = run_pytest(tmp_path, TIMED, {}, ini="test_budget_s = 0.5")
+@pytest.mark.parametrize("args", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_a_test_over_the_budget_fails(tmp_path, args):
+    """Judged and listed alike in one process and under pytest-xdist (whose workers
+    run the tests and whose controller prints the list)."""
+    if args:
+        pytest.importorskip("xdist", reason="needs pytest-xdist (the test extra)")
+    out = run_pytest(tmp_path, TIMED, {}, ini="test_budget_s = 0.5", args=args)
     assert out.startswith("exit 1"), out
     assert "ERROR test_inner.py::test_computes" in out, out
     assert "over the 0.5 s budget of one test" in out, out
@@ -143,3 +164,45 @@ def test_ci_loads_the_derandomized_profile(tmp_path, ci, derandomized):
     assert out.startswith("exit 0"), out
     expected = "derandomize True database None" if derandomized else "derandomize False"
     assert expected in out, out
+
+
+def test_the_device_grid_examples_hold():
+    failed, tried = doctest.testmod(device_grid)
+    assert tried >= 3 and failed == 0
+
+
+def _collected(env: dict[str, str], *args: str) -> list[str]:
+    """The node ids ``pytest --collect-only`` selects in this checkout (a child process)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", *args],
+        cwd=TESTS.parent,
+        env={**{k: v for k, v in os.environ.items() if k != device_grid.FULL_GRID_ENV}, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+@slow
+def test_every_device_runs_every_test_and_a_lead_runs_the_whole_grid():
+    """The house rule over a real collection: each device test function runs on each
+    selected device; each family's lead runs all its instances, which the full grid
+    (QCOM_EXT_TEST_FULL_GRID=1) runs on every device."""
+    devices = selected_devices()
+    leads = device_grid.family_leads(devices)
+    if len(leads) == len(devices):
+        pytest.skip("no two selected devices share a driver family: nothing is thinned")
+    files = ["tests/test_ops_matmul.py", "tests/test_recording.py"]
+    thinned, full = _collected({}, *files), _collected({device_grid.FULL_GRID_ENV: "1"}, *files)
+    assert set(thinned) < set(full)
+    for caps in devices:
+        mine = [i for i in thinned if f"[{caps.label}" in i]
+        grid = [i for i in full if f"[{caps.label}" in i]
+        assert {i.split("[")[0] for i in mine} == {i.split("[")[0] for i in grid}, caps.label
+        if leads[device_grid.family(caps)] is caps:
+            assert mine == grid, caps.label
+    named = next(i for i in full if i not in thinned)  # a left-out instance, named, runs
+    assert _collected({}, named) == [named]

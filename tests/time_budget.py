@@ -2,13 +2,17 @@
 
 A test that takes longer than the budget, counting its setup and teardown (a module's
 fixtures are paid by its first test), fails with an error at teardown that says so. The
-budget is ``test_budget_s`` of pyproject.toml's ``[tool.pytest.ini_options]`` (60 s);
+budget is ``test_budget_s`` of pyproject.toml's ``[tool.pytest.ini_options]`` (30 s);
 ``QCOM_EXT_TEST_BUDGET_S`` overrides it (0 turns it off, for a debugger or a much slower
 machine). The run ends with its five slowest tests, budget or not. pytest-timeout's
 ``timeout`` stays the hang guard.
 
 "Longer" means both clocks (:func:`over_budget`): the wall clock, and the CPU time of
 the test process (all its threads) and of the child processes it waited for.
+
+Under pytest-xdist (the README's ``-n auto``) each worker times and judges its own
+tests; the times ride on each test's teardown report to the controller, which lists the
+slowest of the whole run.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ import pytest
 _BUDGET = pytest.StashKey[float]()
 _START = pytest.StashKey[tuple[float, float]]()
 _TIMES = pytest.StashKey[list[tuple[float, float, str]]]()  # (wall, CPU, node id)
+_ON_REPORT = "budget_times"  # a teardown report's (wall, CPU): xdist sends it along
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "test_budget_s",
         "a test (setup, call and teardown) slower than this many seconds fails; 0: none",
-        default="60",
+        default="30",
     )
 
 
@@ -77,6 +82,21 @@ def pytest_configure(config: pytest.Config) -> None:
     raw = os.environ.get("QCOM_EXT_TEST_BUDGET_S") or config.getini("test_budget_s")
     config.stash[_BUDGET] = budget_seconds(raw)
     config.stash[_TIMES] = []
+    config.pluginmanager.register(_Collector(config.stash[_TIMES]), "time_budget_collector")
+
+
+class _Collector:
+    """Keeps each test's times from its teardown report: this process's, or (xdist) a
+    worker's as the controller receives it."""
+
+    def __init__(self, times: list[tuple[float, float, str]]) -> None:
+        self.times = times
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        times = getattr(report, _ON_REPORT, None)
+        if report.when == "teardown" and times is not None:
+            wall, cpu = times
+            self.times.append((float(wall), float(cpu), report.nodeid))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -92,7 +112,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytes
         return report
     wall0, cpu0 = item.stash[_START]
     wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
-    item.config.stash[_TIMES].append((wall, cpu, item.nodeid))
+    setattr(report, _ON_REPORT, (wall, cpu))
     budget = item.config.stash[_BUDGET]
     if over_budget(wall, cpu, budget) and report.passed:
         report.outcome = "failed"

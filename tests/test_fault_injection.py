@@ -52,6 +52,7 @@ from qcom_ext import (
     onchip_buffer,
     query_image_info,
 )
+from qcom_ext._context_cache import live_handles
 from qcom_ext.binding.lib import C, driver, ffi, fn_type
 from qcom_ext.device import clml as _clml
 from qcom_ext.device.probe import clear_cache, probe
@@ -530,13 +531,18 @@ RECORDABLE, PROTECTED = "cl_qcom_recordable_queues", "cl_qcom_protected_context"
 FROM_IMAGE, HOST_PTR = "cl_qcom_create_buffer_from_image", "cl_qcom_ext_host_ptr"
 
 
+def _hinted_contexts() -> set[int]:
+    """The contexts qcom_ext keeps hint state for (facts of their _context_cache entries)."""
+    return {h for h in live_handles() if context_module._lookup(h) is not None}
+
+
 def _no_new_contexts(before: set[int]) -> None:
-    assert set(context_module._registry) <= before, "a failed create_context left its state"
+    assert _hinted_contexts() <= before, "a failed create_context left its state"
 
 
 @site("create_context(perf_hint, priority_hint)", "clCreateContext", PERF, PRIORITY)
 def _context_with_hints(env: Env):
-    before = set(context_module._registry)
+    before = _hinted_contexts()
     yield lambda: qcom_ext.create_context(env.device, perf_hint="high", priority_hint="low")
     _no_new_contexts(before)
     yield
@@ -544,7 +550,7 @@ def _context_with_hints(env: Env):
 
 @site("create_context(protected=True)", "clCreateContext", PROTECTED)
 def _protected_context(env: Env):
-    before = set(context_module._registry)
+    before = _hinted_contexts()
     yield lambda: qcom_ext.create_context(env.device, protected=True)
     _no_new_contexts(before)
     yield
@@ -554,7 +560,7 @@ def _protected_context(env: Env):
 def _set_perf_hint(env: Env):
     context = cl.Context([env.device])  # a plain context: qcom_ext keeps no state for it
     yield lambda: qcom_ext.set_perf_hint(context, "low")
-    assert context.int_ptr not in context_module._registry
+    assert context_module._lookup(context.int_ptr) is None
     assert qcom_ext.context_info(context) == ContextInfo()
     yield
 

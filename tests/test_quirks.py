@@ -96,7 +96,9 @@ def test_the_doc_lists_every_entry_with_its_source():
         assert f"Effect: {quirk.effect}" in text, quirk.id
         for url in (quirk.source, *quirk.see_also):
             assert url in text, (quirk.id, url)
-    assert "docs/QUIRKS.md" in (ROOT / "README.md").read_text()
+    # the README links the probe page, which links this one
+    assert "docs/probe.md" in (ROOT / "README.md").read_text()
+    assert "](QUIRKS.md)" in (ROOT / "docs" / "probe.md").read_text()
 
 
 # ---- where each entry applies ---------------------------------------------------------------

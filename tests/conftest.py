@@ -51,6 +51,14 @@ def _program_cache_in_a_temporary_dir(tmp_path_factory):
 
 
 @pytest.fixture
+def program_binaries_stored(monkeypatch):
+    """build_program stores binaries on every driver, pocl included: pocl's kernel cache
+    off (``POCL_KERNEL_CACHE=0``), qcom_ext's store takes over
+    (``build.drivers_cache_builds``). For the tests of the store itself."""
+    monkeypatch.setenv("POCL_KERNEL_CACHE", "0")
+
+
+@pytest.fixture
 def tuning_cache_dir(tmp_path, monkeypatch):
     """A fresh cache directory for the tuning caches (local sizes and variant choices),
     their in-process memos cleared before and after; yields the ``tuning`` folder."""

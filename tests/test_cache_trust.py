@@ -32,6 +32,9 @@ from qcom_ext.ext.program import cache as program_cache
 from qcom_ext.ops import tuning
 from qcom_ext.ops.tuning import TuningCache, TuningResult
 
+# These tests are of qcom_ext's own program store: it stores binaries on pocl too.
+pytestmark = pytest.mark.usefixtures("program_binaries_stored")
+
 posix_only = pytest.mark.skipif(os.name != "posix", reason="needs POSIX modes and owners")
 as_root = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,

@@ -40,6 +40,7 @@ from qcom_ext.ext.program import build as program
 from qcom_ext.ext.program import cache as program_cache
 from qcom_ext.ext.program import isolated
 
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "__kernel void k(__global uint *v) { v[0] = qcom_bitreverse(v[0]) ^ (uint)SALT; }"
 BROKEN = "__kernel void k(__global uint *v) { v[0] = undeclared_name; }"
@@ -125,6 +126,7 @@ def test_an_untrusted_cache_is_not_written_by_the_child(
     assert list(shared.rglob("*")) == []
 
 
+@pytest.mark.usefixtures("program_binaries_stored")
 def test_a_cached_binary_needs_no_child(kernel_context, cache_dir, monkeypatch):
     qcom_ext.build_program(kernel_context, SOURCE, defines={"SALT": 5})
     monkeypatch.setattr(isolated, "run_child", lambda *a, **k: pytest.fail("a child started"))

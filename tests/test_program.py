@@ -24,6 +24,9 @@ from qcom_ext._resources import kernels_dir
 from qcom_ext.ext.program import build as program
 from qcom_ext.ext.program import cache as program_cache
 
+# These tests are of qcom_ext's own program store: it stores binaries on pocl too.
+pytestmark = pytest.mark.usefixtures("program_binaries_stored")
+
 SOURCE = """
 __kernel void value(__global uint *out) { out[0] = qcom_bitreverse(VALUE) ^ (uint)EXTRA; }
 """

@@ -38,6 +38,9 @@ from qcom_ext.ext import context as context_module
 from qcom_ext.ext.program import build as program_module
 from qcom_ext.ext.program.cache import MAGIC, ProgramCache, key_of
 
+# These tests are of qcom_ext's own program store: it stores binaries on pocl too.
+pytestmark = pytest.mark.usefixtures("program_binaries_stored")
+
 pytest_plugins = ["pytester"]
 
 PROTECTED = "cl_qcom_protected_context"

@@ -40,7 +40,6 @@ from qcom_ext.ext.program import build as program
 from qcom_ext.ext.program import cache as program_cache
 from qcom_ext.ext.program import isolated
 
-
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "__kernel void k(__global uint *v) { v[0] = qcom_bitreverse(v[0]) ^ (uint)SALT; }"
 BROKEN = "__kernel void k(__global uint *v) { v[0] = undeclared_name; }"

@@ -57,9 +57,10 @@ def test_qcom_ext_bench_summary_from_the_wheel_alone(
         assert row["of_buffer_copy"] == pytest.approx(moved / result["median_s"] / copy_Bps)
     ops = data["suites"]["ops-suite"]
     assert ops["buffer_copy_Bps"] == copy_Bps  # the suite used the runner's copy
-    n, k = cases_ops.sizes(device_caps)[0]
+    (n, k), scale = cases_ops.sizes(device_caps)
+    side = round(56 * scale)  # dw144_s1_56: whole on a GPU, a quarter elsewhere
     gemv = [f"GEMV {fmt} {n}x{k}" for fmt in ("f16", "q8_0", "q4_0")]
-    conv = ["depthwise 3x3 144x14x14"] if device_caps.image_support else []
+    conv = [f"depthwise 3x3 144x{side}x{side}"] if device_caps.image_support else []
     assert [r["op"] for r in ops["rows"]] == gemv + conv
     for r in ops["rows"]:  # the ops: device time, bytes, their share of the same copy
         assert rows[r["op"]]["seconds"] == r["seconds"] > 0 and r["bytes"] > 0

@@ -229,7 +229,8 @@ def test_the_recipe_lists_are_the_files_the_toy_touches(toy_tree):
 @pytest.mark.slow
 def test_the_library_picks_up_the_toy(toy_tree):
     device = DEVICES[0]
-    env = {**os.environ, "PYTHONPATH": str(toy_tree), "PYTHONSAFEPATH": "1"}
+    paths = os.pathsep.join(p for p in (str(toy_tree), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": paths, "PYTHONSAFEPATH": "1"}  # the toy's copy first
     env.pop("QCOM_EXT_DISABLE", None)
     run = subprocess.run(
         [sys.executable, "-c", CHILD, device.label, str(toy_tree)],

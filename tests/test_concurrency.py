@@ -138,6 +138,7 @@ def test_probe(device_caps):
 # ---- build_program and the program cache ----
 
 
+@pytest.mark.usefixtures("program_binaries_stored")
 def test_build_program(kernel_context, cache_root, monkeypatch):
     """Cold: 8 threads build 4 sources (2 racing per source) into an empty cache; warm:
     8 threads load them without compiling. Every result is the serial one."""
@@ -335,6 +336,8 @@ WORKER = textwrap.dedent("""
     import faulthandler, json, sys
     faulthandler.dump_traceback_later(280, exit=True)  # a hung worker shows where, then ends
     import numpy as np, pyopencl as cl, qcom_ext
+    from qcom_ext.ext.program import build  # qcom_ext's store under test, on pocl too
+    build.drivers_cache_builds = lambda devices: False
     context = cl.Context([qcom_ext.probe().device()])
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
     out = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4096 * 4)
@@ -353,6 +356,7 @@ WORKER = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("program_binaries_stored")
 def test_processes_share_the_caches(kernel_context, device_caps, cache_root):
     """8 processes build the same programs and tune the same kernel into one empty cache
     directory at once: right values, whole entries, and the parent is served by both."""

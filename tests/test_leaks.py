@@ -350,12 +350,7 @@ def program_children(request):
         for caps in selected:
             if caps is None or chosen is None or caps.device_id != chosen.device_id:
                 continue
-            # the cycles are of qcom_ext's program store (hits after the first build): on pocl too
-            env = {
-                **child_environment(),
-                "PYOPENCL_CTX": _device_spec(caps),
-                "POCL_KERNEL_CACHE": "0",
-            }
+            env = {**child_environment(), "PYOPENCL_CTX": _device_spec(caps)}
             command = [
                 sys.executable,
                 str(TESTS / "leak_programs.py"),

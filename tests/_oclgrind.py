@@ -43,7 +43,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 CASES = Path(__file__).resolve().parent / "oclgrind_cases.py"
-SHARDS = 2  # child processes at once (this project's CI machines have 2 CPUs)
+#: The cases' shards: the test suite runs one a test (each well under the 30 s goal for
+#: one test on a 2-CPU machine; two shards took 59 s at once).
+SHARDS = 8
+#: Child processes at once in run_all and the defect probes (CI machines have 2 CPUs).
+WORKERS = 2
 
 # Asked on purpose, and handled: the probe and pyopencl query device parameters Oclgrind
 # 21.10 does not know (CL_INVALID_VALUE), and pyopencl's Kernel(program, name) looks up
@@ -319,17 +323,27 @@ def probe_defect(workdir: Path, name: str) -> bool:
     raise RuntimeError(f"the reproducer of {name} showed something else:\n{run.failure()}")
 
 
-def run_all(workdir: Path, shards: int = SHARDS) -> tuple[list[Run], list[str]]:
-    """Every case, split over ``shards`` child processes run at once, after the defect
-    probes; also returns the names of the defects found."""
-    with ThreadPoolExecutor(shards) as pool:
+def find_defects(workdir: Path, workers: int = WORKERS) -> list[str]:
+    """The names of the known Oclgrind defects this Oclgrind has (their probes, run
+    ``workers`` at once)."""
+    with ThreadPoolExecutor(workers) as pool:
         present = pool.map(lambda name: probe_defect(workdir / f"probe-{name}", name), DEFECTS)
-        found = [name for name, there in zip(DEFECTS, present, strict=True) if there]
-        args = ["--defects", ",".join(found)] if found else []
-        jobs = [
-            pool.submit(run_cases, workdir / f"shard{i}", [*args, "--shard", f"{i}/{shards}"])
-            for i in range(shards)
-        ]
+        return [name for name, there in zip(DEFECTS, present, strict=True) if there]
+
+
+def run_shard(workdir: Path, shard: int, defects: Sequence[str], shards: int = SHARDS) -> Run:
+    """Shard ``shard`` of ``shards`` of the cases, the uninitialized check off for
+    ``defects``."""
+    args = ["--defects", ",".join(defects)] if defects else []
+    return run_cases(workdir / f"shard{shard}", [*args, "--shard", f"{shard}/{shards}"])
+
+
+def run_all(workdir: Path, shards: int = SHARDS) -> tuple[list[Run], list[str]]:
+    """Every case, split over ``shards`` child processes run ``WORKERS`` at once, after
+    the defect probes; also returns the names of the defects found."""
+    found = find_defects(workdir)
+    with ThreadPoolExecutor(WORKERS) as pool:
+        jobs = [pool.submit(run_shard, workdir, i, found, shards) for i in range(shards)]
         return [job.result() for job in jobs], found
 
 

@@ -19,11 +19,12 @@ from _oclgrind import (
     build_errors,
     builtin_names,
     credited_builtins,
+    find_defects,
     kernel_names,
     launches,
     missing,
-    run_all,
     run_python,
+    run_shard,
     summary,
 )
 
@@ -31,20 +32,40 @@ needs_oclgrind = pytest.mark.skipif(missing() is not None, reason=str(missing())
 
 
 class Results:
-    def __init__(self, runs: list[Run], defects: list[str]) -> None:
-        self.runs, self.defects = runs, defects
+    """The Oclgrind runs of this module, made when first asked: the defect probes once,
+    each shard by the test that checks it (so no one test pays for all), all of them for
+    the tests over every run."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir, self._runs = workdir, {}
+        self._defects: list[str] | None = None
+
+    @property
+    def defects(self) -> list[str]:
+        if self._defects is None:
+            self._defects = find_defects(self.workdir)
+        return self._defects
+
+    def run(self, shard: int) -> Run:
+        if shard not in self._runs:
+            self._runs[shard] = run_shard(self.workdir, shard, self.defects)
+        return self._runs[shard]
+
+    @property
+    def runs(self) -> list[Run]:
+        return [self.run(shard) for shard in range(SHARDS)]
 
 
 @pytest.fixture(scope="module")
 def oclgrind(tmp_path_factory) -> Results:
-    return Results(*run_all(tmp_path_factory.mktemp("oclgrind")))
+    return Results(tmp_path_factory.mktemp("oclgrind"))
 
 
 @pytest.mark.slow
 @needs_oclgrind
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_cases_match_numpy_without_reports(oclgrind, shard):
-    run = oclgrind.runs[shard]
+    run = oclgrind.run(shard)
     assert run.returncode == 0, run.failure()
     assert run.stdout.startswith("Oclgrind"), f"not on Oclgrind:\n{run.failure()}"
     reports = run.reports()

@@ -232,8 +232,8 @@ COMMANDS = {
     ),
     "qcom-ext tune": (
         [
-            *("--scale", "0.25", "--kinds", "1x1", "--repeats", "1"),
-            *("--budget-s", "0.2", "--json", "tune.json"),
+            *("--scale", "0.25", "--kinds", "1x1", "--repeats", "1", "--variants", "default"),
+            *("--budget-s", "0.2", "--json", "tune.json"),  # the search: test_tune_cli.py
         ],
         check_tune,
     ),

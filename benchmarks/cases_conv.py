@@ -328,6 +328,12 @@ def add_arguments(parser: Any) -> None:
         action="store_true",
         help="a quick run: quarter-size layers, a few of each kind, batch 1",
     )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="spatial sizes times this (default 0.25 with --small, else 1)",
+    )
     parser.add_argument("--kinds", default="conv,depthwise,1x1,int8", help="layer kinds")
     parser.add_argument("--dtype", choices=("float32", "float16"), default="float32")
     parser.add_argument("--budget-s", type=float, default=3.0, help="tuning budget per layer")
@@ -347,16 +353,19 @@ def measure_suite(
     )
     kinds = [k for k in options.kinds.split(",") if k]
     if options.small:
-        layers = [layer for layer in suite(kinds, scale=0.25) if layer.name in SMALL_LAYERS]
+        scale = options.scale or 0.25
+        layers = [layer for layer in suite(kinds, scale=scale) if layer.name in SMALL_LAYERS]
         batch = options.batch or 1
         copy_bytes = 8 << 20
     else:
-        layers = suite(kinds)
+        scale = options.scale or 1.0
+        layers = suite(kinds, scale=scale)
         batch = options.batch or 32
         copy_bytes = min(256 << 20, device.max_mem_alloc_size // 2)
     workload = (
         f"batch {batch} · {options.dtype} · "
-        f"{'small (quarter-size) ' if options.small else ''}MobileNetV2 shapes · "
+        f"{'small ' if options.small else ''}MobileNetV2 shapes"
+        f"{f' x {scale:g}' if scale != 1 else ''} · "
         f"median of {rounds} launches · tuning budget {options.budget_s:g} s per layer"
     )
     log(workload)

@@ -328,7 +328,7 @@ def test_recordings(kernel_context, recording_path):
 CHILDREN = 2
 BASELINE = 300  # bare pyopencl builds that measure the driver's own growth per build
 #: Program cycles in all: half the other kinds' (a cycle is a build from the store, ~12 ms
-#: on pocl; 10,000 took 59 s of a 60 s budget on 2 CPUs).
+#: on pocl; 10,000 took 59 s on 2 CPUs, twice the 30 s budget).
 PROGRAM_CYCLES = max(2 * CHILDREN * WARMUP, CYCLES // 2)
 
 

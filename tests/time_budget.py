@@ -2,7 +2,7 @@
 
 A test that takes longer than the budget, counting its setup and teardown (a module's
 fixtures are paid by its first test), fails with an error at teardown that says so. The
-budget is ``test_budget_s`` of pyproject.toml's ``[tool.pytest.ini_options]`` (60 s);
+budget is ``test_budget_s`` of pyproject.toml's ``[tool.pytest.ini_options]`` (30 s);
 ``QCOM_EXT_TEST_BUDGET_S`` overrides it (0 turns it off, for a debugger or a much slower
 machine). The run ends with its five slowest tests, budget or not. pytest-timeout's
 ``timeout`` stays the hang guard.

@@ -6,6 +6,7 @@ arithmetic."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -139,3 +140,29 @@ def test_the_lab_columns_come_together_where_the_lab_supplies_one():
     full = "| op | time | of buffer copy | of image copy | vs torch | target | device | driver "
     assert head(wheel) == "| op | time | of buffer copy | device | driver | date |"
     assert head(wheel, lab) == head(lab) == full + "| date |"
+
+
+def test_the_ops_gemvs_rotate_through_cold_copies(device_caps, kernel_context, monkeypatch):
+    """Each GEMV launch reads another copy of W (cold: an H100's L2 holds one whole), and
+    never the copy the launch before it read."""
+    from qcom_ext.tools.bench import _profiling
+
+    monkeypatch.setattr(cases_ops, "cold_copies", lambda cache, nbytes: 3)
+    monkeypatch.setattr(cases_ops, "GEMV_FORMATS", ("f16", "q4_0"))
+    enqueued: list[int] = []
+    real = cases_ops.Linear.enqueue
+
+    def spy(self, queue, x, out, **options):
+        enqueued.append(id(self))
+        return real(self, queue, x, out, **options)
+
+    monkeypatch.setattr(cases_ops.Linear, "enqueue", spy)
+    queue = _profiling.profiling_queue(device_caps)
+    copy = _profiling.CopyBandwidth(buffer_Bps=1e9, buffer_bytes=1 << 26)
+    rows = cases_ops.gemv_rows(queue, (64, 64), 4, copy)
+    assert [r["op"] for r in rows] == ["GEMV f16 64x64", "GEMV q4_0 64x64"]
+    assert len(enqueued) == 2 * (3 + 4)  # per format: a warm-up of each copy, 4 rounds
+    for start in range(0, len(enqueued), 7):
+        launches = enqueued[start : start + 7]
+        assert len(set(launches)) == 3
+        assert all(a != b for a, b in itertools.pairwise(launches))

@@ -32,6 +32,7 @@ import pyopencl as cl
 __all__ = [
     "MIN_COPY_BYTES",
     "CopyBandwidth",
+    "cold_copies",
     "copy_bandwidth",
     "copy_image",
     "event_ns",
@@ -53,6 +54,29 @@ def profiling_queue(caps: Any) -> Any:
     :class:`qcom_ext.DeviceCaps`) describes."""
     context = cl.Context([caps.device()])
     return cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+
+#: The most copies of one operand a cold rotation makes (:func:`cold_copies`).
+MAX_COLD_COPIES = 40
+
+
+def cold_copies(cache_bytes: int, nbytes: int, floor_bytes: int = 64 << 20) -> int:
+    """Copies of an operand of ``nbytes`` to launch in rotation so that no launch finds
+    its own bytes in a cache of ``cache_bytes`` (``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE``):
+    a span of at least twice the cache and ``floor_bytes``, plus one; at least two (never
+    the same bytes twice in a row), at most :data:`MAX_COLD_COPIES`. Timing one copy
+    again and again instead is the *warm* number: what fits the cache stays there (an
+    H100's 50 MB L2 holds a (4096, 4096) f16 weight whole).
+
+    >>> cold_copies(50 << 20, 32 << 20, floor_bytes=256 << 20)  # 288 MiB on an H100
+    9
+    >>> cold_copies(8 << 20, 32 << 20)  # a phone's: 64 MiB past an 8 MiB cache
+    3
+    >>> cold_copies(50 << 20, 500 << 20)  # larger than the span: two alternate
+    2
+    """
+    span = max(2 * int(cache_bytes), int(floor_bytes))
+    return max(2, min(MAX_COLD_COPIES, -(-span // max(1, int(nbytes))) + 1))
 
 
 def event_ns(event: Any) -> int:

@@ -13,23 +13,25 @@ the same GPU.
   has (image1d_buffer views, buffers); M = 2, 4, 8 on the probe's path.
 * **Cold and warm.** *Cold*: each launch reads weights that the last-level cache cannot
   hold: the layer rotates through copies of W spanning at least twice
-  ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` and :data:`COLD_SPAN_BYTES` (256 MiB: past an H100's
-  50 MB L2 five times; :func:`cold_copies`). *Warm*: one copy, launched again and again,
-  so that W sits in the cache where it fits (an H100 holds (4096, 4096) f16, 32 MB, whole):
-  what a loop over one small layer sees, not what DRAM gives. The verdicts use the cold
+  ``CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`` and :data:`COLD_SPAN_BYTES` (256 MiB: five times an
+  H100's 50 MB L2, for which NVIDIA's driver reports 4 MiB; :func:`cold_copies`).
+  *Warm*: one copy, launched again and again, so that W stays in the cache where it
+  fits (an H100 holds (4096, 4096) f16, 32 MB, whole: 12.5 µs warm, 20.5 µs cold): what
+  a loop over one small layer sees, not what DRAM gives. The verdicts use the cold
   numbers. Beside each row, the time of a kernel that only reads the same bytes, cold
-  (``_read_floor``: what any kernel of that size can reach here), and, in the heading, an
-  empty kernel's.
+  (``_read_floor``: what any kernel of that size can reach here), and, in the heading,
+  an empty kernel's.
 * torch ``F.linear`` in float16 on CUDA for the same GEMVs, cold (the same rotation) and
   warm (one weight), where torch and CUDA exist, timed on the GPU alone
   (``_torch_timing``: a CUDA graph of the calls, no Python dispatch).
 * GEMM, M = 512, (N, K) = (4096, 4096), f16 weights, float32 x: FLOP/s against torch
   float32 with TF32 off (target >= 50 %) and torch float16.
 
-Issue 28's targets (:func:`verdicts`, cold, the probe's path): the integer path no
-slower than the float path for q8_0 and q4_0 weights at every shape and M; q4_0 (the
-faster of its two activation paths) <= 0.45x torch f16's time; every GEMV within 1.25x of
-the read-only kernel; f16 at (32000, 4096) >= 0.9 of the buffer copy.
+Issue 28's targets (:func:`verdicts`, cold, the probe's path, at the four shapes past
+(4096, 4096)): the integer path no slower than the float path for q8_0 and q4_0 weights
+at every shape and M; at M = 1, q4_0 (the faster of its two activation paths) <= 0.45x
+torch f16's time and every GEMV within 1.25x of the read-only kernel; f16 at
+(32000, 4096) >= 0.9 of the buffer copy.
 
 On a CPU device, or with ``--small`` (the option conv-suite defines), the sizes are
 small ((N, K) = (256, 256), (512, 256), (256, 512), GEMM M = 32): a correctness-scale
@@ -80,6 +82,8 @@ TUNE_BUDGET_S = 1.0
 #: The issue's limits (issue 28), for :func:`verdicts`.
 TORCH_Q4_LIMIT, READ_ONLY_LIMIT, F16_COPY_LIMIT = 0.45, 1.25, 0.9
 F16_COPY_SHAPE = (32000, 4096)
+#: The shapes the targets are judged at ((4096, 4096) is timed, not judged).
+TARGET_SHAPES = ((11008, 4096), (4096, 11008), (14336, 4096), (32000, 4096))
 
 
 def sizes(caps: qcom_ext.DeviceCaps, small: bool) -> tuple[tuple, tuple]:
@@ -120,12 +124,18 @@ def _copies(queue: Any, nbytes: int) -> int:
     return cold_copies(int(queue.device.global_mem_cache_size), nbytes)
 
 
-def _layers(queue: Any, weight: np.ndarray, fmt: str, act: Any, path: str) -> list[Any]:
-    """A Linear of ``weight`` and its copies for the cold rotation (quantized once)."""
+def _stored(weight: np.ndarray, fmt: str) -> Any:
+    """W as ``fmt`` stores it (quantized once for every layer and copy of a shape)."""
+    from qcom_ext.ops.quant import quantize
+
+    return weight.astype(np.float16) if fmt == "f16" else quantize(weight, fmt)
+
+
+def _layers(queue: Any, stored: Any, fmt: str, act: Any, path: str) -> list[Any]:
+    """A Linear of the ``stored`` W and its copies for the cold rotation."""
     from qcom_ext.ops import Linear
 
-    first = Linear(queue, weight, weight_format=fmt, activation_format=act, path=path)
-    stored = first.quantized if first.quantized is not None else weight.astype(np.float16)
+    first = Linear(queue, stored, weight_format=fmt, activation_format=act, path=path)
     return [first] + [
         Linear(queue, stored, weight_format=fmt, activation_format=act, path=path)
         for _ in range(_copies(queue, first.weight_bytes) - 1)
@@ -156,10 +166,11 @@ def gemv_rows(queue: Any, shapes: tuple, rounds: int, copy_bps: float) -> list[d
     floors: dict[int, tuple[float, float]] = {}  # weight bytes -> read-only (cold, warm)
     for shape in shapes:
         weight = np.random.default_rng(0).standard_normal(shape, dtype=np.float32) * 0.05
+        stored = {fmt: _stored(weight, fmt) for fmt in dict(GEMV_FORMATS)}
         for fmt, act in GEMV_FORMATS:
             for path in MATMUL_PATHS:
                 try:
-                    layers = _layers(queue, weight, fmt, act, path)
+                    layers = _layers(queue, stored[fmt], fmt, act, path)
                 except qcom_ext.ConfigError as exc:  # no image path on this device
                     if path == "image":
                         continue
@@ -273,10 +284,21 @@ def _where(r: dict) -> str:
     return f"{tuple(r['shape'])} M={r['rows']}"
 
 
+def _judged(rows: list[dict]) -> list[dict]:
+    """The rows issue 28's targets speak of: the probe's path at :data:`TARGET_SHAPES`
+    (every shape where none of them ran, as with --small)."""
+    rows = [r for r in rows if r["default_path"]]
+    target = [r for r in rows if tuple(r["shape"]) in TARGET_SHAPES]
+    return target or rows
+
+
 def verdicts(gemv: list[dict], torch_times: dict[str, dict], gemm: list[dict]) -> list[str]:
-    """Issue 28's targets, from the cold times of the probe's path (see the module)."""
+    """Issue 28's targets, from the cold times (see the module): the integer path against
+    the float path at every M; q4_0 against torch and every format against the read-only
+    kernel at M = 1 (the worst over M = 1..8 beside it); f16 at (32000, 4096) against the
+    copy."""
     out = []
-    rows = [r for r in gemv if r["default_path"]]
+    rows = _judged(gemv)
     by = {(tuple(r["shape"]), r["rows"], r["format"], r["activations"]): r for r in rows}
     for fmt in ("q8_0", "q4_0"):
         pairs = []
@@ -290,7 +312,7 @@ def verdicts(gemv: list[dict], torch_times: dict[str, dict], gemm: list[dict]) -
                 f"integer path (q8_0 activations), {fmt} weights: at worst {ratio:.2f}x the "
                 f"float path's time, at {where} (<= 1.00x at every shape and M: {ok})"
             )
-    q4 = {}
+    q4: dict[str, tuple[float, dict]] = {}
     for r in rows:
         if r["format"] == "q4_0":
             key = _key(r["shape"], r["rows"])
@@ -300,19 +322,28 @@ def verdicts(gemv: list[dict], torch_times: dict[str, dict], gemm: list[dict]) -
         for key, (seconds, r) in q4.items()
         if key in torch_times
     ]
-    if pairs:
-        ratio, where, ok = _worst(pairs, TORCH_Q4_LIMIT)
+    ones = [p for p in pairs if p[1].endswith(" M=1")]
+    if ones:
+        ratio, where, ok = _worst(ones, TORCH_Q4_LIMIT)
         out.append(
             f"q4_0 GEMV (the faster activation path): at worst {ratio:.2f}x torch f16's "
-            f"time, at {where} (<= {TORCH_Q4_LIMIT}x: {ok})"
+            f"time, at {where} (<= {TORCH_Q4_LIMIT}x: {ok}); over M = 1..8: "
+            f"{max(pairs)[0]:.2f}x at {max(pairs)[1]}"
         )
     for fmt in ("f16", "q8_0", "q4_0"):
-        pairs = [(r["of_read_only"], _where(r)) for r in rows if r["format"] == fmt]
-        if pairs:
-            ratio, where, ok = _worst(pairs, READ_ONLY_LIMIT)
+        best: dict[tuple, dict] = {}  # (shape, M) -> the faster activation path's row
+        for r in rows:
+            key = (tuple(r["shape"]), r["rows"])
+            if r["format"] == fmt and (key not in best or r["seconds"] < best[key]["seconds"]):
+                best[key] = r
+        pairs = [(r["of_read_only"], _where(r)) for r in best.values()]
+        ones = [p for p in pairs if p[1].endswith(" M=1")]
+        if ones:
+            ratio, where, ok = _worst(ones, READ_ONLY_LIMIT)
             out.append(
                 f"GEMV {fmt}: at worst {ratio:.2f}x the time of a kernel that only reads "
-                f"the same bytes, at {where} (<= {READ_ONLY_LIMIT}x: {ok})"
+                f"the same bytes, at {where} (<= {READ_ONLY_LIMIT}x: {ok}); over M = "
+                f"1..8: {max(pairs)[0]:.2f}x at {max(pairs)[1]}"
             )
     big = [
         (r["of_copy"], _where(r))

@@ -101,7 +101,8 @@ def _ran(
     if result.error:
         return _check(ext, path, cid, "fail", result.error, None, seconds)
     if not result.ok:
-        reason = f"error {result.max_error:g} over tolerance {result.tolerance:g}: {result.mismatch}"
+        over = f"error {result.max_error:g} over tolerance {result.tolerance:g}"
+        reason = f"{over}: {result.mismatch}"
         return _check(ext, path, cid, "fail", reason, result.max_error, seconds)
     if differs:
         return _check(ext, path, cid, "fail", differs, result.max_error, seconds)
@@ -136,7 +137,8 @@ def _run_checks(
             why = run.error or "the case did not run on this path"
             yield _check(item.extension, run.path, case_id(case), "fail", why)
         else:
-            yield _ran(case, result, run.path, build_problem, differs.get((run.path, case.name), ""))
+            differ = differs.get((run.path, case.name), "")
+            yield _ran(case, result, run.path, build_problem, differ)
 
 
 def _skipped_checks(

@@ -40,13 +40,13 @@ _HOME_PATHS = re.compile(
     r"|(?<![\w.])/root(?=/|\b)"
     r"|\b[A-Za-z]:\\(?:Users|Documents and Settings)\\[^\\\s\"'<>:;,)]+",
 )
-_MAC = re.compile(r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])")
+_MAC = re.compile(
+    r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])"
+)
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\w.])")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])")
-_SERIAL = re.compile(
-    r"(?i)\b(serial(?:[ _-]?(?:no|number|num))?|s/n|sn)(\s*[:=#]\s*)[\w-]{4,}"
-)
+_SERIAL = re.compile(r"(?i)\b(serial(?:[ _-]?(?:no|number|num))?|s/n|sn)(\s*[:=#]\s*)[\w-]{4,}")
 #: Names too short or too common to replace as words without eating device strings.
 _MIN_NAME = 3
 _TOO_COMMON = frozenset({"localhost", "user", "android", "linux"})

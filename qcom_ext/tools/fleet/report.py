@@ -124,7 +124,10 @@ def build_report(
     this OS unless ``os`` says otherwise, scrubbed whole (``scrubber``: this machine's,
     :meth:`Scrubber.from_environment`, by default). ``synthetic_note`` marks a generated
     report (``synthetic: true``); ``checks`` then stand in for the selftest's."""
-    build_problem = caps.build_problem if selftest is None else selftest.build_problem
+    if selftest is not None:
+        build_problem = selftest.build_problem
+    else:  # a report built from strings has no device to build on
+        build_problem = caps.build_problem if caps.device_id else None
     report: dict[str, Any] = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

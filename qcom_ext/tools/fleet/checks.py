@@ -24,8 +24,8 @@ missing, disabled by the user) is ``skip``, never ``fail``:
 
 >>> from qcom_ext.tools.selftest import run_selftest
 >>> found = checks_from_selftest(run_selftest(only=["bitreverse"]))
->>> [c["id"] for c in found]  # the paths that ran, then those the device lacks
-['cl_qcom_bitreverse/fallback/bitreverse', 'cl_qcom_bitreverse/native/bitreverse', 'cl_qcom_bitreverse/khr:cl_khr_extended_bit_ops/bitreverse']
+>>> [c["id"].split("/", 1)[1] for c in found]  # the paths run, then those not there
+['fallback/bitreverse', 'native/bitreverse', 'khr:cl_khr_extended_bit_ops/bitreverse']
 """
 
 from __future__ import annotations

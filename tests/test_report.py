@@ -391,3 +391,28 @@ def test_a_trial_that_kills_its_child_is_a_crash_verdict(device_caps, tmp_path, 
     assert by_id[f"{extension}/fallback/recording"]["verdict"] == "pass"
     assert by_id[f"{extension}/khr:{tier}/recording"]["verdict"] == "skip"
     assert report["probe"]["paths"][extension]["path"] == "fallback"
+
+
+def test_a_bad_device_or_extension_is_an_error_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert cli.main(["report", "--device", "no-such-platform", "-o", str(out)]) == 1
+    assert "--device 'no-such-platform' names no device" in capsys.readouterr().err
+    assert cli.main(["report", "--only", "no_such_extension", "-o", str(out)]) == 1
+    assert "--only 'no_such_extension' is not a cl_qcom_* extension" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_scrubber_leaves_device_strings_and_common_names_alone(monkeypatch):
+    """A container's user ``root`` names nobody: the word stays in text (its home path
+    still goes); the real capture strings pass unchanged."""
+    from qcom_ext.tools.fleet.privacy import Scrubber
+
+    monkeypatch.setenv("USER", "root")
+    monkeypatch.setenv("HOME", "/root")
+    scrub = Scrubber.from_environment()
+    assert scrub("the root of /root/.cache/x") == "the root of ~/.cache/x"
+    published = json.loads((Path(__file__).parent / "data" / "captures.json").read_text())
+    strings = [
+        v for entry in published.values() if isinstance(entry, dict) for v in entry.values()
+    ]
+    assert strings and [Scrubber()(s) for s in strings] == strings

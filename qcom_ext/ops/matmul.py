@@ -344,7 +344,8 @@ class Linear:
     def _quantized_input(self, queue: Any, x: BufferMatrix, events: list[Any]) -> list[Any]:
         """x quantized to q8_0 on the device (enqueued): [words, scales, sums]."""
         rows, nb = x.shape[0], self.nb
-        quantizer = self._kernel(queue, ("gemv", 1, x.dtype == np.float16, "launches")).quantizer
+        first = ("gemv", min(GEMV_MAX_ROWS, rows), x.dtype == np.float16, "launches")
+        quantizer = self._kernel(queue, first).quantizer  # the GEMV of the first launch's
         key = (rows, queue.int_ptr)  # per queue: its calls run in order (chained if OOO)
         scratch = self._scratch.get(key)
         if scratch is None:  # kept: a new buffer's first use costs time on some devices

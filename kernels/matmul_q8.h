@@ -10,8 +10,9 @@
  * does also where the device's `/` is less exact (OpenCL allows 2.5 ulp). A block
  * holding a NaN or an inf gets the scale NaN and quants 0, so that every output its row
  * reaches is NaN, as NaN and inf are data (the float path gives NaN or +-inf there);
- * fmax would skip a NaN and NaN to int is undefined. The test is on the bits (exponent
- * all ones), which no fast-math option takes away.
+ * fmax would skip a NaN and NaN to int is undefined. amax and that test are one integer
+ * max of the values' sign-cleared bits (exponent all ones: NaN or inf), which no
+ * fast-math option takes away; the quants' sum is qcom_dot8_acc against four ones.
  *
  * q8_load and q8_block_products (need matmul_weights.h and the kernel's MR and RPW):
  * a block of RPW rows of W read, then its integer dot products through qcom_dot8_acc (cl_qcom_dot_product8:
@@ -36,21 +37,21 @@ float q8_divided(float a, float b)
  * in order), *sum their sum; returns d (float: the caller rounds it to half). */
 float q8_quantize_block(const float4 *v, uint *q, int *sum)
 {
-    float amax = 0.0f;
-    int4 special = (int4)(0); /* -1 where a value is NaN or inf */
-    for (int i = 0; i < 8; ++i) {
-        const float4 a = fabs(v[i]);
-        amax = fmax(amax, fmax(fmax(a.x, a.y), fmax(a.z, a.w)));
-        special |= as_int4(a) >= (int4)(0x7F800000);
-    }
-    const int finite = !any(special);
-    const float d = finite ? q8_divided(amax, 127.0f) : as_float(0x7FC00000u); /* NaN */
+    /* amax through the bits: the sign-cleared bits of floats that are not NaN order as
+     * their magnitudes, so their integer max is amax's bits, and NaN and inf are the
+     * largest (exponent all ones) */
+    uint4 top = (uint4)(0u);
+    for (int i = 0; i < 8; ++i)
+        top = max(top, as_uint4(v[i]) & (uint4)(0x7FFFFFFFu));
+    const uint bits = max(max(top.x, top.y), max(top.z, top.w));
+    const int finite = bits < 0x7F800000u;
+    const float d = finite ? q8_divided(as_float(bits), 127.0f) : as_float(0x7FC00000u);
     const float id = finite && d != 0.0f ? q8_divided(1.0f, d) : 0.0f;
     int total = 0;
     for (int i = 0; i < 8; ++i) {
         const int4 qi = finite ? convert_int4(round(v[i] * id)) : (int4)(0);
-        total += qi.x + qi.y + qi.z + qi.w;
         q[i] = as_uint(convert_char4(qi));
+        total = qcom_dot8_acc(q[i], 0x01010101u, total); /* the four quants' sum */
     }
     *sum = total;
     return d;

@@ -93,11 +93,13 @@ def gemv_candidates(nb: int, row_groups: int, limit: int, split: int) -> list[tu
     return sizes
 
 
-def gemv_local(nb: int, row_groups: int, limit: int, split: int) -> tuple[int, int]:
-    """The GEMV local size used untuned: 64 work-items on K (fewer for short rows or a
-    smaller ``split``), row groups up to 128 work-items."""
-    l0 = min(64, _pow2_ceil(nb), limit, split)
-    return l0, max(1, min(128 // l0, _pow2_ceil(row_groups), limit // l0))
+def gemv_local(
+    nb: int, row_groups: int, limit: int, split: int, wide: int = 64, items: int = 128
+) -> tuple[int, int]:
+    """The GEMV local size used untuned: ``wide`` work-items on K (fewer for short rows
+    or a smaller ``split``), row groups up to ``items`` work-items (and ``limit``)."""
+    l0 = min(wide, _pow2_ceil(nb), limit, split)
+    return l0, max(1, min(items // l0, _pow2_ceil(row_groups), limit // l0))
 
 
 def gemm_tile(device: Any, rows: int, requested: str | None) -> str:
@@ -136,6 +138,13 @@ class Gemv:
     items: int  # the largest work-group it takes
     split: int  # the most work-items worth putting on K (CB / UNROLL: a round fits a chunk)
     kind: str = "float"
+
+    @property
+    def default_local(self) -> tuple[int, int]:
+        """(work-items on K, work-items) of the untuned local size (:func:`gemv_local`):
+        the fused GEMV takes more row groups a work-group, so that each quantization of
+        x serves more rows of W."""
+        return (32, 256) if self.kind == "fused" else (64, 128)
 
     @classmethod
     def build(

@@ -371,7 +371,8 @@ class Linear:
             found = kernel.launcher.local_size(global_size)
             if found is not None and _gemv_fits(found, kernel.items):
                 return found
-            return gemv_local(self.nb, global_size[1], kernel.items, kernel.split)
+            sizes = (self.nb, global_size[1], kernel.items, kernel.split)
+            return gemv_local(*sizes, *kernel.default_local)
         if local_size is not None and not _gemv_fits(tuple(local_size), kernel.items):
             raise ConfigError(
                 f"local_size {local_size!r}: the GEMV takes 2 sizes, the first a power of "

@@ -7,134 +7,54 @@
  * so a row's words are read by consecutive work-items (coalesced; each byte read once,
  * one block ahead of its use), every x value a work-item reads (from local memory, see
  * the kernel) serves its RPW rows, and the MR x RPW partial sums are then added across
- * the row group: within each sub-group by qcom_sub_group_shuffle_xor
- * (kernels/qcom_ext.h; on the emulated path a sub-group is one work-item), then across
- * sub-groups in local memory (one slot per sub-group and sum, slots of a sum adjacent:
- * no bank conflicts). The global size is (1, ceil(N / RPW)), padded to the local size:
- * any local size whose dimension 0 is a power of two of at most RED_ITEMS works (the
- * host tunes it; the driver's own choice has dimension 0 of 1).
+ * the row group (matmul_gemv_reduce.h). The global size is (1, ceil(N / RPW)), padded to
+ * the local size: any local size whose dimension 0 is a power of two of at most
+ * RED_ITEMS works (the host tunes it; the driver's own choice has dimension 0 of 1).
  *
  * ACT_Q8 1 (q8_0 and q4_0 weights): x comes quantized to q8_0 per block of 32
  * (matmul_quantize.cl: int8 words, a half scale and the sum of the 32 q per block) and
- * each block is an integer dot product through qcom_dot8_acc (cl_qcom_dot_product8:
- * native on Adreno, cl_khr_integer_dot_product or portable code elsewhere), whose first
- * operand is signed and second unsigned: q4_0 nibbles are unsigned (weight = nibble - 8,
- * so the block's sum is dot - 8 * sum(qx)); q8_0 weights are made unsigned by flipping
- * their sign bit (q + 128, so the sum is dot - 128 * sum(qx)).
+ * each block is an integer dot product through qcom_dot8_acc (q8_block_products,
+ * matmul_q8.h). Used for more than 8 rows of x; up to 8, matmul_gemv_q8.cl quantizes x
+ * itself in the same launch.
  *
  * Defines: WFMT, USE_IMAGE, X_HALF, K_TAIL (matmul_weights.h), MR, RPW, RED_ITEMS (the
  * largest work-group), ACT_Q8, CB (blocks of x staged in local memory at a time; the
  * host keeps L0 <= CB).
  */
 #include "matmul_weights.h"
+#include "matmul_gemv_reduce.h"
 
 #ifndef UNROLL
 #define UNROLL 1 /* blocks a work-item reads at once (l0 apart: each read coalesced) */
 #endif
 
-#define V (MR * RPW) /* the partial sums of a work-item */
-
-/* v summed over the `seg` lanes of this work-item's aligned segment of its sub-group
- * (seg: see segment_shift): every lane gets the segment's sum. */
-float segment_sum(float v, uint seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_PARAM)
-{
-    for (uint d = seg >> 1; d > 0; d >>= 1)
-        v += qcom_sub_group_shuffle_xor(v, d, CLK_SUB_GROUP_SHUFFLE_WIDTH_WAVE_SIZE_QCOM, 0.0f);
-    return v;
-}
-
-/* log2 of the segment of lanes the shuffles reduce: the largest power of two that divides
- * both the sub-group size and L0 (1 on the emulated path), so that segments are aligned
- * within sub-groups and never span two row groups. (Bit tests in a loop: LLVM turns
- * the usual tricks into ctpop, which Oclgrind 21.10 cannot run, and divisions by a
- * runtime value into a `freeze` its uninitialized-value check stops at.) */
-uint segment_shift(uint l0)
-{
-    const uint lanes = get_max_sub_group_size();
-    uint shift = 0;
-    while (((lanes | l0) & (2u << shift) - 1u) == 0 && (2u << shift) <= lanes)
-        ++shift;
-    return shift;
-}
-
 #if ACT_Q8
 #if !QUANTIZED
 #error "ACT_Q8 needs q8_0 or q4_0 weights"
 #endif
+#include "matmul_q8.h"
 #define X_PARAMS __global const uint *xq, __global const half *xd, __global const int *xsum
 #else
 #define X_PARAMS __global const XT *x
 #endif
 
 #if ACT_Q8
-/* One block b of the work-item's RPW rows (`rows`: the first word of each row's block 0)
- * against its MR rows of quantized x: acc[m][r] += the block's integer dot product times
- * both scales. */
-void q8_block_products(WEIGHT_PARAMS, X_PARAMS, int nb, int b, const int *rows,
-                       float acc[MR][RPW])
+/* Block b against the MR rows of quantized x (read from the quantizer's buffers). */
+void q8_block(WEIGHT_PARAMS, X_PARAMS, int nb, int b, const int *rows, float acc[MR][RPW])
 {
-    const int qw = b * 8; /* the block's first uint of a row of xq (nb * 8 uints a row) */
-    int isum[MR][RPW];
-    #pragma unroll
-    for (int m = 0; m < MR; ++m)
-        #pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            isum[m][r] = 0;
-#if WFMT == 2
-    #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        uint4 u[RPW];
-        #pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            u[r] = WORD_U(rows[r] + j * nb + b) ^ (uint4)(0x80808080u);
-        #pragma unroll
-        for (int m = 0; m < MR; ++m) {
-            uint4 xw = vload4(0, xq + m * nb * 8 + qw + j * 4);
-            #pragma unroll
-            for (int r = 0; r < RPW; ++r) {
-                isum[m][r] = qcom_dot8_acc(xw.x, u[r].x, isum[m][r]);
-                isum[m][r] = qcom_dot8_acc(xw.y, u[r].y, isum[m][r]);
-                isum[m][r] = qcom_dot8_acc(xw.z, u[r].z, isum[m][r]);
-                isum[m][r] = qcom_dot8_acc(xw.w, u[r].w, isum[m][r]);
-            }
-        }
-    }
-#define ZERO_POINT 128
-#else /* q4_0 */
-    uint4 u[RPW];
-    #pragma unroll
-    for (int r = 0; r < RPW; ++r)
-        u[r] = WORD_U(rows[r] + b);
-    #pragma unroll
+    uint4 xw[MR][2];
+    float dx[MR];
+    int xs[MR];
+#pragma unroll
     for (int m = 0; m < MR; ++m) {
-        uint4 lo = vload4(0, xq + m * nb * 8 + qw);
-        uint4 hi = vload4(1, xq + m * nb * 8 + qw);
-        #pragma unroll
-        for (int r = 0; r < RPW; ++r) {
-            const uint4 l = u[r] & (uint4)(0x0F0F0F0Fu), h = (u[r] >> 4) & (uint4)(0x0F0F0F0Fu);
-            int s = isum[m][r];
-            s = qcom_dot8_acc(lo.x, l.x, s);
-            s = qcom_dot8_acc(lo.y, l.y, s);
-            s = qcom_dot8_acc(lo.z, l.z, s);
-            s = qcom_dot8_acc(lo.w, l.w, s);
-            s = qcom_dot8_acc(hi.x, h.x, s);
-            s = qcom_dot8_acc(hi.y, h.y, s);
-            s = qcom_dot8_acc(hi.z, h.z, s);
-            isum[m][r] = qcom_dot8_acc(hi.w, h.w, s);
-        }
+        xw[m][0] = vload4(0, xq + (m * nb + b) * 8);
+        xw[m][1] = vload4(1, xq + (m * nb + b) * 8);
+        dx[m] = vload_half(m * nb + b, xd);
+        xs[m] = xsum[m * nb + b];
     }
-#define ZERO_POINT 8
-#endif
-    #pragma unroll
-    for (int m = 0; m < MR; ++m) {
-        const float dx = vload_half(m * nb + b, xd);
-        const int offset = ZERO_POINT * xsum[m * nb + b];
-        #pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            acc[m][r] += SCALE(rows[r] / WPB + b) * dx * (float)(isum[m][r] - offset);
-    }
-#undef ZERO_POINT
-
+    q8_weights_t blk;
+    q8_load(WEIGHT_ARGS, nb, b, rows, &blk);
+    q8_block_products(&blk, xw, dx, xs, acc);
 }
 
 #else
@@ -259,7 +179,6 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
     QCOM_SUB_GROUP_SHUFFLE_SCRATCH;
     __local float red[V * RED_ITEMS];
     const uint lid = get_local_id(0), l0 = get_local_size(0);
-    const uint lin = get_local_id(1) * l0 + lid, items = l0 * get_local_size(1);
     const int first = (int)get_global_id(1) * RPW;
 
     int rows[RPW]; /* word index of each row's block 0, word 0 (rows past the end: clamped) */
@@ -282,13 +201,14 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
             acc[m][r] = 0.0f;
 #if ACT_Q8
     for (int b = (int)lid; b < nb; b += (int)l0)
-        q8_block_products(WEIGHT_ARGS, xq, xd, xsum, nb, b, rows, acc);
+        q8_block(WEIGHT_ARGS, xq, xd, xsum, nb, b, rows, acc);
 #else
     /* x goes through local memory in chunks of CB blocks, read from global memory
      * coalesced (consecutive work-items, consecutive quads of a row) and stored quad-major
      * ([m][quad][block], rows of CB + 1: no bank conflicts), so that the work-items, one
      * block each, read it consecutively too; the row groups of the work-group share it */
     __local float4 stage[MR * 8 * (CB + 1)];
+    const uint lin = get_local_id(1) * l0 + lid, items = l0 * get_local_size(1);
     /* each work-item's weights are read one block ahead: the reads of the next block
      * (across the next chunk's barriers and staging) overlap this block's arithmetic */
     block_t current, next;
@@ -339,40 +259,6 @@ __kernel void matmul_gemv(WEIGHT_PARAMS, X_PARAMS, int ldx, int k_end, int nb, i
     }
 #endif
 
-    /* the sums across the row group: sub-group segments, then local memory, in passes
-     * of RED_ITEMS work-items (whole row groups: the host keeps L0 <= RED_ITEMS, both
-     * powers of two), as many as the work-group needs (one unless the driver chose the
-     * local size) */
-    const uint shift = segment_shift(l0), seg = 1u << shift;
-    #pragma unroll
-    for (int m = 0; m < MR; ++m)
-        #pragma unroll
-        for (int r = 0; r < RPW; ++r)
-            acc[m][r] = segment_sum(acc[m][r], seg, QCOM_SUB_GROUP_SHUFFLE_SCRATCH_ARG);
-    const uint count = l0 >> shift;
-    for (uint pass = 0; pass < items; pass += RED_ITEMS) {
-        const bool mine = lin >= pass && lin < pass + RED_ITEMS;
-        const uint base = (get_local_id(1) * l0 - pass) >> shift;
-        if (mine && (lid & (seg - 1)) == 0)
-            #pragma unroll
-            for (int m = 0; m < MR; ++m)
-                #pragma unroll
-                for (int r = 0; r < RPW; ++r)
-                    red[(m * RPW + r) * RED_ITEMS + base + (lid >> shift)] = acc[m][r];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint left = count; left > 1;) {
-            const uint half_count = (left + 1) >> 1;
-            if (mine && lid < left - half_count)
-                for (int v = 0; v < V; ++v)
-                    red[v * RED_ITEMS + base + lid] += red[v * RED_ITEMS + base + lid + half_count];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            left = half_count;
-        }
-        for (uint v = lid; mine && v < V; v += l0) {
-            const int n = first + (int)(v % RPW);
-            if (n < n_rows)
-                y[(row0 + (int)(v / RPW)) * ldy + n] = red[v * RED_ITEMS + base] + bias[n];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    gemv_reduce_store(acc, red, first, n_rows, bias, y, ldy, row0,
+                      QCOM_SUB_GROUP_SHUFFLE_SCRATCH_ARG);
 }

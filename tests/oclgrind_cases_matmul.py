@@ -1,11 +1,13 @@
 """Oclgrind cases (tests/oclgrind_cases.py runs them, tests/oclgrind_trial.py is the
-harness): the matmul kernels (kernels/matmul_gemv.cl, matmul_gemm.cl, matmul_quantize.cl)
-through ``ops.Linear``, at sizes that reach every code path: each weight format, K with
-a tail (float formats), more than one chunk of staged x (more than 64 blocks), N not a
-multiple of the rows per work-item, several row groups per work-group, 1, 3 and 8 rows
-of x, float and half x, more than one GEMM tile each way, both read paths, q8_0
-activations; and the GEMV built with emulated sub-groups of 8 lanes, so that its
-reduction runs the shuffles (qcom_sub_group_shuffle_xor) before local memory.
+harness): the matmul kernels (kernels/matmul_gemv.cl, matmul_gemm.cl, matmul_quantize.cl,
+matmul_gemv_q8.cl) through ``ops.Linear``, at sizes that reach every code path: each
+weight format, K with a tail (float formats), more than one chunk of staged x (more than
+64 blocks), N not a multiple of the rows per work-item, several row groups per
+work-group, 1, 3 and 8 rows of x, float and half x, more than one GEMM tile each way,
+both read paths, q8_0 activations (one launch up to 8 rows, the quantizer and the GEMV
+above); and the GEMVs built with emulated sub-groups of 8 lanes, so that their
+reduction runs the shuffles (qcom_sub_group_shuffle_xor) before local memory, the
+one-launch integer GEMV with chunks of 4 blocks.
 Checked against float64 numpy with the tolerance rule of tests/matmul_reference.py.
 """
 
@@ -83,9 +85,9 @@ def case_matmul_gemm_images(t: Trial) -> None:
 
 @case("shufflevector", "image-reads")
 def case_matmul_q8_activations(t: Trial) -> None:
-    """matmul_quantize.cl and matmul_gemv.cl with ACT_Q8 (qcom_dot8_acc), 1 and 9 rows
-    (two launches of the GEMV), against the numpy model of the integer arithmetic; NaN
-    and inf in x (their rows NaN)."""
+    """matmul_gemv_q8.cl (1 row: x quantized in the launch), matmul_quantize.cl and
+    matmul_gemv.cl with ACT_Q8 (9 rows: two launches of the GEMV), qcom_dot8_acc, against
+    the numpy model of the integer arithmetic; NaN and inf in x (their rows NaN)."""
     for fmt in ("q8_0", "q4_0"):
         for m in (1, 9):
             w = t.rng.standard_normal((7, 96)).astype(np.float32)
@@ -134,3 +136,41 @@ def case_matmul_gemv_emulated_sub_groups(t: Trial) -> None:
     _check(
         t, "emulated sub-groups of 8", got, reference(x, exact, None), bound(x, abs(exact), None)
     )
+
+
+@case("shufflevector", "image-reads")
+def case_matmul_fused_q8_chunks(t: Trial) -> None:
+    """matmul_gemv_q8.cl built with chunks of 4 blocks (10 blocks a row: two full chunks
+    and a part, each block's weights read one block ahead across them), 3 rows of half
+    x, N = 5 (a row group past the end), emulated sub-groups of 8 lanes, L0 = 8 (more
+    work-items than a chunk's blocks) and 2; and through Linear on image1d_buffer views
+    of q8_0 weights."""
+    import pyopencl as cl
+
+    n, k, m = 5, 320, 3
+    w = t.rng.standard_normal((n, k)).astype(np.float32)
+    x = t.rng.standard_normal((m, k)).astype(np.float16)
+    q = quantize(w, "q4_0")
+    packed = pack(q, "q4_0")
+    program = t.file(
+        "matmul_gemv_q8.cl",
+        WFMT=3, USE_IMAGE=0, X_HALF=1, K_TAIL=0, X_ALIGNED=1, MR=m, RPW=2,
+        RED_ITEMS=16, CB=4, NB=k // 32, QCOM_EXT_EMULATED_SUB_GROUP_SIZE=8,
+    )  # fmt: skip
+    model, tol = integer_model(x.astype(np.float32), q)
+    bias = t.buffer(np.zeros(n, np.float32))
+    words, scales, xs = t.buffer(packed.words), t.buffer(packed.scales), t.buffer(x)
+    kernel = cl.Kernel(program, "matmul_gemv_q8")
+    for l0 in (8, 2):
+        y = t.output(4 * m * n)
+        sizes = (np.int32(k), np.int32(k), np.int32(packed.nb), np.int32(n))
+        kernel.set_args(words, scales, xs, *sizes, bias, y, np.int32(n), np.int32(0))
+        cl.enqueue_nd_range_kernel(t.queue, kernel, (l0, 4), (l0, 2))
+        _check(
+            t, f"fused q8_0 GEMV, chunks of 4, L0 {l0}", t.get(y, (m, n), np.float32), model, tol
+        )
+    w = t.rng.standard_normal((3, 64)).astype(np.float32)
+    x = t.rng.standard_normal((2, 64)).astype(np.float32)
+    layer = ops.Linear(t.queue, w, weight_format="q8_0", activation_format="q8_0", path="image")
+    model, tol = integer_model(x, layer.quantized)
+    _check(t, "fused q8_0 GEMV on image reads", layer(t.queue, x), model, tol)

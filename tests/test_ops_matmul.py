@@ -294,6 +294,6 @@ def test_an_unusable_cached_local_size_is_not_used(queue, monkeypatch):
     layer = ops.Linear(queue, w, weight_format="f32")
     x = rng.standard_normal((1, 128)).astype(np.float32)
     want = layer(queue, x)
-    gemv = layer._kernels[("gemv", 1, False)]
+    gemv = layer._kernels[("gemv", 1, False, "float")]
     monkeypatch.setattr(type(gemv.launcher), "local_size", lambda self, g: (3, 1))
     assert np.allclose(layer(queue, x), want, rtol=1e-6, atol=1e-6)

@@ -20,12 +20,14 @@ from qcom_ext.ops._programs import Launcher, kernel_for
 
 __all__ = [
     "GEMM_TILES",
+    "GEMV_KINDS",
     "GEMV_MAX_ROWS",
     "Gemm",
     "Gemv",
     "blocks_per_round",
     "gemv_candidates",
     "gemv_local",
+    "q8_stage_blocks",
     "rows_per_item",
 ]
 
@@ -43,6 +45,14 @@ GEMM_TILES = {
 }
 #: The largest GEMV work-group (and its local-memory slots per partial sum).
 GEMV_ITEMS = 256
+#: The GEMV kernels: "float" (x in float, kernels/matmul_gemv.cl), "fused" (x quantized
+#: to q8_0 in the same launch and integer dot products, kernels/matmul_gemv_q8.cl) and
+#: "launches" (x quantized by kernels/matmul_quantize.cl first, then matmul_gemv.cl with
+#: ACT_Q8 on its output: the integer path above GEMV_MAX_ROWS rows).
+GEMV_KINDS = ("float", "fused", "launches")
+#: Local-memory bytes of one quantized block of a row of x in the fused GEMV: 32 int8
+#: quants, a half scale and the int sum of the quants.
+Q8_BLOCK_BYTES = 38
 
 
 def rows_per_item(rows: int, fmt: str) -> int:
@@ -83,11 +93,13 @@ def gemv_candidates(nb: int, row_groups: int, limit: int, split: int) -> list[tu
     return sizes
 
 
-def gemv_local(nb: int, row_groups: int, limit: int, split: int) -> tuple[int, int]:
-    """The GEMV local size used untuned: 64 work-items on K (fewer for short rows or a
-    smaller ``split``), row groups up to 128 work-items."""
-    l0 = min(64, _pow2_ceil(nb), limit, split)
-    return l0, max(1, min(128 // l0, _pow2_ceil(row_groups), limit // l0))
+def gemv_local(
+    nb: int, row_groups: int, limit: int, split: int, wide: int = 64, items: int = 128
+) -> tuple[int, int]:
+    """The GEMV local size used untuned: ``wide`` work-items on K (fewer for short rows
+    or a smaller ``split``), row groups up to ``items`` work-items (and ``limit``)."""
+    l0 = min(wide, _pow2_ceil(nb), limit, split)
+    return l0, max(1, min(items // l0, _pow2_ceil(row_groups), limit // l0))
 
 
 def gemm_tile(device: Any, rows: int, requested: str | None) -> str:
@@ -116,7 +128,8 @@ def _common(fmt: str, path: str, x_half: bool, k: int) -> dict[str, Any]:
 
 @dataclass
 class Gemv:
-    """The GEMV kernel for ``rows`` rows of x (and the q8_0 quantizer with ``act_q8``)."""
+    """The GEMV kernel of one kind (:data:`GEMV_KINDS`) for ``rows`` rows of x (and the
+    q8_0 quantizer for "launches")."""
 
     launcher: Launcher
     quantizer: Launcher | None
@@ -124,29 +137,41 @@ class Gemv:
     rpw: int
     items: int  # the largest work-group it takes
     split: int  # the most work-items worth putting on K (CB / UNROLL: a round fits a chunk)
+    kind: str = "float"
+
+    @property
+    def default_local(self) -> tuple[int, int]:
+        """(work-items on K, work-items) of the untuned local size (:func:`gemv_local`):
+        the fused GEMV takes more row groups a work-group, so that each quantization of
+        x serves more rows of W."""
+        return (32, 256) if self.kind == "fused" else (64, 128)
 
     @classmethod
     def build(
-        cls, queue: Any, fmt: str, path: str, x_half: bool, k: int, rows: int, act_q8: bool
+        cls, queue: Any, fmt: str, path: str, x_half: bool, k: int, rows: int, kind: str
     ) -> Gemv:
         device = queue.device
+        local_bytes = int(device.local_mem_size)
         rpw = rows_per_item(rows, fmt)
-        unroll = 1 if act_q8 else blocks_per_round(fmt)
-        chunk = 32 if act_q8 else stage_blocks(rows, -(-k // 32), int(device.local_mem_size))
-        staged = 0 if act_q8 else rows * 8 * (chunk + 1) * 16
-        items = _gemv_items(device, rows * rpw, int(device.local_mem_size) - staged)
-        defines = {
-            **_common(fmt, path, x_half, k),
-            "MR": rows,
-            "RPW": rpw,
-            "RED_ITEMS": items,
-            "ACT_Q8": int(act_q8),
-            "CB": chunk,
-            "UNROLL": unroll,
-        }
-        launcher = kernel_for(queue, device, "matmul_gemv.cl", "matmul_gemv", defines)
+        nb = -(-k // 32)
+        defines: dict[str, Any] = {**_common(fmt, path, x_half, k), "MR": rows, "RPW": rpw}
+        if kind == "fused":
+            chunk = q8_stage_blocks(rows, nb, local_bytes)
+            staged, split = rows * chunk * Q8_BLOCK_BYTES, chunk
+            defines.update(CB=chunk, NB=nb)
+        else:
+            unroll = 1 if kind == "launches" else blocks_per_round(fmt)
+            chunk = 32 if kind == "launches" else stage_blocks(rows, nb, local_bytes)
+            staged = 0 if kind == "launches" else rows * 8 * (chunk + 1) * 16
+            split = 0 if kind == "launches" else chunk // unroll
+            defines.update(ACT_Q8=int(kind == "launches"), CB=chunk, UNROLL=unroll)
+        items = _gemv_items(device, rows * rpw, local_bytes - staged)
+        defines["RED_ITEMS"] = items
+        file = "matmul_gemv_q8.cl" if kind == "fused" else "matmul_gemv.cl"
+        name = file.removesuffix(".cl")
+        launcher = kernel_for(queue, device, file, name, defines)
         quantizer = None
-        if act_q8:
+        if kind == "launches":
             quantizer = kernel_for(
                 queue, device, "matmul_quantize.cl", "matmul_quantize_q8", {"X_HALF": int(x_half)}
             )
@@ -156,7 +181,22 @@ class Gemv:
             cl.kernel_work_group_info.WORK_GROUP_SIZE, device
         )
         items = min(items, int(group))
-        return cls(launcher, quantizer, rows, rpw, items, items if act_q8 else chunk // unroll)
+        return cls(launcher, quantizer, rows, rpw, items, split or items, kind)
+
+
+def q8_stage_blocks(rows: int, nb: int, local_bytes: int) -> int:
+    """Blocks of x the fused integer GEMV quantizes into local memory at a time: the
+    largest power of two up to 128 and up to the row's ``nb`` blocks whose ``rows`` rows
+    (:data:`Q8_BLOCK_BYTES` a block) take at most half the device's local memory; 8 at
+    least.
+
+    >>> [q8_stage_blocks(rows, nb, 32768) for rows, nb in ((1, 128), (8, 128), (1, 3))]
+    [128, 32, 8]
+    """
+    chunk = 128
+    while chunk > 8 and (chunk >= 2 * nb or rows * chunk * Q8_BLOCK_BYTES > local_bytes // 2):
+        chunk //= 2
+    return chunk
 
 
 def stage_blocks(rows: int, nb: int, local_bytes: int) -> int:

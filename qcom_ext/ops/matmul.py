@@ -6,7 +6,9 @@ reads it through image1d_buffer views or buffers (``path``, chosen by the probe)
 the GEMV kernels for up to 8 rows of x (a decode step) or the tiled GEMM above (a
 prefill). x is float32 or float16 (numpy in, numpy out; :class:`BufferMatrix` in,
 BufferMatrix out); y is float32. ``activation_format="q8_0"`` quantizes x per block of 32
-on the device and takes integer dot products (qcom_dot8_acc) against q8_0 or q4_0 W.
+on the device and takes integer dot products (qcom_dot8_acc) against q8_0 or q4_0 W (up to
+8 rows in one launch); ``"auto"`` runs whichever of the two :meth:`Linear.tune` measured
+faster (:mod:`qcom_ext.ops._matmul_activations`).
 
 >>> import numpy as np, pyopencl as cl, qcom_ext
 >>> from qcom_ext import ops
@@ -32,6 +34,14 @@ import numpy as np
 from qcom_ext.errors import ConfigError
 from qcom_ext.ops import _matmul_programs as programs
 from qcom_ext.ops._casting import cast_array, compute_dtype, float_array
+from qcom_ext.ops._matmul_activations import (
+    ACTIVATION_FORMATS,
+    FLOAT,
+    INTEGER,
+    AutoChoice,
+    check_format,
+    gemv_kind,
+)
 from qcom_ext.ops._matmul_layout import PATHS, DeviceWeights, choose_path, pack
 from qcom_ext.ops._matmul_matrix import BufferMatrix, memory_span, overlap, shape2
 from qcom_ext.ops._matmul_programs import (
@@ -60,8 +70,6 @@ __all__ = [
 MATMUL_PATHS = PATHS
 #: How W is stored on the device.
 WEIGHT_FORMATS = ("f32", "f16", "q8_0", "q4_0")
-#: ``activation_format`` values besides None (x kept in float).
-ACTIVATION_FORMATS = ("q8_0",)
 
 
 def _weight_format(weight: Any, weight_format: Any) -> str:
@@ -121,7 +129,8 @@ class Linear:
     ``weight``: a float32/float16 array or :class:`~qcom_ext.ops.QuantizedWeights`;
     ``weight_format``: "f32", "f16", "q8_0" or "q4_0" (a float array is cast or quantized
     on upload; default: the array's or the QuantizedWeights' own); ``bias``: ``(N,)`` or
-    None; ``activation_format``: None or "q8_0" (q8_0 and q4_0 W only); ``path``: None
+    None; ``activation_format``: None, "q8_0" (q8_0 and q4_0 W only) or "auto" (the
+    measured faster of the two, float untuned: see :meth:`tune`); ``path``: None
     (the probe's choice), "image" or "buffer"; ``gemm_tile``: a key of
     :data:`~qcom_ext.ops._matmul_programs.GEMM_TILES` (default: chosen per device).
 
@@ -130,7 +139,13 @@ class Linear:
     q8_0 / q4_0 weights with a scale beyond float16 are refused (a ConfigError naming the
     row and block), and ``activation_format="q8_0"`` keeps NaN and inf: a block of x
     holding one makes its row's outputs NaN.
+
+    ``fused_rows``: the most rows of x that q8_0 activations take through the one-launch
+    integer GEMV (:data:`GEMV_MAX_ROWS`); above it the quantizer and the integer GEMV
+    are two launches (0: always two, to compare them).
     """
+
+    fused_rows: int = GEMV_MAX_ROWS
 
     def __init__(
         self,
@@ -146,17 +161,7 @@ class Linear:
         self.weight_format = _weight_format(weight, weight_format)
         stored = _weights_in(weight, self.weight_format)
         self.shape: tuple[int, int] = tuple(stored.shape)  # type: ignore[assignment]
-        if activation_format not in (None, *ACTIVATION_FORMATS):
-            raise ConfigError(
-                f"activation_format {activation_format!r}: expected None or one of "
-                f"{ACTIVATION_FORMATS}"
-            )
-        if activation_format is not None and self.weight_format not in QUANT_FORMATS:
-            raise ConfigError(
-                f"activation_format {activation_format!r} takes q8_0 or q4_0 weights, not "
-                f"{self.weight_format}"
-            )
-        self.activation_format = activation_format
+        self.activation_format = check_format(activation_format, self.weight_format)
         self.quantized = stored if isinstance(stored, QuantizedWeights) else None
         if self.quantized is not None:
             _finite_scales(self.quantized)
@@ -167,13 +172,16 @@ class Linear:
         self._sizes = (np.int32(self.shape[1]), np.int32(self.shape[0]), np.int32(self.nb))
         self.path, self.path_reason = choose_path(self.context, self.device, packed, path)
         self.weights = DeviceWeights(self.context, packed, self.path)
+        self._auto = None
+        if activation_format == "auto":
+            self._auto = AutoChoice(self.device, self.weight_format, self.path, self.shape)
         self.weight_bytes = packed.nbytes
         self.bias = upload(self.context, self.bias_values, "the bias")
         owned = (self.weights.words, self.weights.scales, self.bias)
         self._owned = tuple(memory_span(b) for b in owned)  # what out= must not overlap
-        # One call at a time enqueues its launches: the q8_0 activations' scratch buffers
-        # are the layer's (per queue), so another thread's quantizer must not come
-        # between a call's quantizer and its GEMV.
+        # One call at a time enqueues its launches: the scratch buffers of the q8_0
+        # activations' quantizer launch are the layer's (per queue), so another thread's
+        # quantizer must not come between a call's quantizer and its GEMV.
         self._lock = threading.Lock()
         programs.gemm_tile(self.device, 1, gemm_tile)  # checked now
         self._tile = gemm_tile
@@ -190,8 +198,18 @@ class Linear:
 
     def family(self, rows: int) -> str:
         """``"gemv"`` or ``"gemm"``: the kernels that run for ``rows`` rows of x."""
-        gemv = rows <= GEMV_MAX_ROWS or self.activation_format is not None
+        gemv = rows <= GEMV_MAX_ROWS or self.activation_format == "q8_0"
         return "gemv" if gemv else "gemm"
+
+    def activations_for(self, rows: int, x_dtype: Any = np.float32) -> str | None:
+        """How a call with ``rows`` rows of ``x_dtype`` takes x: "q8_0" (quantized, integer
+        dot products) or None (float); "auto" answers with its remembered choice."""
+        return "q8_0" if self._integer(rows, np.dtype(x_dtype) == np.float16) else None
+
+    def _integer(self, rows: int, x_half: bool) -> bool:
+        if self._auto is not None:
+            return self._auto.integer(rows, x_half)
+        return self.activation_format == "q8_0"
 
     def __call__(self, queue: Any, x: Any, out: Any = None, *, local_size: Any = "tuned") -> Any:
         """y for ``x``: a numpy ``(M, K)`` (or ``(K,)``) float array -> numpy float32
@@ -264,14 +282,13 @@ class Linear:
             )
 
     def _kernel(self, queue: Any, key: tuple[Any, ...]) -> Any:
-        """The built Gemv / Gemm of ``key`` (("gemv", rows, x half) or ("gemm", tile, x
-        half)), built once per layer."""
+        """The built Gemv / Gemm of ``key`` (("gemv", rows, x half, kind) or ("gemm",
+        tile, x half)), built once per layer."""
         found = self._kernels.get(key)
         if found is None:
             common = (self.weight_format, self.path, key[2], self.in_features)
             if key[0] == "gemv":
-                act = self.activation_format is not None
-                found = Gemv.build(queue, *common, key[1], act)
+                found = Gemv.build(queue, *common, key[1], key[3])
             else:
                 found = Gemm.build(queue, *common, key[1])
             found = self._kernels.setdefault(key, found)
@@ -291,26 +308,34 @@ class Linear:
         return events
 
     def _launches(
-        self, queue: Any, x: BufferMatrix, out: BufferMatrix, events: list[Any]
+        self,
+        queue: Any,
+        x: BufferMatrix,
+        out: BufferMatrix,
+        events: list[Any],
+        kind: str | None = None,
     ) -> list[tuple]:
-        """(kernel, global size, arguments) of each launch for ``x`` -> ``out``; the
-        activation quantizer, where there is one, is enqueued now (its event joins
-        ``events``)."""
+        """(kernel, global size, arguments) of each launch for ``x`` -> ``out`` (the GEMV
+        of ``kind``, one of GEMV_KINDS, where given); the activation quantizer, where
+        there is one, is enqueued now (its event joins ``events``)."""
         rows, half = x.shape[0], x.dtype == np.float16
         k, n, nb = self._sizes  # int32 scalars, made once: each costs a µs a call
         tail = [self.bias, out.buffer, n]
-        if self.family(rows) == "gemm":
+        if kind is None and self.family(rows) == "gemm":
             tile = programs.gemm_tile(self.device, rows, self._tile)
             gemm = self._kernel(queue, ("gemm", tile, half))
             global_size, _ = gemm.sizes(rows, self.out_features)
             args = [x.buffer, k, k, nb, np.int32(rows), n, *tail]
             return [(gemm, global_size, [*self.weights.args(), *args])]
+        if kind is None:
+            kind = gemv_kind(self._integer(rows, half), rows, self.fused_rows)
         inputs = [x.buffer]
-        if self.activation_format is not None:
+        if kind == "launches":
             inputs = self._quantized_input(queue, x, events)
         launches = []
         for row0 in range(0, rows, GEMV_MAX_ROWS):
-            gemv = self._kernel(queue, ("gemv", min(GEMV_MAX_ROWS, rows - row0), half))
+            slab = min(GEMV_MAX_ROWS, rows - row0)
+            gemv = self._kernel(queue, ("gemv", slab, half, kind))
             global_size = (1, -(-self.out_features // gemv.rpw))
             args = [*inputs, k, k, nb, n, *tail, np.int32(row0)]
             launches.append((gemv, global_size, [*self.weights.args(), *args]))
@@ -319,7 +344,8 @@ class Linear:
     def _quantized_input(self, queue: Any, x: BufferMatrix, events: list[Any]) -> list[Any]:
         """x quantized to q8_0 on the device (enqueued): [words, scales, sums]."""
         rows, nb = x.shape[0], self.nb
-        quantizer = self._kernel(queue, ("gemv", 1, x.dtype == np.float16)).quantizer
+        first = ("gemv", min(GEMV_MAX_ROWS, rows), x.dtype == np.float16, "launches")
+        quantizer = self._kernel(queue, first).quantizer  # the GEMV of the first launch's
         key = (rows, queue.int_ptr)  # per queue: its calls run in order (chained if OOO)
         scratch = self._scratch.get(key)
         if scratch is None:  # kept: a new buffer's first use costs time on some devices
@@ -345,7 +371,8 @@ class Linear:
             found = kernel.launcher.local_size(global_size)
             if found is not None and _gemv_fits(found, kernel.items):
                 return found
-            return gemv_local(self.nb, global_size[1], kernel.items, kernel.split)
+            sizes = (self.nb, global_size[1], kernel.items, kernel.split)
+            return gemv_local(*sizes, *kernel.default_local)
         if local_size is not None and not _gemv_fits(tuple(local_size), kernel.items):
             raise ConfigError(
                 f"local_size {local_size!r}: the GEMV takes 2 sizes, the first a power of "
@@ -358,35 +385,52 @@ class Linear:
         :class:`BufferMatrix`; see :func:`qcom_ext.tune` for ``options``); later calls
         with the same shapes use the result. The GEMM's local size is its tile's.
         ``candidates`` replace the GEMV's own (each ``(L0, L1)`` it takes, else a
-        ConfigError)."""
+        ConfigError). With ``activation_format="auto"`` (quantized W, up to 8 rows) the
+        float and the one-launch integer GEMV are both tuned (``budget_s`` each) and the
+        faster is remembered: later calls of this row count run it."""
         if not isinstance(x, BufferMatrix):
             array = self._host_input(x).reshape(-1, self.in_features)
             x = BufferMatrix.from_numpy(queue.context, array)
         x, out = self._prepared(queue, x, None)
+        given = options.pop("candidates", None)
+        rows, half = x.shape[0], x.dtype == np.float16
+        if self._auto is not None and self._auto.tunable(rows):
+            kinds = {FLOAT: "float", INTEGER: "fused"}
+            plans = {c: self._launches(queue, x, out, [], kind)[0] for c, kind in kinds.items()}
+            candidates = {
+                c: _candidates(self.nb, g, size, given) for c, (g, size, _) in plans.items()
+            }
+            budget = options.pop("budget_s", 5.0)
+            key = self._auto.key(rows, half)
+            return self._auto.tune(queue, plans, candidates, key, budget, options)
         kernel, global_size, args = self._launches(queue, x, out, [])[0]
-        candidates = options.pop("candidates", None)
-        if candidates is not None and isinstance(kernel, Gemv):
-            candidates = list(candidates)
-            bad = [
-                c for c in candidates if c is not None and not _gemv_fits(_shape(c), kernel.items)
-            ]
-            if bad:
-                raise ConfigError(
-                    f"candidates {bad!r}: the GEMV takes local sizes (L0, L1) with L0 a power "
-                    f"of two of at most {kernel.items} and L1 >= 1 (or None, the driver's)"
-                )
-        elif isinstance(kernel, Gemv):
-            candidates = gemv_candidates(self.nb, global_size[1], kernel.items, kernel.split)
+        if isinstance(kernel, Gemv):
+            given = _candidates(self.nb, kernel, global_size, given)
         return tune_report(
             kernel.launcher.kernel,
             global_size,
             args,
-            candidates=candidates,
+            candidates=given,
             queue=queue,
             pad_global=True,
             identity=kernel.launcher.identity,
             **options,
         )
+
+
+def _candidates(nb: int, kernel: Gemv, global_size: Any, given: Any) -> list[Any]:
+    """The GEMV local sizes to tune: ``given`` (checked: each ``(L0, L1)`` it takes, or
+    None) or its own."""
+    if given is None:
+        return gemv_candidates(nb, global_size[1], kernel.items, kernel.split)
+    given = list(given)
+    bad = [c for c in given if c is not None and not _gemv_fits(_shape(c), kernel.items)]
+    if bad:
+        raise ConfigError(
+            f"candidates {bad!r}: the GEMV takes local sizes (L0, L1) with L0 a power "
+            f"of two of at most {kernel.items} and L1 >= 1 (or None, the driver's)"
+        )
+    return given
 
 
 def _shape(local: Any) -> tuple[Any, ...]:

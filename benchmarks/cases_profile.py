@@ -16,7 +16,9 @@ reads a remembered tuning, never makes one), then once more with its launches re
 * ``block match 8x8 r4``: ``block_match_image`` of the same image and a shifted copy;
 * ``depthwise`` and ``1x1``: the MobileNetV2 layers :data:`LAYERS` of
   :mod:`qcom_ext.ops.suite`, batch 1, float32, as the conv suite prepares them;
-* ``gemv q4_0`` and ``gemv f16``: ``Linear`` with M = 1 and (N, K) = (4096, 4096).
+* ``gemv q4_0`` and ``gemv f16``: ``Linear`` with M = 1 and (N, K) = (4096, 4096); the
+  q4_0 GEMV also with q8_0 activations (the one-launch integer GEMV) and at M = 8 rows
+  of x, on both activation paths.
 
 ``--profile-small`` shrinks what the size variables leave at 4K (images 64x48), the
 layers (a quarter size) and the GEMV (256 x 256), for CPUs and tests. Bytes and FLOPs
@@ -128,7 +130,7 @@ def _layer(kind: str) -> Prepare:
     return prepare
 
 
-def _gemv(fmt: str) -> Prepare:
+def _gemv(fmt: str, activations: str | None = None, rows: int = 1) -> Prepare:
     def prepare(caps: qcom_ext.DeviceCaps, small: bool) -> tuple[Callable[[], Any], OpWork]:
         from qcom_ext.ops import BufferMatrix, Linear
 
@@ -137,11 +139,12 @@ def _gemv(fmt: str) -> Prepare:
         queue = cl.CommandQueue(context)
         rng = np.random.default_rng(0)
         weight = rng.standard_normal((n, k), dtype=np.float32) * 0.05
-        layer = Linear(queue, weight, weight_format=fmt)
-        x = BufferMatrix.from_numpy(context, rng.standard_normal((1, k), dtype=np.float32))
-        out = BufferMatrix.empty(context, (1, n))
-        moved = float(layer.weight_bytes + 4 * k + 4 * n)
-        return (lambda: layer.enqueue(queue, x, out)), OpWork(n, moved, 2.0 * n * k)
+        layer = Linear(queue, weight, weight_format=fmt, activation_format=activations)
+        x = rng.standard_normal((rows, k), dtype=np.float32)
+        x = BufferMatrix.from_numpy(context, x)
+        out = BufferMatrix.empty(context, (rows, n))
+        moved = float(layer.weight_bytes + 4 * k * rows + 4 * n * rows)
+        return (lambda: layer.enqueue(queue, x, out)), OpWork(n * rows, moved, 2.0 * n * k * rows)
 
     return prepare
 
@@ -156,6 +159,9 @@ OPS: dict[str, Prepare] = {
     "1x1 " + LAYERS["1x1"]: _layer("1x1"),
     "gemv q4_0": _gemv("q4_0"),
     "gemv f16": _gemv("f16"),
+    "gemv q4_0 x q8_0": _gemv("q4_0", "q8_0"),
+    "gemv q4_0 M=8": _gemv("q4_0", rows=8),
+    "gemv q4_0 x q8_0 M=8": _gemv("q4_0", "q8_0", rows=8),
 }
 
 

@@ -56,7 +56,10 @@ def test_every_default_kernel_gets_a_row(cases_module, device_caps, kernel_conte
     assert [r["op"] for r in rows if r["op"] in cases_module.OPS] == [r["op"] for r in rows]
     assert {r["op"] for r in rows} == set(cases_module.OPS)
     kernels = {r["op"]: r["kernel"] for r in rows}
-    assert kernels["gemv q4_0"] == kernels["gemv f16"] == "matmul_gemv"
+    assert kernels["gemv q4_0"] == kernels["gemv f16"] == kernels["gemv q4_0 M=8"] == "matmul_gemv"
+    # q8_0 activations up to 8 rows: the one-launch integer GEMV alone (no quantizer row)
+    assert kernels["gemv q4_0 x q8_0"] == kernels["gemv q4_0 x q8_0 M=8"] == "matmul_gemv_q8"
+    assert sum(r["op"] == "gemv q4_0 x q8_0" for r in rows) == 1
     for row in rows:
         assert all(row[k] is not None for k in GENERIC), row
         assert row["wave_size"] >= 1 and row["max_work_group_size"] >= 1

@@ -143,8 +143,12 @@ class Gemv:
     def default_local(self) -> tuple[int, int]:
         """(work-items on K, work-items) of the untuned local size (:func:`gemv_local`):
         the fused GEMV takes more row groups a work-group, so that each quantization of
-        x serves more rows of W."""
-        return (32, 256) if self.kind == "fused" else (64, 128)
+        x serves more rows of W: 32 x 8 for one or two rows of x, 16 x 16 for more (on an
+        H100, 16 x 16 was 10-20 % faster at 4 and 8 rows, within 10 % either way at 1:
+        docs/BENCHMARKS.md, "Matmul")."""
+        if self.kind == "fused":
+            return (32 if self.rows <= 2 else 16, 256)
+        return (64, 128)
 
     @classmethod
     def build(

@@ -40,6 +40,7 @@ from qcom_ext.device.probe import probe, probe_all
 from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
 from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import tune_cli as _tune_cli
+from qcom_ext.tools.fleet import compat_cli as _compat_cli
 from qcom_ext.tools._output import console as _console
 from qcom_ext.tools._output import stderr_progress, terminal_safe
 from qcom_ext.tools._table import Column, Row, print_facts, print_table
@@ -266,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_selftest(commands)
     _doctor_cli.add_parsers(commands)
     _tune_cli.add_parser(commands)
+    _compat_cli.add_parser(commands)
     bench_parser = commands.add_parser(
         "bench",
         help="time the benchmark cases on a device (qcom-ext bench --help)",

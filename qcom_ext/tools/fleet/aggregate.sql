@@ -1,0 +1,106 @@
+-- qcom-ext compat's aggregation (DuckDB SQL), the one copy: qcom_ext/tools/fleet/matrix.py
+-- runs these statements in order, docs/fleet.md shows them. {paths} is a list of files or
+-- globs of newline-delimited reports ('reports/*/*/*.ndjson'); a row's source is its
+-- "source" field (qcom-ext compat writes file:line there) or else its file's name.
+
+-- name: reports
+CREATE OR REPLACE TEMP VIEW reports AS
+SELECT coalesce(source, filename) AS source, created, identity_key, identity, checks
+FROM read_json(
+    {paths},
+    format = 'newline_delimited',
+    filename = true,
+    hive_partitioning = true,
+    columns = {
+        source: 'VARCHAR',
+        created: 'VARCHAR',
+        identity_key: 'VARCHAR',
+        identity: 'STRUCT(device_name VARCHAR, device_version VARCHAR, driver_version VARCHAR,
+            os_name VARCHAR, os_version VARCHAR, architecture VARCHAR, adreno_model VARCHAR,
+            compiler_version VARCHAR, compiler_key BIGINT[])',
+        checks: 'STRUCT(id VARCHAR, extension VARCHAR, path VARCHAR, verdict VARCHAR)[]'
+    }
+);
+
+-- name: ranked
+-- Each identity's reports, newest first (ties: the greater source): age 1 counts, the
+-- older ones are history.
+CREATE OR REPLACE TEMP TABLE ranked AS
+SELECT
+    *,
+    row_number() OVER (
+        PARTITION BY identity_key ORDER BY created DESC, source DESC
+    ) AS age
+FROM reports;
+
+-- name: totals
+SELECT
+    count(*) FILTER (WHERE age = 1) AS current,
+    count(*) FILTER (WHERE age > 1) AS history,
+    count(DISTINCT identity_key) AS identities
+FROM ranked;
+
+-- name: matrix
+-- Model (or, without one, the device's name) x driver x compiler x extension x path:
+-- the verdicts of the checks of each identity's newest report.
+SELECT
+    identity.adreno_model AS adreno_model,
+    CASE WHEN identity.adreno_model IS NULL THEN identity.device_name END AS device_name,
+    identity.driver_version AS driver_version,
+    identity.compiler_version AS compiler_version,
+    c.extension AS extension,
+    c.path AS path,
+    count(DISTINCT identity_key) AS identities,
+    count(*) FILTER (WHERE c.verdict = 'pass') AS pass,
+    count(*) FILTER (WHERE c.verdict = 'fail') AS fail,
+    count(*) FILTER (WHERE c.verdict = 'crash') AS crash,
+    count(*) FILTER (WHERE c.verdict = 'skip') AS skip,
+    count(*) FILTER (WHERE c.verdict = 'unchecked') AS unchecked
+FROM (SELECT identity, identity_key, unnest(checks) AS c FROM ranked WHERE age = 1)
+GROUP BY ALL
+ORDER BY adreno_model NULLS LAST, device_name, compiler_version, driver_version, extension, path;
+
+-- name: contradictions
+-- One identity, one check, different verdicts across its reports (history included;
+-- "unchecked" says nothing and is left out).
+SELECT
+    identity_key,
+    c.id AS check_id,
+    any_value(identity.device_name) AS device_name,
+    any_value(identity.driver_version) AS driver_version,
+    list(DISTINCT c.verdict ORDER BY c.verdict) AS verdicts,
+    list(source || ' ' || c.verdict ORDER BY created, source) AS reports
+FROM (SELECT identity, identity_key, source, created, unnest(checks) AS c FROM ranked)
+WHERE c.verdict <> 'unchecked'
+GROUP BY identity_key, check_id
+HAVING count(DISTINCT c.verdict) > 1
+ORDER BY identity_key, check_id;
+
+-- name: outcomes
+-- Per model, compiler, extension and path: the newest reports whose checks there failed
+-- (a fail or crash) and how many passed (a pass, no fail); quirk proposals read these.
+WITH per_report AS (
+    SELECT
+        identity.adreno_model AS adreno_model,
+        identity.compiler_version AS compiler_version,
+        c.extension AS extension,
+        c.path AS path,
+        source || ' ' || identity_key AS report,
+        bool_or(c.verdict IN ('fail', 'crash')) AS failed,
+        bool_or(c.verdict = 'pass') AS passed
+    FROM (
+        SELECT identity, identity_key, source, unnest(checks) AS c FROM ranked WHERE age = 1
+    )
+    WHERE identity.compiler_version IS NOT NULL
+    GROUP BY ALL
+)
+SELECT
+    adreno_model,
+    compiler_version,
+    extension,
+    path,
+    list(report ORDER BY report) FILTER (WHERE failed) AS failing,
+    count(*) FILTER (WHERE passed AND NOT failed) AS passing
+FROM per_report
+GROUP BY ALL
+ORDER BY adreno_model NULLS LAST, compiler_version, extension, path;

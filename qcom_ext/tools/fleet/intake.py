@@ -29,7 +29,7 @@ __all__ = ["MAX_DEPTH", "MAX_REPORT_BYTES", "Intake", "Skipped", "read_reports",
 #: The largest report (a file, or a line of a newline-delimited file) read, in bytes: a
 #: real report of every extension's checks is about 20 KB.
 MAX_REPORT_BYTES = 1 << 20
-#: The deepest nesting of arrays and objects read (a report's own shape is 5 deep).
+#: The deepest nesting of arrays and objects read (a report's own shape is 4 deep).
 #: Brackets inside strings count too: the scan is over the raw bytes, before parsing.
 MAX_DEPTH = 32
 #: The file names read from a directory, and how each is split into reports.
@@ -75,7 +75,7 @@ def depth(raw: bytes) -> int:
     """The deepest bracket nesting of ``raw`` (brackets inside strings count too).
 
     >>> depth(b'{"a": [1, {"b": []}]}'), depth(b"[]]]"), depth(b"7")
-    (3, 1, 0)
+    (4, 1, 0)
     """
     steps = raw.translate(_DEPTH_TABLE, _NOT_BRACKETS)
     if not steps:

@@ -214,16 +214,19 @@ def _report(identity: dict[str, Any], key: str, created: datetime, nth: int) -> 
 
 
 def reports(count: int, seed: int = 0) -> Iterator[dict[str, Any]]:
-    """``count`` synthetic reports, about twenty per identity, in no particular order of
-    creation; the same ``count`` and ``seed`` give the same reports."""
+    """``count`` synthetic reports (at most 25,920,000: one a second over 300 days),
+    many per identity, in no order of creation; the same ``count`` and ``seed`` give the
+    same reports."""
     rng = random.Random(seed)
     identities = _identities(rng, max(8, count // 20))
     keys = [identity_key(i) for i in identities]
     weights = [rng.paretovariate(1.5) for _ in identities]  # a few devices report a lot
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     seen = [0] * len(identities)
-    for pick in rng.choices(range(len(identities)), weights=weights, k=count):
-        created = start + timedelta(seconds=rng.randrange(300 * 86400))
+    seconds = rng.sample(range(300 * 86400), count)  # no two reports at the same second
+    picks = rng.choices(range(len(identities)), weights=weights, k=count)
+    for pick, offset in zip(picks, seconds, strict=True):
+        created = start + timedelta(seconds=offset)
         seen[pick] += 1
         yield _report(identities[pick], keys[pick], created, seen[pick])
 

@@ -1,7 +1,8 @@
-"""Where the data directories (``cdefs/``, ``kernels/``) are, in a checkout or a wheel.
+"""Where the data directories (``cdefs/``, ``kernels/``, ``schemas/``) are: checkout or wheel.
 
 In an installed wheel they sit inside the package (``qcom_ext/cdefs``); in a source
-checkout (and an editable install) they sit next to the package, at the top level.
+checkout (and an editable install) ``cdefs/`` and ``kernels/`` sit next to the package, at
+the top level, and ``schemas/`` inside it (the same place in both).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 @cache
 def data_dir(name: str) -> Path:
-    """The directory ``name`` ("cdefs" or "kernels"), wheel layout first.
+    """The directory ``name`` ("cdefs", "kernels" or "schemas"), wheel layout first.
 
     >>> data_dir("cdefs").joinpath("cl_core.h").is_file()
     True
@@ -36,3 +37,8 @@ def cdefs_dir() -> Path:
 def kernels_dir() -> Path:
     """The directory of the OpenCL C sources (passed to the compiler as ``-I``)."""
     return data_dir("kernels")
+
+
+def schemas_dir() -> Path:
+    """The directory of the JSON Schemas of the files qcom_ext writes (``report-1.json``)."""
+    return data_dir("schemas")

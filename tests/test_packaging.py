@@ -67,6 +67,8 @@ def test_installed_wheel_carries_and_finds_its_data(wheel, tmp_path):
     for path in (ROOT / "kernels").rglob("*"):
         if path.is_file():
             assert f"qcom_ext/kernels/{path.relative_to(ROOT / 'kernels').as_posix()}" in names
+    for path in (ROOT / "qcom_ext" / "schemas").glob("*.json"):
+        assert f"qcom_ext/schemas/{path.name}" in names
     target = tmp_path / "site"
     subprocess.run(
         [

@@ -103,6 +103,16 @@ class CompilerVersion:
             )
         return other
 
+    def sort_key(self) -> tuple[int, ...]:
+        """A key that orders versions as they compare within a family: the family's
+        place in :data:`FAMILIES`, then the numbers without trailing zeros (the family's
+        place orders families only for a stable listing: nothing public orders them).
+
+        >>> CompilerVersion.parse("Compiler E031.42.02.00").sort_key()
+        (0, 42, 2)
+        """
+        return (FAMILIES.index(self.family), *self._key())
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CompilerVersion):
             return NotImplemented

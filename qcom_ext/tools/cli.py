@@ -11,6 +11,8 @@ there is an error message and exit status 1.
 ``qcom-ext selftest`` runs every extension's computation on a device, on each path the
 device can take, against numpy and path against path (:mod:`qcom_ext.tools.selftest`);
 ``--json`` prints the report to attach to a bug report; exit status 1 on failure.
+``qcom-ext report`` writes the one JSON file to attach to a bug report: probe, selftest,
+versions, nothing private (:mod:`qcom_ext.tools.report_cli`).
 ``qcom-ext doctor`` says how this Python reaches an OpenCL driver and the fix, ``qcom-ext
 env`` prints that fix as export lines (:mod:`qcom_ext.tools.doctor_cli`).
 ``qcom-ext tune`` tunes the local sizes of the convolution suite
@@ -38,9 +40,10 @@ from qcom_ext.device.isolated import probe_isolated
 from qcom_ext.device.kernel_gpu import read_kernel_gpu
 from qcom_ext.device.probe import probe, probe_all
 from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
+from qcom_ext.tools import compat_cli as _compat_cli
 from qcom_ext.tools import doctor_cli as _doctor_cli
+from qcom_ext.tools import report_cli as _report_cli
 from qcom_ext.tools import tune_cli as _tune_cli
-from qcom_ext.tools.fleet import compat_cli as _compat_cli
 from qcom_ext.tools._output import console as _console
 from qcom_ext.tools._output import stderr_progress, terminal_safe
 from qcom_ext.tools._table import Column, Row, print_facts, print_table
@@ -265,6 +268,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_probe(commands)
     _add_selftest(commands)
+    _report_cli.add_parser(commands)
     _doctor_cli.add_parsers(commands)
     _tune_cli.add_parser(commands)
     _compat_cli.add_parser(commands)

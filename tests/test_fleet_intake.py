@@ -15,7 +15,8 @@ import json
 import pytest
 
 from qcom_ext.tools.fleet import check, intake, render_text, synthetic
-from qcom_ext.tools.fleet.check import ReportError, check_report, identity_key
+from qcom_ext.tools.fleet.check import ReportError, check_report
+from qcom_ext.tools.fleet.identity import identity_key
 from qcom_ext.tools.fleet.intake import MAX_DEPTH, MAX_REPORT_BYTES, read_reports
 
 
@@ -111,7 +112,10 @@ def test_a_bad_line_is_skipped_with_its_reason_and_the_rest_merged(tmp_path, goo
     assert "\n" not in str(skipped) and len(str(skipped)) < len(str(path)) + 200
     merged = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [m["source"] for m in merged] == [f"{path}:1", f"{path}:4"]
-    assert [m["identity_key"] for m in merged] == [good[0]["identity_key"], good[2]["identity_key"]]
+    assert [m["identity_key"] for m in merged] == [
+        good[0]["identity_key"],
+        good[2]["identity_key"],
+    ]
 
 
 def test_what_is_merged_is_the_checked_report_slimmed(tmp_path, good):

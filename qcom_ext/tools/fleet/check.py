@@ -1,5 +1,6 @@
 """The structural check of one parsed fleet report (``qcom_ext/schemas/report-1.json``
-written as code: fast enough for 100,000 reports, and tested to agree with the schema).
+written as code: fast enough for 100,000 reports, and tested to agree with the schema,
+where it is not stricter: :data:`STRICTER`).
 
 :func:`check_report` returns the report when it has the schema's shape, and raises
 :class:`ReportError` with a one-line reason otherwise. The identity key is recomputed
@@ -8,27 +9,26 @@ from the identity, never trusted.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import math
 import re
 from typing import Any
 
 from qcom_ext.errors import QcomExtError
+from qcom_ext.tools.fleet.checks import VERDICTS
+from qcom_ext.tools.fleet.identity import identity_key
+from qcom_ext.tools.fleet.report import SCHEMA, SCHEMA_VERSION
 
 __all__ = [
     "IDENTITY_FIELDS",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "STRICTER",
     "VERDICTS",
     "ReportError",
     "check_report",
-    "identity_key",
 ]
 
-SCHEMA = "qcom_ext.report"
-SCHEMA_VERSION = 1
-VERDICTS = ("pass", "fail", "crash", "skip", "unchecked")
-#: The identity's string fields (each a string or null), then the compiler key.
+#: The identity's gpuinfo.org strings (never null), then the Adreno facts.
 IDENTITY_FIELDS = (
     "device_name",
     "device_version",
@@ -38,21 +38,25 @@ IDENTITY_FIELDS = (
     "architecture",
     "adreno_model",
     "compiler_version",
+    "compiler_key",
 )
-_REQUIRED = (
-    "schema",
-    "schema_version",
-    "created",
-    "synthetic",
-    "identity",
-    "identity_key",
-    "environment",
-    "probe",
-    "checks",
+#: Where the check is stricter than the schema (its tests list them): an identity key
+#: that does not match, a check id not ``extension/path/...`` of its own extension and
+#: path or twice in one report, a compiler key number that is not a JSON integer in
+#: [0, 2**31), a number that is not finite (NaN is not JSON, Python reads it).
+STRICTER = ("identity_key", "check id", "compiler_key bounds", "non-finite numbers")
+_TOP = frozenset(
+    "schema schema_version created synthetic identity identity_key environment probe checks".split()
 )
-_CREATED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_ENVIRONMENT = frozenset(("python", "pyopencl", "qcom_ext", "platform_name", "platform_version"))
+_PROBE = frozenset(("extensions", "paths", "quirks", "facts"))
+_SELFTEST = frozenset(("ran", "seed", "only"))
+_CHECK = frozenset(("id", "extension", "path", "verdict", "max_error", "seconds", "reason"))
+_CREATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_CHECK_STRINGS = ("id", "extension", "path", "reason")
+_EXTENSION = re.compile(r"cl_qcom_[a-z0-9_]+")
+_PATH = re.compile(r"native|fallback|unavailable|khr:[A-Za-z0-9_]+")
+_CASE = re.compile(r"[a-z0-9_]+")
 
 
 class ReportError(QcomExtError, ValueError):
@@ -65,32 +69,46 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def identity_key(identity: dict[str, Any]) -> str:
-    """The sha256 hex of the identity's canonical JSON (sorted keys, no spaces, ASCII)."""
-    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
+def _object(
+    value: Any, where: str, required: frozenset[str], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``value`` as an object with the ``required`` keys and no others but ``optional``
+    (every key allowed where both are empty)."""
     if not isinstance(value, dict):
         raise ReportError(f"{where}: expected an object, got {type(value).__name__}")
+    if required or optional:
+        missing = sorted(required - value.keys())
+        if missing:
+            raise ReportError(f"{where}: missing {', '.join(missing)}")
+        extra = sorted(value.keys() - required - optional)
+        if extra:
+            raise ReportError(f"{where}: unknown {_shown(', '.join(extra))}")
     return value
 
 
-def _string(value: Any, where: str, *, null: bool = False) -> None:
-    if not (isinstance(value, str) or (null and value is None)):
+def _string(value: Any, where: str, *, null: bool = False, pattern: Any = None) -> None:
+    if null and value is None:
+        return
+    if not isinstance(value, str):
         kind = "a string or null" if null else "a string"
         raise ReportError(f"{where}: expected {kind}, got {_shown(value)}")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise ReportError(f"{where}: {_shown(value)} does not match {pattern.pattern}")
 
 
 def _number(value: Any, where: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ReportError(f"{where}: expected a number or null, got {_shown(value)}")
+    if not math.isfinite(value) or value < 0:
+        raise ReportError(f"{where}: expected a finite number >= 0, got {_shown(value)}")
 
 
 def _head(report: Any) -> dict[str, Any]:
     """The report as an object of this schema and version, its created time checked."""
-    report = _object(report, "report")
+    if not isinstance(report, dict):
+        raise ReportError(f"report: expected an object, got {type(report).__name__}")
     if report.get("schema") != SCHEMA:
         raise ReportError(f"wrong schema {_shown(report.get('schema'))}, expected {SCHEMA!r}")
     version = report.get("schema_version")
@@ -98,32 +116,41 @@ def _head(report: Any) -> dict[str, Any]:
         raise ReportError(f"schema_version: expected an integer, got {_shown(version)}")
     if version > SCHEMA_VERSION:
         raise ReportError(f"future schema {version} (this qcom_ext reads {SCHEMA_VERSION})")
-    if version < 1:
+    if version != SCHEMA_VERSION:
         raise ReportError(f"schema_version {version}: expected {SCHEMA_VERSION}")
-    missing = [k for k in _REQUIRED if k not in report]
-    if missing:
-        raise ReportError(f"missing {', '.join(missing)}")
-    created = report["created"]
-    if not isinstance(created, str) or not _CREATED.fullmatch(created):
-        raise ReportError(f"created: expected YYYY-MM-DDTHH:MM:SSZ, got {_shown(created)}")
+    optional = frozenset(("synthetic_note", "selftest"))
+    _object(report, "report", _TOP, optional)
+    _string(report["created"], "created", pattern=_CREATED)
     if not isinstance(report["synthetic"], bool):
         raise ReportError(f"synthetic: expected true or false, got {_shown(report['synthetic'])}")
-    if report["synthetic"]:
+    if report["synthetic"] or "synthetic_note" in report:
         _string(report.get("synthetic_note"), "synthetic_note")
+        if not report["synthetic_note"]:
+            raise ReportError("synthetic_note: empty")
+    if "selftest" in report:
+        _selftest(report["selftest"])
     return report
 
 
+def _selftest(block: Any) -> None:
+    optional = frozenset(("ok", "build_problem"))
+    block = _object(block, "selftest", _SELFTEST, optional)
+    if not isinstance(block["ran"], bool) or block.get("ok", None) not in (None, True, False):
+        raise ReportError("selftest.ran/ok: expected true or false")
+    seed = block["seed"]
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ReportError(f"selftest.seed: expected an integer or null, got {_shown(seed)}")
+    only = block["only"]
+    if only is not None and not (isinstance(only, list) and all(isinstance(o, str) for o in only)):
+        raise ReportError("selftest.only: expected a list of strings or null")
+    _string(block.get("build_problem"), "selftest.build_problem", null=True)
+
+
 def _identity(report: dict[str, Any]) -> None:
-    identity = _object(report["identity"], "identity")
-    names = (*IDENTITY_FIELDS, "compiler_key")
-    if set(identity) != set(names):
-        missing = sorted(set(names) - set(identity))
-        extra = sorted(set(identity) - set(names))
-        parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
-            [f"unknown {_shown(', '.join(extra))}"] if extra else []
-        )
-        raise ReportError(f"identity: {'; '.join(parts)}")
-    for name in IDENTITY_FIELDS:
+    identity = _object(report["identity"], "identity", frozenset(IDENTITY_FIELDS))
+    for name in IDENTITY_FIELDS[:6]:
+        _string(identity[name], f"identity.{name}")
+    for name in ("adreno_model", "compiler_version"):
         _string(identity[name], f"identity.{name}", null=True)
     compiler_key = identity["compiler_key"]
     if compiler_key is not None and not (
@@ -135,35 +162,37 @@ def _identity(report: dict[str, Any]) -> None:
             f"identity.compiler_key: expected a list of integers or null, got "
             f"{_shown(compiler_key)}"
         )
-    key = report["identity_key"]
-    if not isinstance(key, str) or not _HEX64.fullmatch(key):
-        raise ReportError(f"identity_key: expected 64 hex digits, got {_shown(key)}")
-    if key != identity_key(identity):
+    _string(report["identity_key"], "identity_key", pattern=_HEX64)
+    if report["identity_key"] != identity_key(identity):
         raise ReportError("identity_key does not match identity")
 
 
 def _environment_and_probe(report: dict[str, Any]) -> None:
-    environment = _object(report["environment"], "environment")
+    environment = _object(report["environment"], "environment", _ENVIRONMENT)
     for name in ("python", "qcom_ext", "platform_name", "platform_version"):
-        _string(environment.get(name), f"environment.{name}")
-    _string(environment.get("pyopencl"), "environment.pyopencl", null=True)
-    probe = _object(report["probe"], "probe")
-    extensions = probe.get("extensions")
+        _string(environment[name], f"environment.{name}")
+    _string(environment["pyopencl"], "environment.pyopencl", null=True)
+    probe = _object(report["probe"], "probe", _PROBE)
+    extensions = probe["extensions"]
     if not isinstance(extensions, list) or not all(isinstance(e, str) for e in extensions):
         raise ReportError("probe.extensions: expected a list of strings")
-    paths = _object(probe.get("paths"), "probe.paths")
+    paths = _object(probe["paths"], "probe.paths", frozenset())
+    entry_keys = frozenset(("path", "reason"))
     for name, entry in paths.items():
-        entry = _object(entry, f"probe.paths.{name}")
-        _string(entry.get("path"), f"probe.paths.{name}.path")
-        _string(entry.get("reason"), f"probe.paths.{name}.reason")
-    quirks = probe.get("quirks")
+        _string(name, "probe.paths key", pattern=_EXTENSION)
+        entry = _object(entry, f"probe.paths.{name}", entry_keys)
+        _string(entry["path"], f"probe.paths.{name}.path", pattern=_PATH)
+        _string(entry["reason"], f"probe.paths.{name}.reason")
+    quirks = probe["quirks"]
     if not isinstance(quirks, list):
         raise ReportError("probe.quirks: expected a list")
     for quirk in quirks:
-        quirk = _object(quirk, "probe.quirks[]")
-        _string(quirk.get("id"), "probe.quirks[].id")
-        _string(quirk.get("reason"), "probe.quirks[].reason")
-    _object(probe.get("facts"), "probe.facts")
+        quirk = _object(quirk, "probe.quirks[]", frozenset(("id", "reason")))
+        _string(quirk["id"], "probe.quirks[].id")
+        _string(quirk["reason"], "probe.quirks[].reason")
+        if not quirk["id"]:
+            raise ReportError("probe.quirks[].id: empty")
+    _object(probe["facts"], "probe.facts", frozenset())
 
 
 def _checks(report: dict[str, Any]) -> None:
@@ -173,20 +202,21 @@ def _checks(report: dict[str, Any]) -> None:
     seen: set[str] = set()
     for number, check in enumerate(checks):
         where = f"checks[{number}]"
-        check = _object(check, where)
-        for name in _CHECK_STRINGS:
-            _string(check.get(name), f"{where}.{name}")
-        if check.get("verdict") not in VERDICTS:
+        check = _object(check, where, _CHECK)
+        _string(check["extension"], f"{where}.extension", pattern=_EXTENSION)
+        _string(check["path"], f"{where}.path", pattern=_PATH)
+        _string(check["reason"], f"{where}.reason")
+        _string(check["id"], f"{where}.id")
+        if check["verdict"] not in VERDICTS:
             raise ReportError(
                 f"{where}.verdict: expected one of {', '.join(VERDICTS)}, got "
-                f"{_shown(check.get('verdict'))}"
+                f"{_shown(check['verdict'])}"
             )
-        for name in ("max_error", "seconds"):
-            if name not in check:
-                raise ReportError(f"{where}: missing {name}")
-            _number(check[name], f"{where}.{name}")
+        _number(check["max_error"], f"{where}.max_error")
+        _number(check["seconds"], f"{where}.seconds")
         check_id = check["id"]
-        if not check_id.startswith(f"{check['extension']}/{check['path']}/"):
+        prefix = f"{check['extension']}/{check['path']}/"
+        if not (check_id.startswith(prefix) and _CASE.fullmatch(check_id[len(prefix) :])):
             raise ReportError(f"{where}.id {_shown(check_id)}: expected extension/path/case")
         if check_id in seen:
             raise ReportError(f"{where}.id {_shown(check_id)} appears twice")

@@ -26,15 +26,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from qcom_ext.device.compiler_version import FAMILIES, CompilerVersion
-from qcom_ext.tools.fleet.check import SCHEMA, SCHEMA_VERSION, identity_key
+from qcom_ext.device.compiler_version import CompilerVersion
+from qcom_ext.tools.fleet.identity import compiler_key, identity_key
+from qcom_ext.tools.fleet.report import SCHEMA, SCHEMA_VERSION
 
 __all__ = [
     "FLAKY_CHECK",
     "FLAKY_ONE_IN",
     "NOISY_RANGE",
     "PLANTED_RANGE",
-    "compiler_key",
     "reports",
     "write_ndjson",
 ]
@@ -80,13 +80,6 @@ _CASES = {
 }
 
 
-def compiler_key(version: str | None) -> list[int] | None:
-    """The identity's ``compiler_key``: the family's index in ``FAMILIES``, then the
-    version's numbers (``"E031.41.03.44"`` -> ``[0, 41, 3, 44]``)."""
-    parsed = CompilerVersion.parse(version)
-    return None if parsed is None else [FAMILIES.index(parsed.family), *parsed.numbers]
-
-
 def _unit(*parts: object) -> float:
     """A deterministic number in [0, 1) of ``parts`` (stable across runs and Pythons)."""
     digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
@@ -121,7 +114,9 @@ def _identities(rng: random.Random, count: int) -> list[dict[str, Any]]:
         identity["os_name"] = os_name
         identity["os_version"] = rng.choice(_OS_VERSIONS[os_name])
         identity["architecture"] = "x86_64" if os_name == "Linux" else "arm64-v8a"
-        identity["compiler_key"] = compiler_key(identity["compiler_version"])
+        identity["compiler_key"] = compiler_key(
+            CompilerVersion.parse(identity["compiler_version"])
+        )
         made.append(identity)
     return made
 

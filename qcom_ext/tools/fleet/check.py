@@ -46,7 +46,17 @@ IDENTITY_FIELDS = (
 #: [0, 2**31), a number that is not finite (NaN is not JSON, Python reads it).
 STRICTER = ("identity_key", "check id", "compiler_key bounds", "non-finite numbers")
 _TOP = frozenset(
-    "schema schema_version created synthetic identity identity_key environment probe checks".split()
+    [
+        "schema",
+        "schema_version",
+        "created",
+        "synthetic",
+        "identity",
+        "identity_key",
+        "environment",
+        "probe",
+        "checks",
+    ]
 )
 _ENVIRONMENT = frozenset(("python", "pyopencl", "qcom_ext", "platform_name", "platform_version"))
 _PROBE = frozenset(("extensions", "paths", "quirks", "facts"))

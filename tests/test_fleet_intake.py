@@ -13,6 +13,7 @@ import io
 import json
 
 import pytest
+from conftest import DATA
 
 from qcom_ext.tools.fleet import check, intake, render_text, synthetic
 from qcom_ext.tools.fleet.check import ReportError, check_report
@@ -174,3 +175,73 @@ def test_a_good_report_passes_and_its_key_is_recomputed(good):
 @pytest.mark.parametrize("module", [intake, check, render_text, synthetic])
 def test_docstring_examples(module):
     assert doctest.testmod(module).failed == 0
+
+
+def _schema_valid(report) -> bool:
+    import jsonschema
+
+    from qcom_ext.tools.fleet.report import schema
+
+    return jsonschema.Draft202012Validator(schema()).is_valid(report)
+
+
+def _hand_valid(report) -> bool:
+    try:
+        check_report(report)
+    except ReportError:
+        return False
+    return True
+
+
+# Spoilt reports the schema judges the same way as the hand check (the STRICTER cases
+# below are the ones it judges differently, on purpose).
+AGREE = [
+    *(
+        b[:2]
+        for b in BAD
+        if b[0] not in ("truncated", "deep", "deep-unclosed", "huge", "key", "dup-check")
+    ),
+    ("selftest", lambda r: _spoil(r, _set(["selftest"], {"ran": True, "seed": 0, "only": None}))),
+    ("selftest-bad", lambda r: _spoil(r, _set(["selftest"], {"ran": 1, "seed": 0, "only": None}))),
+    ("extra-top", lambda r: _spoil(r, _set(["extra"], 1))),
+    ("env-extra", lambda r: _spoil(r, _set(["environment", "x"], "1"))),
+    ("path-label", lambda r: _spoil(r, _set(["checks", 0, "path"], "gpu"))),
+    ("negative", lambda r: _spoil(r, _set(["checks", 0, "seconds"], -1))),
+    ("facts", lambda r: _spoil(r, _set(["probe", "facts"], {"a": [{"b": None}]}))),
+    ("os-null", lambda r: _spoil(r, _set(["identity", "os_name"], None, True))),
+    ("quirk-id", lambda r: _spoil(r, _set(["probe", "quirks"], [{"id": "", "reason": ""}]))),
+    (
+        "ext-name",
+        lambda r: _spoil(
+            r, _set(["probe", "paths", "cl_khr_fp16"], {"path": "native", "reason": ""})
+        ),
+    ),
+]
+STRICTER_SAMPLES = [
+    ("key", lambda r: _spoil(r, _set(["identity", "os_version"], "99"))),
+    ("id-of-another-path", lambda r: _spoil(r, _set(["checks", 0, "path"], "unavailable"))),
+    ("dup-check", lambda r: _spoil(r, _dup_check)),
+    ("key-negative", lambda r: _spoil(r, _set(["identity", "compiler_key"], [-1], True))),
+    ("key-float", lambda r: _spoil(r, _set(["identity", "compiler_key"], [41.0], True))),
+]
+
+
+def test_the_hand_check_agrees_with_the_json_schema(good):
+    pytest.importorskip("jsonschema", reason="the test extra's jsonschema validates the schema")
+    from qcom_ext.tools.fleet.from_capture import report_from_capture
+
+    real = [report_from_capture(p) for p in sorted(DATA.glob("adreno*.txt"))]
+    samples = [
+        ("synthetic", _line(good[0])),
+        *((f"capture{i}", _line(r)) for i, r in enumerate(real)),
+    ]
+    samples += [(name, make(good[1])) for name, make in AGREE]
+    verdicts = {
+        name: (_schema_valid(json.loads(s)), _hand_valid(json.loads(s))) for name, s in samples
+    }
+    disagree = {name: v for name, v in verdicts.items() if v[0] != v[1]}
+    assert not disagree, disagree
+    assert sum(schema for schema, _ in verdicts.values()) == 3 + len(real)  # the good ones
+    for name, make in STRICTER_SAMPLES:
+        report = json.loads(make(good[1]))
+        assert (_schema_valid(report), _hand_valid(report)) == (True, False), name

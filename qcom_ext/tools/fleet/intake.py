@@ -83,6 +83,10 @@ def depth(raw: bytes) -> int:
     return int(np.cumsum(np.frombuffer(steps, dtype=np.int8), dtype=np.int64).max())
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse(raw: bytes) -> dict[str, Any]:
     """One report's checked content, from its raw bytes; :class:`ReportError` names what
     is wrong with it."""
@@ -96,7 +100,7 @@ def parse(raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ReportError(f"not UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # RecursionError: cannot pass the cap
         raise ReportError(f"not JSON ({str(exc).splitlines()[0][:80]})") from None
     return check_report(value)

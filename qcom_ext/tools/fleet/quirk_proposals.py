@@ -15,6 +15,7 @@ of versions older than the oldest failing one that no report ran.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -57,16 +58,18 @@ class Proposal:
             f"the {self.passing} reports outside that range"
         )
         source = f"qcom-ext compat: {len(self.failing)} failing fleet reports (listed above)"
-        lines = [f"# {r}" for r in self.failing[:SHOWN_SOURCES]]
+        # Every string from a report is a JSON string literal (valid Python, one line).
+        lines = [f"# {_q(r)}" for r in self.failing[:SHOWN_SOURCES]]
         if len(self.failing) > SHOWN_SOURCES:
             lines.append(f"# ... and {len(self.failing) - SHOWN_SOURCES} more (--format json)")
-        lines += ["Quirk(", f"    {self.id!r},", f"    {summary!r},", f"    {source!r},"]
+        lines += ["Quirk(", f"    {_q(self.id)},", f"    {_q(summary)},", f"    {_q(source)},"]
         if self.models:
-            lines.append(f"    models=frozenset({set(sorted(self.models))!r}),")
+            models = ", ".join(_q(m) for m in sorted(self.models))
+            lines.append(f"    models=frozenset({{{models}}}),")
         lines.append(f"    compilers=({_range_text(self.compilers)},),")
         if self.path == "native":
             reason = f"fails its selftest with {self.compilers} (fleet reports)"
-            lines.append(f"    downgrades=(({self.extension!r}, {reason!r}),),")
+            lines.append(f"    downgrades=(({_q(self.extension)}, {_q(reason)}),),")
         lines.append("),")
         return "\n".join(lines)
 
@@ -87,12 +90,17 @@ class Proposal:
         }
 
 
+def _q(text: str) -> str:
+    """``text`` as a double-quoted string literal on one line (JSON's form, valid Python)."""
+    return json.dumps(text)
+
+
 def _numbers(numbers: tuple[int, ...] | None) -> list[int] | None:
     return None if numbers is None else list(numbers)
 
 
 def _range_text(r: CompilerRange) -> str:
-    args = [repr(r.family)]
+    args = [_q(r.family)]
     if r.at_least is not None:
         args.append(f"at_least={r.at_least!r}")
     if r.below is not None:

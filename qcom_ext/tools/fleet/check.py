@@ -9,6 +9,7 @@ from the identity, never trusted.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -66,7 +67,7 @@ _CREATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _EXTENSION = re.compile(r"cl_qcom_[a-z0-9_]+")
 _PATH = re.compile(r"native|fallback|unavailable|khr:[A-Za-z0-9_]+")
-_CASE = re.compile(r"[a-z0-9_]+")
+_CHECK_ID = re.compile(rf"({_EXTENSION.pattern})/({_PATH.pattern})/[a-z0-9_]+")
 
 
 class ReportError(QcomExtError, ValueError):
@@ -156,13 +157,22 @@ def _selftest(block: Any) -> None:
     _string(block.get("build_problem"), "selftest.build_problem", null=True)
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_of(values: tuple[str | None, ...], compiler_key: tuple[int, ...] | None) -> str:
+    """:func:`~qcom_ext.tools.fleet.identity.identity_key` of an identity's values (cached:
+    a fleet's reports share a few thousand identities)."""
+    identity = dict(zip(IDENTITY_FIELDS, (*values, compiler_key), strict=True))
+    identity["compiler_key"] = None if compiler_key is None else list(compiler_key)
+    return identity_key(identity)
+
+
 def _identity(report: dict[str, Any]) -> None:
     identity = _object(report["identity"], "identity", frozenset(IDENTITY_FIELDS))
     for name in IDENTITY_FIELDS[:6]:
         _string(identity[name], f"identity.{name}")
     for name in ("adreno_model", "compiler_version"):
         _string(identity[name], f"identity.{name}", null=True)
-    compiler_key = identity["compiler_key"]
+    compiler_key = key = identity["compiler_key"]
     if compiler_key is not None and not (
         isinstance(compiler_key, list)
         and compiler_key
@@ -173,7 +183,8 @@ def _identity(report: dict[str, Any]) -> None:
             f"{_shown(compiler_key)}"
         )
     _string(report["identity_key"], "identity_key", pattern=_HEX64)
-    if report["identity_key"] != identity_key(identity):
+    values = tuple(identity[k] for k in IDENTITY_FIELDS[:-1])
+    if report["identity_key"] != _key_of(values, None if key is None else tuple(key)):
         raise ReportError("identity_key does not match identity")
 
 
@@ -189,6 +200,15 @@ def _environment_and_probe(report: dict[str, Any]) -> None:
     paths = _object(probe["paths"], "probe.paths", frozenset())
     entry_keys = frozenset(("path", "reason"))
     for name, entry in paths.items():
+        if (  # the fast test; the field-by-field one below names the fault
+            _EXTENSION.fullmatch(name)
+            and type(entry) is dict
+            and entry.keys() == entry_keys
+            and type(entry["path"]) is str
+            and _PATH.fullmatch(entry["path"])
+            and type(entry["reason"]) is str
+        ):
+            continue
         _string(name, "probe.paths key", pattern=_EXTENSION)
         entry = _object(entry, f"probe.paths.{name}", entry_keys)
         _string(entry["path"], f"probe.paths.{name}.path", pattern=_PATH)
@@ -205,32 +225,55 @@ def _environment_and_probe(report: dict[str, Any]) -> None:
     _object(probe["facts"], "probe.facts", frozenset())
 
 
+def _check(check: Any, where: str) -> None:
+    """One check, field by field: the reason the fast test in :func:`_checks` failed."""
+    check = _object(check, where, _CHECK)
+    _string(check["extension"], f"{where}.extension", pattern=_EXTENSION)
+    _string(check["path"], f"{where}.path", pattern=_PATH)
+    _string(check["reason"], f"{where}.reason")
+    _string(check["id"], f"{where}.id")
+    if check["verdict"] not in VERDICTS:
+        raise ReportError(
+            f"{where}.verdict: expected one of {', '.join(VERDICTS)}, got "
+            f"{_shown(check['verdict'])}"
+        )
+    _number(check["max_error"], f"{where}.max_error")
+    _number(check["seconds"], f"{where}.seconds")
+    raise ReportError(f"{where}.id {_shown(check['id'])}: expected extension/path/case")
+
+
+def _finite(value: Any) -> bool:
+    """None, or a number (not a bool) that is finite and >= 0."""
+    kind = type(value)
+    return value is None or ((kind is float or kind is int) and 0 <= value < math.inf)
+
+
 def _checks(report: dict[str, Any]) -> None:
     checks = report["checks"]
     if not isinstance(checks, list):
         raise ReportError(f"checks: expected a list, got {type(checks).__name__}")
     seen: set[str] = set()
     for number, check in enumerate(checks):
-        where = f"checks[{number}]"
-        check = _object(check, where, _CHECK)
-        _string(check["extension"], f"{where}.extension", pattern=_EXTENSION)
-        _string(check["path"], f"{where}.path", pattern=_PATH)
-        _string(check["reason"], f"{where}.reason")
-        _string(check["id"], f"{where}.id")
-        if check["verdict"] not in VERDICTS:
-            raise ReportError(
-                f"{where}.verdict: expected one of {', '.join(VERDICTS)}, got "
-                f"{_shown(check['verdict'])}"
-            )
-        _number(check["max_error"], f"{where}.max_error")
-        _number(check["seconds"], f"{where}.seconds")
-        check_id = check["id"]
-        prefix = f"{check['extension']}/{check['path']}/"
-        if not (check_id.startswith(prefix) and _CASE.fullmatch(check_id[len(prefix) :])):
-            raise ReportError(f"{where}.id {_shown(check_id)}: expected extension/path/case")
-        if check_id in seen:
-            raise ReportError(f"{where}.id {_shown(check_id)} appears twice")
-        seen.add(check_id)
+        # The fast test (every field at once); the field-by-field one names the fault.
+        match = (
+            type(check) is dict
+            and check.keys() == _CHECK
+            and type(check["id"]) is str
+            and _CHECK_ID.fullmatch(check["id"])
+        )
+        if not (
+            match
+            and match.group(1) == check["extension"]
+            and match.group(2) == check["path"]
+            and check["verdict"] in VERDICTS
+            and type(check["reason"]) is str
+            and _finite(check["max_error"])
+            and _finite(check["seconds"])
+        ):
+            _check(check, f"checks[{number}]")
+        if check["id"] in seen:
+            raise ReportError(f"checks[{number}].id {_shown(check['id'])} appears twice")
+        seen.add(check["id"])
 
 
 def check_report(report: Any) -> dict[str, Any]:

@@ -284,6 +284,13 @@ def test_a_partitioned_directory_aggregates_with_the_same_sql(tmp_path, fleet, m
     ]
 
 
+def test_unchecked_files_of_the_wrong_shape_are_a_typed_error(tmp_path):
+    path = tmp_path / "raw.ndjson"
+    path.write_text('{"identity_key": "a", "created": "x", "checks": 5, "identity": {}}\n')
+    with pytest.raises(matrix.MergeError, match=r"DuckDB could not merge the reports: .*ARRAY"):
+        matrix.aggregate([str(path)])
+
+
 def test_docs_show_the_sql_the_code_runs():
     docs = (ROOT / "docs" / "fleet.md").read_text()
     sql = matrix.SQL_PATH.read_text()

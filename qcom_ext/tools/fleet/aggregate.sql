@@ -22,23 +22,29 @@ FROM read_json(
     }
 );
 
+-- name: loaded
+-- The reports in a table of the working database (it spills to disk past the memory
+-- limit), each with a row id.
+CREATE OR REPLACE TABLE loaded AS
+SELECT row_number() OVER () AS rid, * FROM reports;
+
 -- name: ranked
 -- Each identity's reports, newest first (ties: the greater source): age 1 counts, the
--- older ones are history.
-CREATE OR REPLACE TEMP TABLE ranked AS
+-- older ones are history. Only the keys: the window never carries the checks.
+CREATE OR REPLACE TABLE ranked AS
 SELECT
-    *,
+    rid,
     row_number() OVER (
         PARTITION BY identity_key ORDER BY created DESC, source DESC
     ) AS age
-FROM reports;
+FROM loaded;
 
 -- name: totals
 SELECT
     count(*) FILTER (WHERE age = 1) AS current,
     count(*) FILTER (WHERE age > 1) AS history,
     count(DISTINCT identity_key) AS identities
-FROM ranked;
+FROM loaded JOIN ranked USING (rid);
 
 -- name: matrix
 -- Model (or, without one, the device's name) x driver x compiler x extension x path:
@@ -56,24 +62,39 @@ SELECT
     count(*) FILTER (WHERE c.verdict = 'crash') AS crash,
     count(*) FILTER (WHERE c.verdict = 'skip') AS skip,
     count(*) FILTER (WHERE c.verdict = 'unchecked') AS unchecked
-FROM (SELECT identity, identity_key, unnest(checks) AS c FROM ranked WHERE age = 1)
+FROM (
+    SELECT identity, identity_key, unnest(checks) AS c
+    FROM loaded JOIN ranked USING (rid)
+    WHERE age = 1
+)
 GROUP BY ALL
 ORDER BY adreno_model NULLS LAST, device_name, compiler_version, driver_version, extension, path;
 
 -- name: contradictions
 -- One identity, one check, different verdicts across its reports (history included;
--- "unchecked" says nothing and is left out).
+-- "unchecked" says nothing and is left out): found first, then their reports listed.
+WITH verdicts AS (
+    SELECT identity_key, source, created, c.id AS check_id, c.verdict AS verdict
+    FROM (SELECT identity_key, source, created, unnest(checks) AS c FROM loaded)
+    WHERE c.verdict <> 'unchecked'
+),
+found AS (
+    SELECT identity_key, check_id
+    FROM verdicts
+    GROUP BY identity_key, check_id
+    HAVING count(DISTINCT verdict) > 1
+)
 SELECT
     identity_key,
-    c.id AS check_id,
+    check_id,
     any_value(identity.device_name) AS device_name,
     any_value(identity.driver_version) AS driver_version,
-    list(DISTINCT c.verdict ORDER BY c.verdict) AS verdicts,
-    list(source || ' ' || c.verdict ORDER BY created, source) AS reports
-FROM (SELECT identity, identity_key, source, created, unnest(checks) AS c FROM ranked)
-WHERE c.verdict <> 'unchecked'
+    list(DISTINCT verdict ORDER BY verdict) AS verdicts,
+    list(source || ' ' || verdict ORDER BY created, source) AS reports
+FROM verdicts
+    JOIN found USING (identity_key, check_id)
+    JOIN (SELECT DISTINCT identity_key, identity FROM loaded) USING (identity_key)
 GROUP BY identity_key, check_id
-HAVING count(DISTINCT c.verdict) > 1
 ORDER BY identity_key, check_id;
 
 -- name: outcomes
@@ -89,7 +110,9 @@ WITH per_report AS (
         bool_or(c.verdict IN ('fail', 'crash')) AS failed,
         bool_or(c.verdict = 'pass') AS passed
     FROM (
-        SELECT identity, identity_key, source, unnest(checks) AS c FROM ranked WHERE age = 1
+        SELECT identity, identity_key, source, unnest(checks) AS c
+        FROM loaded JOIN ranked USING (rid)
+        WHERE age = 1
     )
     WHERE identity.compiler_version IS NOT NULL
     GROUP BY ALL

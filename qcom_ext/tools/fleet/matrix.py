@@ -25,12 +25,20 @@ from qcom_ext.errors import QcomExtError
 from qcom_ext.tools.fleet.intake import Intake, read_reports
 from qcom_ext.tools.fleet.quirk_proposals import Proposal, propose
 
-__all__ = ["SQL_PATH", "FleetUnavailable", "Merged", "aggregate", "merge", "statements"]
+__all__ = [
+    "SQL_PATH",
+    "FleetUnavailable",
+    "MergeError",
+    "Merged",
+    "aggregate",
+    "merge",
+    "statements",
+]
 
 SQL_PATH = Path(__file__).with_name("aggregate.sql")
 _NAME = re.compile(r"^-- name: (\w+)\n", re.MULTILINE)
 #: DuckDB's memory ceiling for a merge: past it, it spills to its temporary directory.
-MEMORY_LIMIT = "512MB"
+MEMORY_LIMIT = "256MB"
 MATRIX_COLUMNS = (
     "adreno_model",
     "device_name",
@@ -45,6 +53,11 @@ MATRIX_COLUMNS = (
     "skip",
     "unchecked",
 )
+
+
+class MergeError(QcomExtError):
+    """DuckDB failed to merge reports (out of memory or disk, or, for :func:`aggregate`'s
+    unchecked files, a value of the wrong type); the message is DuckDB's first line."""
 
 
 class FleetUnavailable(QcomExtError, ImportError):
@@ -110,23 +123,36 @@ def aggregate(
     paths: Sequence[str], intake: Intake | None = None, scratch: str | None = None
 ) -> Merged:
     """Run ``aggregate.sql`` over newline-delimited reports at ``paths`` (files or
-    globs, hive-partitioned directories welcome), trusted as already checked; DuckDB
-    spills to ``scratch`` (a folder) past :data:`MEMORY_LIMIT`."""
+    globs, hive-partitioned directories welcome), trusted as already checked. DuckDB
+    works in a database file under ``scratch`` (a folder; the system's temporary one by
+    default) and spills there past :data:`MEMORY_LIMIT`, so memory stays bounded
+    whatever the fleet's size; its failures are :class:`MergeError`."""
     duckdb = _duckdb()
-    config = {"memory_limit": MEMORY_LIMIT, "threads": os.cpu_count() or 1}
-    with tempfile.TemporaryDirectory(prefix="qcom-ext-compat-", dir=scratch) as spill:
-        connection = duckdb.connect(config={**config, "temp_directory": spill})
+    config = {
+        "memory_limit": MEMORY_LIMIT,
+        "threads": os.cpu_count() or 1,
+        "preserve_insertion_order": False,
+    }
+    with tempfile.TemporaryDirectory(prefix="qcom-ext-compat-", dir=scratch) as work:
         try:
-            connection.execute("SET enable_progress_bar = false")
-            return _run(connection, paths, intake)
-        finally:
-            connection.close()
+            connection = duckdb.connect(
+                os.path.join(work, "fleet.duckdb"), config={**config, "temp_directory": work}
+            )
+            try:
+                connection.execute("SET enable_progress_bar = false")
+                return _run(connection, paths, intake)
+            finally:
+                connection.close()
+        except duckdb.Error as exc:
+            reason = " ".join(str(exc).split("\n\n")[0].split())
+            raise MergeError(f"DuckDB could not merge the reports: {reason}") from None
 
 
 def _run(connection: Any, paths: Sequence[str], intake: Intake | None) -> Merged:
     """The statements of ``aggregate.sql``, in order, on ``connection``."""
     sql = statements()
     connection.execute(sql["reports"].replace("{paths}", _sql_list(paths)))
+    connection.execute(sql["loaded"])
     connection.execute(sql["ranked"])
     current, history, identities = connection.execute(sql["totals"]).fetchone()
     merged = Merged(

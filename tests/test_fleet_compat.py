@@ -297,6 +297,7 @@ def test_docs_show_the_sql_the_code_runs():
     assert f"```sql\n{sql}```" in docs
     assert list(matrix.statements()) == [
         "reports",
+        "loaded",
         "ranked",
         "totals",
         "matrix",

@@ -99,6 +99,11 @@ MODULES = [
     "qcom_ext.ext.program.isolated",
     "qcom_ext._trials",
     "qcom_ext._json_store",
+    "qcom_ext.tools.fleet.identity",
+    "qcom_ext.tools.fleet.privacy",
+    "qcom_ext.tools.fleet.checks",
+    "qcom_ext.tools.fleet.report",
+    "qcom_ext.tools.fleet.from_capture",
 ]
 
 NEEDS_DEVICE = {
@@ -136,6 +141,8 @@ NEEDS_DEVICE = {
     "qcom_ext.device.choice",
     "qcom_ext.device.isolated",
     "qcom_ext.ext.program.isolated",
+    "qcom_ext.tools.fleet.checks",
+    "qcom_ext.tools.fleet.report",
 }
 
 

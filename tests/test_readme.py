@@ -182,17 +182,20 @@ def check_selftest_table(result: Any, devices: list[Any], tmp_path: Path) -> Non
     assert "cl_qcom_recordable_queues" in result.stdout and "pass" in result.stdout
 
 
-def check_selftest_json(result: Any, devices: list[Any], tmp_path: Path) -> None:
-    """What the README says the JSON holds: device strings, and per extension the paths
-    run, pass/fail, the largest error, the time, and the paths that could not run."""
-    report = json.loads((tmp_path / "selftest.json").read_text())
-    device = report["device"]
-    assert device["label"] == qcom_ext.probe().label and device["driver"]
-    assert {"platform", "device", "opencl_c_version", "adreno_compiler"} <= set(device)
-    (entry,) = report["extensions"]
-    assert entry["extension"] == "cl_qcom_recordable_queues" and entry["ok"] is True
-    assert entry["paths_run"] and entry["max_error"] is not None and entry["time_ms"] > 0
-    assert "skipped_paths" in entry and report["ok"] is True
+def check_report(result: Any, devices: list[Any], tmp_path: Path) -> None:
+    """What the README says: one file here, named after the device, valid against the
+    schema, its path and a line of counts printed."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from qcom_ext.tools.fleet.report import schema
+
+    (written,) = tmp_path.glob("qcom-ext-report-*.json")
+    report = json.loads(written.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema()).validate(report)
+    assert report["probe"]["facts"]["label"] == qcom_ext.probe().label
+    assert qcom_ext.probe().label in written.name
+    ids = {c["id"] for c in report["checks"]}
+    assert "cl_qcom_recordable_queues/fallback/recording" in ids
+    assert written.name in result.stdout and " checks: " in result.stdout
 
 
 def check_tune(result: Any, devices: list[Any], tmp_path: Path) -> None:
@@ -226,10 +229,7 @@ COMMANDS = {
     "qcom-ext selftest --isolated": (["--only", "recordable_queues"], check_selftest_table),
     # --only: the README's way to repeat one extension's checks (the full run takes minutes)
     "qcom-ext selftest": (["--only", "recordable_queues"], check_selftest_table),
-    "qcom-ext selftest --json > selftest.json": (
-        ["--only", "recordable_queues"],
-        check_selftest_json,
-    ),
+    "qcom-ext report": (["--only", "recordable_queues"], check_report),
     "qcom-ext tune": (
         [
             *("--scale", "0.25", "--kinds", "1x1", "--repeats", "1", "--variants", "default"),

@@ -353,3 +353,66 @@ def test_an_unwritable_place_is_a_clear_error_before_the_run(tmp_path, capsys):
     with pytest.raises(ConfigError, match="cannot write there"):  # the rename fails
         report_module.write_report({"schema": "qcom_ext.report"}, folder)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder"]  # no partial file
+
+
+@pytest.mark.slow  # the trials run in child processes
+def test_a_trial_that_kills_its_child_is_a_crash_verdict(device_caps, tmp_path, monkeypatch):
+    """``qcom-ext report --verify``: a Khronos tier whose trial aborts the child process
+    is a ``crash`` check of that path, with the signal; the fallback's checks follow."""
+    import _verify_trials
+
+    from qcom_ext.device.probe import clear_cache
+    from qcom_ext.tools.selftest._registry import case
+
+    extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
+    if device_caps.path(extension) != f"khr:{tier}":
+        pytest.skip(f"{device_caps.label}: {extension} does not take the {tier} tier")
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
+    cases = {
+        name: [dataclasses.replace(c, trial="") for c in found]
+        for name, found in _registry._CASES.items()
+    }
+    monkeypatch.setattr(_registry, "_CASES", cases)
+    case(extension, "stand-in", tiers=("native", "khr"), trial="the trial aborts")(
+        _verify_trials.aborts
+    )
+    clear_cache()
+    out = tmp_path / "r.json"
+    try:
+        argv = ["report", "--verify", "--only", extension, "--device", device_caps.label]
+        assert cli.main([*argv, "-o", str(out)]) == 0
+    finally:
+        clear_cache()
+    report = json.loads(out.read_text(encoding="utf-8"))
+    VALIDATOR.validate(report)
+    by_id = {c["id"]: c for c in report["checks"]}
+    crashed = by_id[f"{extension}/khr:{tier}/aborts"]
+    assert crashed["verdict"] == "crash" and "SIGABRT" in crashed["reason"]
+    assert by_id[f"{extension}/fallback/recording"]["verdict"] == "pass"
+    assert by_id[f"{extension}/khr:{tier}/recording"]["verdict"] == "skip"
+    assert report["probe"]["paths"][extension]["path"] == "fallback"
+
+
+def test_a_bad_device_or_extension_is_an_error_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert cli.main(["report", "--device", "no-such-platform", "-o", str(out)]) == 1
+    assert "--device 'no-such-platform' names no device" in capsys.readouterr().err
+    assert cli.main(["report", "--only", "no_such_extension", "-o", str(out)]) == 1
+    assert "--only 'no_such_extension' is not a cl_qcom_* extension" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_scrubber_leaves_device_strings_and_common_names_alone(monkeypatch):
+    """A container's user ``root`` names nobody: the word stays in text (its home path
+    still goes); the real capture strings pass unchanged."""
+    from qcom_ext.tools.fleet.privacy import Scrubber
+
+    monkeypatch.setenv("USER", "root")
+    monkeypatch.setenv("HOME", "/root")
+    scrub = Scrubber.from_environment()
+    assert scrub("the root of /root/.cache/x") == "the root of ~/.cache/x"
+    published = json.loads((Path(__file__).parent / "data" / "captures.json").read_text())
+    strings = [
+        v for entry in published.values() if isinstance(entry, dict) for v in entry.values()
+    ]
+    assert strings and [Scrubber()(s) for s in strings] == strings

@@ -5,9 +5,9 @@ driver returns: an escape sequence in one would reach the terminal raw. Everythi
 ``qcom-ext`` commands print goes through :func:`console` (whose every text segment passes
 :func:`terminal_safe`) or, for a plain message, :func:`terminal_safe` itself. A file an
 option names (``--json PATH``) is checked before the work starts and written with
-:func:`write_text`: an unwritable one is a :class:`~qcom_ext.errors.ConfigError` naming the
-option, never a traceback. A long command shows its progress on stderr, where a
-terminal reads it (:func:`stderr_progress`).
+:func:`write_text` (whole or not at all): an unwritable one is a
+:class:`~qcom_ext.errors.ConfigError` naming the option, never a traceback. A long
+command shows its progress on stderr, where a terminal reads it (:func:`stderr_progress`).
 
 >>> terminal_safe("Adreno\\x1b[2J (TM)\\x07 740")
 'Adreno\\ufffd[2J (TM)\\ufffd 740'
@@ -15,8 +15,11 @@ terminal reads it (:func:`stderr_progress`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -87,15 +90,35 @@ def check_writable(path: str | os.PathLike[str], option: str) -> Path:
     return target
 
 
-def write_text(path: str | os.PathLike[str], text: str, option: str) -> None:
-    """Write ``text`` to ``path``; an OSError becomes a ConfigError naming ``option``."""
+def write_text(
+    path: str | os.PathLike[str], text: str, option: str, *, private: bool = False
+) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: into a fresh
+    :func:`tempfile.mkstemp` file in the same folder (nothing planted there is followed),
+    renamed onto ``path``; no partial file is left behind. The file keeps the mode of the
+    one it replaces; a new one gets 0644, or 0600 when ``private``. An OSError becomes a
+    ConfigError naming ``option``."""
+    target = Path(path)
+    partial = None
     try:
-        Path(path).write_text(text)
+        mode = stat.S_IMODE(target.stat().st_mode) if target.is_file() else None
+        handle, partial = tempfile.mkstemp(
+            prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent
+        )
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(partial, mode if mode is not None else 0o600 if private else 0o644)
+        os.replace(partial, target)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(
             f"{option} {terminal_safe(str(path))!r}: cannot write there: {reason}"
         ) from None
+    finally:
+        if partial is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
+    return target
 
 
 def progress_bar(console: Console, *, transient: bool = True) -> Progress:

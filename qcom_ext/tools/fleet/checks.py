@@ -24,8 +24,8 @@ missing, disabled by the user) is ``skip``, never ``fail``:
 
 >>> from qcom_ext.tools.selftest import run_selftest
 >>> found = checks_from_selftest(run_selftest(only=["bitreverse"]))
->>> [(c["id"], c["verdict"]) for c in found][-1]
-('cl_qcom_bitreverse/fallback/bitreverse', 'pass')
+>>> [c["id"].split("/", 1)[1] for c in found]  # the paths run, then those not there
+['fallback/bitreverse', 'native/bitreverse', 'khr:cl_khr_extended_bit_ops/bitreverse']
 """
 
 from __future__ import annotations
@@ -141,16 +141,24 @@ def _run_checks(
             yield _ran(case, result, run.path, build_problem, differ)
 
 
+def _trial_of(verdicts: Mapping[str, Any], extension: str, path: str) -> Mapping[str, Any] | None:
+    """The child-process trial verdict of ``path`` (the native path's is filed under the
+    extension, a Khronos tier's under the tier), or None."""
+    key = extension if path == "native" else path.removeprefix("khr:")
+    found = verdicts.get(key) if path == "native" or path.startswith("khr:") else None
+    return found if isinstance(found, Mapping) else None
+
+
 def _skipped_checks(
     extension: str, path: str, reason: str, trial: Mapping[str, Any] | None
 ) -> Iterable[dict[str, Any]]:
-    """The checks of a path that did not run; a native trial that failed or crashed in
-    a child process is that verdict for the trial's case."""
+    """The checks of a path that did not run; where its trial failed or crashed in a
+    child process, that is the verdict of the trial's case."""
+    verdict = _TRIAL.get(str(trial.get("outcome"))) if trial else None
     for case in _registry.cases_for(extension):
         if not case.applies(path):
             continue
-        verdict = _TRIAL.get(str(trial.get("outcome"))) if trial else None
-        if verdict and path == "native" and case.trial:
+        if verdict and case.trial:
             yield _check(extension, path, case_id(case), verdict, _trial_reason(trial or {}))
         else:
             yield _check(extension, path, case_id(case), "skip", reason)
@@ -174,8 +182,8 @@ def checks_from_selftest(report: SelftestReport) -> list[dict[str, Any]]:
             continue
         for run in item.runs:
             found.extend(_run_checks(item, run, report.build_problem))
-        trial = report.verdicts.get(item.extension)
         for path, reason in item.skipped:
+            trial = _trial_of(report.verdicts, item.extension, path)
             found.extend(_skipped_checks(item.extension, path, reason, trial))
     return found
 

@@ -10,7 +10,9 @@ verdict asked for and every path the device lacks a ``skip``. The report says
 ``"synthetic": true`` and where its facts come from (``synthetic_note``), so the fleet
 tools (``qcom-ext compat``) meet real model and compiler strings without a device.
 
->>> report = report_from_capture("tests/data/adreno730-cl3.0.txt")
+>>> strings = {"device_version": "OpenCL 3.0 Adreno(TM) 730",
+...            "driver_version": "commit #16c1863 ... Compiler E031.38.11.12"}
+>>> report = report_from_capture("cl_qcom_bitreverse cl_khr_fp16", strings=strings)
 >>> ident = report["identity"]
 >>> report["synthetic"], ident["adreno_model"], ident["compiler_version"], ident["compiler_key"]
 (True, '730', 'E031.38.11.12', [0, 38, 11, 12])

@@ -87,9 +87,10 @@ def identity(caps: DeviceCaps, os: OsFacts | None = None) -> dict[str, Any]:
 
 
 def identity_key(ident: Mapping[str, Any]) -> str:
-    """The sha256 (hex) of the canonical JSON of ``ident``: sorted keys, no spaces."""
-    canonical = json.dumps(ident, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """The sha256 (hex) of the canonical JSON of ``ident``: sorted keys, no spaces, ASCII
+    (non-ASCII characters as ``\\u`` escapes, so the bytes hashed are the same everywhere)."""
+    canonical = json.dumps(ident, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def _pyopencl_version() -> str | None:

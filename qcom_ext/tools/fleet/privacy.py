@@ -47,9 +47,10 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\w.])")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![\w:])")
 _SERIAL = re.compile(r"(?i)\b(serial(?:[ _-]?(?:no|number|num))?|s/n|sn)(\s*[:=#]\s*)[\w-]{4,}")
-#: Names too short or too common to replace as words without eating device strings.
+#: Names too short or too common to replace as words without eating device strings (and
+#: that name nobody: a container's ``root``, a default ``localhost``).
 _MIN_NAME = 3
-_TOO_COMMON = frozenset({"localhost", "user", "android", "linux"})
+_TOO_COMMON = frozenset({"localhost", "root", "user", "android", "linux"})
 
 
 def _words(value: str) -> re.Pattern[str]:

@@ -18,13 +18,11 @@ Schema, :func:`schema`); docs/report.md describes every field.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from typing import Any
 from qcom_ext._resources import schemas_dir
 from qcom_ext.device.caps import DeviceCaps
 from qcom_ext.device.probe import probe
-from qcom_ext.errors import ConfigError
+from qcom_ext.tools._output import write_text
 from qcom_ext.tools.fleet.checks import VERDICTS, checks_from_selftest
 from qcom_ext.tools.fleet.identity import OsFacts, environment, identity, identity_key
 from qcom_ext.tools.fleet.privacy import Scrubber
@@ -203,25 +201,11 @@ def default_filename(report: dict[str, Any]) -> str:
     return f"qcom-ext-report-{slug}-{day}.json"
 
 
-def write_report(report: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write ``report`` to ``path`` (UTF-8 JSON) whole or not at all: through a fresh
-    :func:`tempfile.mkstemp` file in the same folder (mode 0600), renamed onto ``path``.
-    An unwritable place is a :class:`~qcom_ext.errors.ConfigError`."""
-    target = Path(path)
+def write_report(
+    report: dict[str, Any], path: str | os.PathLike[str], option: str = "--output"
+) -> Path:
+    """Write ``report`` to ``path`` (UTF-8 JSON, mode 0600) whole or not at all
+    (:func:`~qcom_ext.tools._output.write_text`); an unwritable place is a
+    :class:`~qcom_ext.errors.ConfigError` naming ``option``."""
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    try:
-        handle, partial = tempfile.mkstemp(
-            prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent
-        )
-    except OSError as exc:
-        raise ConfigError(f"report {str(path)!r}: cannot write there: {exc.strerror}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(partial, target)
-    except OSError as exc:
-        raise ConfigError(f"report {str(path)!r}: cannot write there: {exc.strerror}") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)
-    return target
+    return write_text(path, text, option, private=True)

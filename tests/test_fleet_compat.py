@@ -212,7 +212,7 @@ def _report(base, **identity):
     return report
 
 
-HOSTILE = '<script>alert("x")</script>|`` ``` |'
+HOSTILE = '<script>alert("x")</script>|`` ``` |\x1b[2J\x07'
 
 
 def test_hostile_strings_are_escaped_in_html_markdown_and_entries(tmp_path, fleet):
@@ -224,6 +224,7 @@ def test_hostile_strings_are_escaped_in_html_markdown_and_entries(tmp_path, flee
     merged = matrix.merge([path, tmp_path / "<img src=x>.json"])
     page = render_html(merged)
     assert "<script>alert" not in page and "&lt;script&gt;alert(&quot;x&quot;)" in page
+    assert "\x1b" not in page and "|\ufffd[2J\ufffd" in page
     assert "<img" not in page
     assert page.count("<script>") == 1  # the sorter's own
     tags = re.findall(r"<[^>]*>", page)  # no tag loads anything, no style fetches
@@ -231,7 +232,7 @@ def test_hostile_strings_are_escaped_in_html_markdown_and_entries(tmp_path, flee
     assert not re.search(r"https?://|@import|url\(", page)
     markdown = render_markdown(merged)
     row = next(line for line in markdown.splitlines() if "alert" in line)
-    assert "&lt;script&gt;" in row and "\\|" in row
+    assert "&lt;script&gt;" in row and "\\|" in row and "\x1b" not in markdown
     assert len(re.findall(r"(?<!\\)\|", row)) == len(MATRIX_HEADERS) + 1
     hostile_ext = propose(_outcomes({"E031.38": (0, 2), "E031.41": (2, 0)}, ext=HOSTILE + '"\n)'))
     quirk = _evaluated(hostile_ext[0].entry())

@@ -2,7 +2,8 @@
 
 Self-contained: inline CSS and a few lines of inline JavaScript that sort a table by the
 column clicked; no network, no external asset (the page's Content-Security-Policy
-forbids both). Every string from a report goes through ``html.escape``.
+forbids both). Every string from a report goes through ``html.escape``, its control
+characters replaced (``terminal_safe``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
+from qcom_ext.tools._output import terminal_safe
 from qcom_ext.tools.fleet.render_text import (
     CONTRADICTION_HEADERS,
     MATRIX_HEADERS,
@@ -53,7 +55,7 @@ _BAD = {"fail", "crash"}
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
+    return html.escape(terminal_safe("" if value is None else str(value)))
 
 
 def _table(headers: Iterable[str], rows: Iterable[list[Any]]) -> list[str]:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from qcom_ext.tools._output import terminal_safe
+
 __all__ = [
     "CONTRADICTION_HEADERS",
     "MATRIX_HEADERS",
@@ -42,13 +44,14 @@ SHOWN_REPORTS = 6
 
 
 def cell(value: Any) -> str:
-    """One markdown table cell: ``|`` and line breaks escaped, and HTML's characters.
+    """One markdown table cell: ``|`` and line breaks escaped, HTML's characters too,
+    control characters replaced (``terminal_safe``).
 
     >>> cell("a|b\\n<i>")
     'a\\\\|b &lt;i&gt;'
     """
     text = "" if value is None else str(value)
-    text = " ".join(text.split())  # every line break and tab: one space
+    text = terminal_safe(" ".join(text.split()))  # breaks and tabs: a space; controls: U+FFFD
     return html.escape(text, quote=False).replace("|", "\\|")
 
 

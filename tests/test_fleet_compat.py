@@ -21,7 +21,7 @@ import pytest
 from qcom_ext.device.compiler_version import CompilerVersion
 from qcom_ext.device.quirks import CompilerRange, Quirk
 from qcom_ext.tools import cli
-from qcom_ext.tools.fleet import synthetic
+from qcom_ext.tools.fleet import intake, synthetic
 from qcom_ext.tools.fleet.identity import identity_key
 from qcom_ext.tools.fleet.quirk_proposals import propose
 from qcom_ext.tools.fleet.render_html import render_html
@@ -32,6 +32,7 @@ from qcom_ext.tools.fleet import matrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNT = 2000
+SOME = 200  # the command line's tests read the first 200
 
 
 @pytest.fixture(scope="module")
@@ -292,6 +293,21 @@ def test_unchecked_files_of_the_wrong_shape_are_a_typed_error(tmp_path):
         matrix.aggregate([str(path)])
 
 
+def test_processes_share_the_files_out_and_merge_the_same(tmp_path, fleet, merged, monkeypatch):
+    lines = fleet.read_text().splitlines(keepends=True)
+    for part in range(3):
+        (tmp_path / f"part-{part}.ndjson").write_text("".join(lines[part::3]))
+    (tmp_path / "part-3.ndjson").write_text("{truncated\n")
+    monkeypatch.setattr(intake, "PARALLEL_BYTES", 0)
+    both = matrix.merge([tmp_path], workers=2)
+    one = matrix.merge([tmp_path], workers=1)
+    assert both.matrix == one.matrix == merged.matrix
+    assert (both.current, both.history) == (one.current, one.history)
+    assert [str(s) for s in both.intake.skipped] == [str(s) for s in one.intake.skipped]
+    assert (both.intake.read, len(both.intake.skipped)) == (COUNT + 1, 1)
+    assert len(intake._shares(sorted(tmp_path.glob("*.ndjson")), 2)) == 2
+
+
 def test_docs_show_the_sql_the_code_runs():
     docs = (ROOT / "docs" / "fleet.md").read_text()
     sql = matrix.SQL_PATH.read_text()
@@ -310,15 +326,17 @@ def test_docs_show_the_sql_the_code_runs():
 def test_the_command_line_writes_each_format(tmp_path, fleet, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "qcom_ext.report", "schema_version": 2}')
+    some = tmp_path / "some.ndjson"
+    some.write_text("\n".join(fleet.read_text().splitlines()[:SOME]) + "\n")
     for fmt in ("markdown", "json", "html"):
         out = tmp_path / f"m.{fmt}"
-        assert cli.main(["compat", str(fleet), str(bad), "--format", fmt, "-o", str(out)]) == 0
+        assert cli.main(["compat", str(some), str(bad), "--format", fmt, "-o", str(out)]) == 0
         assert out.stat().st_size > 1000
     data = json.loads((tmp_path / "m.json").read_text())
     assert data["intake"]["skipped_inputs"] == [
         {"where": str(bad), "reason": "future schema 2 (this qcom_ext reads 1)"}
     ]
-    assert data["intake"]["read"] == COUNT + 1
+    assert data["intake"]["read"] == SOME + 1
     err = capsys.readouterr().err
     assert f"qcom-ext compat: skipped {bad}: future schema 2" in err
 

@@ -1,7 +1,8 @@
 -- qcom-ext compat's aggregation (DuckDB SQL), the one copy: qcom_ext/tools/fleet/matrix.py
 -- runs these statements in order, docs/fleet.md shows them. {paths} is a list of files or
 -- globs of newline-delimited reports ('reports/*/*/*.ndjson'); a row's source is its
--- "source" field (qcom-ext compat writes file:line there) or else its file's name.
+-- "source" field (qcom-ext compat writes file:line there) or else its file's name. A check's
+-- extension and path are read from its id (<extension>/<path>/<case>, checked at intake).
 
 -- name: reports
 CREATE OR REPLACE TEMP VIEW reports AS
@@ -18,7 +19,7 @@ FROM read_json(
         identity: 'STRUCT(device_name VARCHAR, device_version VARCHAR, driver_version VARCHAR,
             os_name VARCHAR, os_version VARCHAR, architecture VARCHAR, adreno_model VARCHAR,
             compiler_version VARCHAR, compiler_key BIGINT[])',
-        checks: 'STRUCT(id VARCHAR, extension VARCHAR, path VARCHAR, verdict VARCHAR)[]'
+        checks: 'STRUCT(id VARCHAR, verdict VARCHAR)[]'
     }
 );
 
@@ -54,8 +55,8 @@ SELECT
     CASE WHEN identity.adreno_model IS NULL THEN identity.device_name END AS device_name,
     identity.driver_version AS driver_version,
     identity.compiler_version AS compiler_version,
-    c.extension AS extension,
-    c.path AS path,
+    split_part(c.id, '/', 1) AS extension,
+    split_part(c.id, '/', 2) AS path,
     count(DISTINCT identity_key) AS identities,
     count(*) FILTER (WHERE c.verdict = 'pass') AS pass,
     count(*) FILTER (WHERE c.verdict = 'fail') AS fail,
@@ -104,8 +105,8 @@ WITH per_report AS (
     SELECT
         identity.adreno_model AS adreno_model,
         identity.compiler_version AS compiler_version,
-        c.extension AS extension,
-        c.path AS path,
+        split_part(c.id, '/', 1) AS extension,
+        split_part(c.id, '/', 2) AS path,
         source || ' ' || identity_key AS report,
         bool_or(c.verdict IN ('fail', 'crash')) AS failed,
         bool_or(c.verdict = 'pass') AS passed

@@ -248,6 +248,29 @@ def _finite(value: Any) -> bool:
     return value is None or ((kind is float or kind is int) and 0 <= value < math.inf)
 
 
+#: (id, extension, path) triples already seen to agree: a fleet's reports share a few
+#: hundred. Bounded: cleared when full.
+_KNOWN_IDS: set[tuple[str, str, str]] = set()
+_KNOWN_IDS_MAX = 100_000
+
+
+def _id_agrees(check_id: Any, extension: Any, path: Any) -> bool:
+    """Whether a check's id is ``<extension>/<path>/<case>`` of its own extension and
+    path, each of the schema's form."""
+    if type(check_id) is not str or type(extension) is not str or type(path) is not str:
+        return False
+    triple = (check_id, extension, path)
+    if triple in _KNOWN_IDS:
+        return True
+    match = _CHECK_ID.fullmatch(check_id)
+    if not (match and match.group(1) == extension and match.group(2) == path):
+        return False
+    if len(_KNOWN_IDS) >= _KNOWN_IDS_MAX:
+        _KNOWN_IDS.clear()
+    _KNOWN_IDS.add(triple)
+    return True
+
+
 def _checks(report: dict[str, Any]) -> None:
     checks = report["checks"]
     if not isinstance(checks, list):
@@ -255,16 +278,10 @@ def _checks(report: dict[str, Any]) -> None:
     seen: set[str] = set()
     for number, check in enumerate(checks):
         # The fast test (every field at once); the field-by-field one names the fault.
-        match = (
+        if not (
             type(check) is dict
             and check.keys() == _CHECK
-            and type(check["id"]) is str
-            and _CHECK_ID.fullmatch(check["id"])
-        )
-        if not (
-            match
-            and match.group(1) == check["extension"]
-            and match.group(2) == check["path"]
+            and _id_agrees(check["id"], check["extension"], check["path"])
             and check["verdict"] in VERDICTS
             and type(check["reason"]) is str
             and _finite(check["max_error"])

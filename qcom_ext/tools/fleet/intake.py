@@ -14,7 +14,10 @@ DuckDB reads (:mod:`.matrix`). Nothing is held in memory but the report being re
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +27,16 @@ import numpy as np
 
 from qcom_ext.tools.fleet.check import ReportError, check_report
 
-__all__ = ["MAX_DEPTH", "MAX_REPORT_BYTES", "Intake", "Skipped", "read_reports", "slim"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_REPORT_BYTES",
+    "PARALLEL_BYTES",
+    "Intake",
+    "Skipped",
+    "read_reports",
+    "read_reports_into",
+    "slim",
+]
 
 #: The largest report (a file, or a line of a newline-delimited file) read, in bytes: a
 #: real report of every extension's checks is about 20 KB.
@@ -35,6 +47,8 @@ MAX_DEPTH = 32
 #: The file names read from a directory, and how each is split into reports.
 NDJSON_SUFFIXES = (".ndjson", ".jsonl")
 JSON_SUFFIXES = (".json",)
+#: Inputs of this many bytes or more are read by several processes (one a CPU).
+PARALLEL_BYTES = 64 << 20
 
 # bytes.translate table: '[' and '{' to +1, ']' and '}' to -1 (int8), all else deleted.
 _OPEN, _CLOSE = b"[{", b"]}"
@@ -61,6 +75,12 @@ class Intake:
     read: int = 0
     merged: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+
+    def add(self, other: Intake) -> None:
+        """Count ``other``'s reports and skips too."""
+        self.read += other.read
+        self.merged += other.merged
+        self.skipped.extend(other.skipped)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,15 +128,14 @@ def parse(raw: bytes) -> dict[str, Any]:
 
 def slim(report: dict[str, Any], source: str) -> dict[str, Any]:
     """What the aggregation (``aggregate.sql``) reads of a checked report, in the
-    report's own shape, with ``source`` (``file:line``) added."""
+    report's own shape, with ``source`` (``file:line``) added: of a check, its id (which
+    names its extension and path: :mod:`.check` made sure) and verdict."""
     return {
         "source": source,
         "created": report["created"],
         "identity_key": report["identity_key"],
         "identity": report["identity"],
-        "checks": [
-            {k: c[k] for k in ("id", "extension", "path", "verdict")} for c in report["checks"]
-        ],
+        "checks": [{"id": c["id"], "verdict": c["verdict"]} for c in report["checks"]],
     }
 
 
@@ -158,11 +177,10 @@ def _raw_reports(path: Path) -> Iterator[tuple[str, bytes | None]]:
                 yield f"{path}:{number}", line
 
 
-def read_reports(inputs: Iterable[str | os.PathLike[str]], out: IO[str]) -> Intake:
-    """Check every report of ``inputs`` and write each one that passes, slimmed
-    (:func:`slim`), as a line of ``out``; the counts and the skipped ones."""
+def _read_files(files: Iterable[Path], out: IO[str]) -> Intake:
+    """Check every report of ``files``, write the ones that pass to ``out`` (slimmed)."""
     intake = Intake()
-    for path in _files(inputs, intake):
+    for path in files:
         try:
             for where, raw in _raw_reports(path):
                 intake.read += 1
@@ -178,3 +196,58 @@ def read_reports(inputs: Iterable[str | os.PathLike[str]], out: IO[str]) -> Inta
         except OSError as exc:
             intake.skipped.append(Skipped(str(path), f"unreadable ({exc.strerror or exc})"))
     return intake
+
+
+def read_reports(inputs: Iterable[str | os.PathLike[str]], out: IO[str]) -> Intake:
+    """Check every report of ``inputs`` and write each one that passes, slimmed
+    (:func:`slim`), as a line of ``out``; the counts and the skipped ones."""
+    intake = Intake()
+    intake.add(_read_files(list(_files(inputs, intake)), out))
+    return intake
+
+
+def _worker(job: tuple[list[Path], str]) -> tuple[str, Intake]:
+    """One process's share: its files read into a new file of the folder ``job[1]``."""
+    files, folder = job
+    fd, name = tempfile.mkstemp(suffix=".ndjson", dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        return name, _read_files(files, out)
+
+
+def _shares(files: list[Path], workers: int) -> list[list[Path]]:
+    """``files`` in at most ``workers`` runs of about equal bytes, in their order."""
+    sizes = [p.stat().st_size for p in files]
+    target = sum(sizes) / max(1, workers)
+    shares: list[list[Path]] = [[]]
+    total = 0.0
+    for path, size in zip(files, sizes, strict=True):
+        if shares[-1] and total >= target * len(shares) and len(shares) < workers:
+            shares.append([])
+        shares[-1].append(path)
+        total += size
+    return shares
+
+
+def read_reports_into(
+    inputs: Iterable[str | os.PathLike[str]], folder: str, workers: int | None = None
+) -> tuple[list[str], Intake]:
+    """Check every report of ``inputs`` and write the ones that pass, slimmed, to new
+    newline-delimited files in ``folder``; those files and the intake. The input files
+    are shared out between up to ``workers`` processes (the CPUs by default) where they
+    add up to :data:`PARALLEL_BYTES` or more and the platform forks (Linux, Android: a
+    forked child imports nothing); else one process reads them all."""
+    intake = Intake()
+    files = list(_files(inputs, intake))
+    workers = workers or os.cpu_count() or 1
+    forks = "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux"
+    big = len(files) > 1 and sum(p.stat().st_size for p in files) >= PARALLEL_BYTES
+    shares = _shares(files, workers) if forks and big and workers > 1 else [files]
+    jobs = [(share, folder) for share in shares]
+    if len(jobs) > 1:
+        with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+            results = pool.map(_worker, jobs)
+    else:
+        results = [_worker(jobs[0])]
+    for _, part in results:
+        intake.add(part)
+    return [name for name, _ in results], intake

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from qcom_ext.errors import QcomExtError
-from qcom_ext.tools.fleet.intake import Intake, read_reports
+from qcom_ext.tools.fleet.intake import Intake, read_reports_into
 from qcom_ext.tools.fleet.quirk_proposals import Proposal, propose
 
 __all__ = [
@@ -167,14 +167,13 @@ def _run(connection: Any, paths: Sequence[str], intake: Intake | None) -> Merged
     return merged
 
 
-def merge(inputs: Iterable[str | os.PathLike[str]]) -> Merged:
+def merge(inputs: Iterable[str | os.PathLike[str]], workers: int | None = None) -> Merged:
     """Check every report of ``inputs`` (files, directories, newline-delimited files)
-    and merge the ones that pass; the skipped ones are counted with their reasons."""
+    and merge the ones that pass; the skipped ones are counted with their reasons.
+    ``workers``: the processes that check them (:func:`.intake.read_reports_into`)."""
     _duckdb()  # before reading anything: without DuckDB there is nothing to merge into
     with tempfile.TemporaryDirectory(prefix="qcom-ext-compat-") as scratch:
-        fd, name = tempfile.mkstemp(suffix=".ndjson", dir=scratch)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            intake = read_reports(inputs, out)
+        names, intake = read_reports_into(inputs, scratch, workers)
         if not intake.merged:
             return Merged(intake, 0, 0, 0, [], [])
-        return aggregate([name], intake, scratch)
+        return aggregate(names, intake, scratch)

@@ -45,12 +45,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--format", choices=("markdown", "json", "html"), default="json")
+    parser.add_argument(
+        "--reports",
+        metavar="DIR",
+        help="keep the generated reports in DIR, or reuse those already there (untimed)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="qcom-ext-fleet-bench-") as scratch:
-        folder = Path(scratch) / "reports"
-        folder.mkdir()
+        folder = Path(args.reports or Path(scratch) / "reports")
+        folder.mkdir(exist_ok=True)
         started = time.perf_counter()
-        size = _write(folder, args.count, args.seed)
+        if any(folder.glob("*.ndjson")):
+            size = sum(p.stat().st_size for p in folder.glob("*.ndjson"))
+        else:
+            size = _write(folder, args.count, args.seed)
         generated = time.perf_counter() - started
         output = Path(scratch) / f"matrix.{args.format}"
         command = [sys.executable, "-m", "qcom_ext.tools.cli", "compat", str(folder)]

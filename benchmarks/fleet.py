@@ -3,8 +3,8 @@ over N synthetic fleet reports (100,000 by default), timed (docs/fleet.md, "Scal
 
 The reports (qcom_ext.tools.fleet.synthetic) are written first, untimed, to a temporary
 directory as 16 newline-delimited files; then ``qcom-ext compat DIR --format F -o FILE``
-runs in a child process, started in that directory, and its wall time and peak resident
-memory (``getrusage(RUSAGE_CHILDREN)``) are printed with its counts.
+runs in a child process, started in that directory, and its wall time, CPU time and
+peak resident memory (``getrusage(RUSAGE_CHILDREN)``) are printed with its counts.
 """
 
 from __future__ import annotations
@@ -66,10 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.perf_counter()
         status = subprocess.run(command, cwd=scratch, check=False).returncode
         wall = time.perf_counter() - started
-        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak_mib, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
         print(f"{args.count} reports, {size / 2**20:.0f} MiB in {FILES} files "
               f"(generated in {generated:.1f} s, untimed)")  # fmt: skip
-        print(f"qcom-ext compat --format {args.format}: {wall:.1f} s wall, "
+        print(f"qcom-ext compat --format {args.format}: {wall:.1f} s wall, {cpu:.1f} CPU-s, "
               f"peak RSS {peak_mib:.0f} MiB, exit status {status}")  # fmt: skip
         if status == 0 and args.format == "json":
             merged = json.loads(output.read_text())

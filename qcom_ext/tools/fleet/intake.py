@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: The largest report (a file, or a line of a newline-delimited file) read, in bytes: a
-#: real report of every extension's checks is about 20 KB.
+#: real report of every extension's checks is about 30 KB.
 MAX_REPORT_BYTES = 1 << 20
 #: The deepest nesting of arrays and objects read (a report's own shape is 4 deep).
 #: Brackets inside strings count too: the scan is over the raw bytes, before parsing.

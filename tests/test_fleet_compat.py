@@ -341,6 +341,14 @@ def test_the_command_line_writes_each_format(tmp_path, fleet, capsys):
     assert f"qcom-ext compat: skipped {bad}: future schema 2" in err
 
 
+def test_nothing_to_merge_is_exit_status_1(tmp_path, capsys):
+    (tmp_path / "a.ndjson").write_text("[[[\n{}\n")
+    assert cli.main(["compat", str(tmp_path), "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["intake"]["skipped"] == 2
+    assert captured.err.splitlines()[-1] == "qcom-ext compat: no report merged (2 read)"
+
+
 def test_without_duckdb_the_command_says_what_to_install(monkeypatch, tmp_path, capsys, fleet):
     monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb raises ImportError
     assert cli.main(["compat", str(fleet)]) == 1

@@ -35,6 +35,9 @@ def _compat_command(args: argparse.Namespace) -> int:
     if len(skipped) > SHOWN_SKIPS:
         more = len(skipped) - SHOWN_SKIPS
         print(f"qcom-ext compat: skipped {more} more (the output lists them)", file=sys.stderr)
+    if not merged.intake.merged:
+        print(f"qcom-ext compat: no report merged ({merged.intake.read} read)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -49,7 +52,8 @@ def add_parser(commands: Any) -> None:
         "identity counting once. Lists contradictions (one identity, different verdicts) "
         "and proposes quirk entries for paths that fail on a compiler range only. A "
         "report that is truncated, too large, too deeply nested or of another schema is "
-        "skipped with a one-line reason on stderr. Needs DuckDB: pip install "
+        "skipped with a one-line reason on stderr; exit status 1 when no report was "
+        "merged. Needs DuckDB: pip install "
         "'qcom_ext[fleet]' (docs/fleet.md).",
     )
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="file or directory")

@@ -49,6 +49,8 @@ NDJSON_SUFFIXES = (".ndjson", ".jsonl")
 JSON_SUFFIXES = (".json",)
 #: Inputs of this many bytes or more are read by several processes (one a CPU).
 PARALLEL_BYTES = 64 << 20
+#: Where the intake forks its worker processes (a forked child imports nothing).
+_FORKING = ("linux", "android")
 
 # bytes.translate table: '[' and '{' to +1, ']' and '}' to -1 (int8), all else deleted.
 _OPEN, _CLOSE = b"[{", b"]}"
@@ -239,7 +241,7 @@ def read_reports_into(
     intake = Intake()
     files = list(_files(inputs, intake))
     workers = workers or os.cpu_count() or 1
-    forks = "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux"
+    forks = "fork" in multiprocessing.get_all_start_methods() and sys.platform in _FORKING
     big = len(files) > 1 and sum(p.stat().st_size for p in files) >= PARALLEL_BYTES
     shares = _shares(files, workers) if forks and big and workers > 1 else [files]
     jobs = [(share, folder) for share in shares]

@@ -69,6 +69,7 @@ def test_installed_wheel_carries_and_finds_its_data(wheel, tmp_path):
             assert f"qcom_ext/kernels/{path.relative_to(ROOT / 'kernels').as_posix()}" in names
     for path in (ROOT / "qcom_ext" / "schemas").glob("*.json"):
         assert f"qcom_ext/schemas/{path.name}" in names
+    assert "qcom_ext/tools/fleet/aggregate.sql" in names  # qcom-ext compat's SQL
     target = tmp_path / "site"
     subprocess.run(
         [

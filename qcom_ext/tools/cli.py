@@ -40,6 +40,7 @@ from qcom_ext.device.isolated import probe_isolated
 from qcom_ext.device.kernel_gpu import read_kernel_gpu
 from qcom_ext.device.probe import probe, probe_all
 from qcom_ext.errors import DriverCrashError, DriverTimeoutError, QcomExtError
+from qcom_ext.tools import compat_cli as _compat_cli
 from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import report_cli as _report_cli
 from qcom_ext.tools import tune_cli as _tune_cli
@@ -270,6 +271,7 @@ def _parser() -> argparse.ArgumentParser:
     _report_cli.add_parser(commands)
     _doctor_cli.add_parsers(commands)
     _tune_cli.add_parser(commands)
+    _compat_cli.add_parser(commands)
     bench_parser = commands.add_parser(
         "bench",
         help="time the benchmark cases on a device (qcom-ext bench --help)",

@@ -292,14 +292,9 @@ def _judged(rows: list[dict]) -> list[dict]:
     return target or rows
 
 
-def verdicts(gemv: list[dict], torch_times: dict[str, dict], gemm: list[dict]) -> list[str]:
-    """Issue 28's targets, from the cold times (see the module): the integer path against
-    the float path at every M; q4_0 against torch and every format against the read-only
-    kernel at M = 1 (the worst over M = 1..8 beside it); f16 at (32000, 4096) against the
-    copy."""
+def _integer_lines(by: dict[tuple, dict]) -> list[str]:
+    """The integer path against the float path, per weight format, at every shape and M."""
     out = []
-    rows = _judged(gemv)
-    by = {(tuple(r["shape"]), r["rows"], r["format"], r["activations"]): r for r in rows}
     for fmt in ("q8_0", "q4_0"):
         pairs = []
         for (shape, m, weights, activations), r in by.items():
@@ -312,39 +307,50 @@ def verdicts(gemv: list[dict], torch_times: dict[str, dict], gemm: list[dict]) -
                 f"integer path (q8_0 activations), {fmt} weights: at worst {ratio:.2f}x the "
                 f"float path's time, at {where} (<= 1.00x at every shape and M: {ok})"
             )
-    q4: dict[str, tuple[float, dict]] = {}
+    return out
+
+
+def _fastest(rows: list[dict], fmt: str) -> dict[tuple, dict]:
+    """(shape, M) -> the faster activation path's row of weight format ``fmt``."""
+    best: dict[tuple, dict] = {}
     for r in rows:
-        if r["format"] == "q4_0":
-            key = _key(r["shape"], r["rows"])
-            q4[key] = min(q4.get(key, (np.inf, r)), (r["seconds"], r), key=lambda t: t[0])
-    pairs = [
-        (seconds / torch_times[key]["cold"], _where(r))
-        for key, (seconds, r) in q4.items()
-        if key in torch_times
-    ]
+        key = (tuple(r["shape"]), r["rows"])
+        if r["format"] == fmt and (key not in best or r["seconds"] < best[key]["seconds"]):
+            best[key] = r
+    return best
+
+
+def _at_one_and_over(pairs: list[tuple[float, str]], limit: float, what: str) -> list[str]:
+    """``what`` judged at M = 1 against ``limit``, with the worst over M = 1..8 beside."""
     ones = [p for p in pairs if p[1].endswith(" M=1")]
-    if ones:
-        ratio, where, ok = _worst(ones, TORCH_Q4_LIMIT)
-        out.append(
-            f"q4_0 GEMV (the faster activation path): at worst {ratio:.2f}x torch f16's "
-            f"time, at {where} (<= {TORCH_Q4_LIMIT}x: {ok}); over M = 1..8: "
-            f"{max(pairs)[0]:.2f}x at {max(pairs)[1]}"
-        )
+    if not ones:
+        return []
+    ratio, where, ok = _worst(ones, limit)
+    return [
+        f"{what.format(ratio=ratio)}, at {where} (<= {limit}x: {ok}); over M = 1..8: "
+        f"{max(pairs)[0]:.2f}x at {max(pairs)[1]}"
+    ]
+
+
+def verdicts(gemv: list[dict], torch_times: dict[str, dict], gemm: list[dict]) -> list[str]:
+    """Issue 28's targets, from the cold times (see the module): the integer path against
+    the float path at every M; q4_0 against torch and every format against the read-only
+    kernel at M = 1 (the worst over M = 1..8 beside it); f16 at (32000, 4096) against the
+    copy."""
+    rows = _judged(gemv)
+    by = {(tuple(r["shape"]), r["rows"], r["format"], r["activations"]): r for r in rows}
+    out = _integer_lines(by)
+    pairs = [
+        (r["seconds"] / torch_times[_key(*key)]["cold"], _where(r))
+        for key, r in _fastest(rows, "q4_0").items()
+        if _key(*key) in torch_times
+    ]
+    what = "q4_0 GEMV (the faster activation path): at worst {ratio:.2f}x torch f16's time"
+    out += _at_one_and_over(pairs, TORCH_Q4_LIMIT, what)
     for fmt in ("f16", "q8_0", "q4_0"):
-        best: dict[tuple, dict] = {}  # (shape, M) -> the faster activation path's row
-        for r in rows:
-            key = (tuple(r["shape"]), r["rows"])
-            if r["format"] == fmt and (key not in best or r["seconds"] < best[key]["seconds"]):
-                best[key] = r
-        pairs = [(r["of_read_only"], _where(r)) for r in best.values()]
-        ones = [p for p in pairs if p[1].endswith(" M=1")]
-        if ones:
-            ratio, where, ok = _worst(ones, READ_ONLY_LIMIT)
-            out.append(
-                f"GEMV {fmt}: at worst {ratio:.2f}x the time of a kernel that only reads "
-                f"the same bytes, at {where} (<= {READ_ONLY_LIMIT}x: {ok}); over M = "
-                f"1..8: {max(pairs)[0]:.2f}x at {max(pairs)[1]}"
-            )
+        pairs = [(r["of_read_only"], _where(r)) for r in _fastest(rows, fmt).values()]
+        what = f"GEMV {fmt}: at worst {{ratio:.2f}}x the time of a kernel that only reads "
+        out += _at_one_and_over(pairs, READ_ONLY_LIMIT, what + "the same bytes")
     big = [
         (r["of_copy"], _where(r))
         for r in rows

@@ -33,6 +33,9 @@ def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monk
     monkeypatch.setattr(matmul_module, "SMALL_GEMV_SHAPES", ((96, 64),))
     monkeypatch.setattr(matmul_module, "SMALL_GEMM_SHAPE", (20, 40, 64))
     monkeypatch.setattr(matmul_module, "GEMV_ROWS", (1, 3))
+    # both activation paths, not every format: pocl 3.0 builds each GEMV for 0.5-1 CPU-s
+    formats = (("f16", None), ("q4_0", None), ("q4_0", "q8_0"))
+    monkeypatch.setattr(matmul_module, "GEMV_FORMATS", formats)
     monkeypatch.setattr(matmul_module, "MAX_COPIES", 3)
     monkeypatch.setattr(matmul_module, "TUNE_BUDGET_S", 0.01)  # the driver's choice and one
     options = argparse.Namespace(rounds=1, small=True)
@@ -40,7 +43,7 @@ def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monk
     rows = result.data["gemv"]
     paths = ["image", "buffer"] if device_caps.image_support else ["buffer"]
     default = next(r["path"] for r in rows if r["default_path"])
-    formats = [(f, a or "float32") for f, a in matmul_module.GEMV_FORMATS]
+    formats = [(f, a or "float32") for f, a in formats]
     assert [(r["format"], r["activations"], r["path"], r["rows"]) for r in rows] == [
         (f, a, p, m) for f, a in formats for p in paths for m in ((1, 3) if p == default else (1,))
     ]
@@ -61,11 +64,10 @@ def test_the_suite_runs_on_pocl(matmul_module, device_caps, kernel_context, monk
     verdicts = result.data["verdicts"]
     assert [v.split(",")[0].split(":")[0] for v in verdicts] == [
         "integer path (q8_0 activations)",
-        "integer path (q8_0 activations)",
         "GEMV f16",
-        "GEMV q8_0",
         "GEMV q4_0",
     ]
+    assert verdicts[0].startswith("integer path (q8_0 activations), q4_0 weights: at worst")
 
 
 def _row(shape, m, fmt, act, seconds, of_read_only=1.0, of_copy=1.0):

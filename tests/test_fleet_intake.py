@@ -154,12 +154,21 @@ def test_a_huge_single_file_is_not_read_whole(tmp_path, monkeypatch):
 
 
 def test_the_depth_scan_runs_before_the_parser(monkeypatch):
-    def no_parse(*args, **kwargs):
-        raise AssertionError("json.loads reached")
+    class NoParser:
+        def loads(self, *args, **kwargs):
+            raise AssertionError("the parser was reached")
 
-    monkeypatch.setattr(intake.json, "loads", no_parse)
+    monkeypatch.setattr(intake, "_orjson", NoParser)
     with pytest.raises(ReportError, match="nested deeper than 32"):
         intake.parse(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}'])
+def test_what_rfc_8259_does_not_allow_is_not_json(text):
+    """NaN and Infinity (which Python's json would read) are refused by the parse,
+    before the structural check."""
+    with pytest.raises(ReportError, match=r"^not JSON \("):
+        intake.parse(text.encode())
 
 
 def test_a_good_report_passes_and_its_key_is_recomputed(good):

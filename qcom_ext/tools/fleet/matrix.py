@@ -1,8 +1,8 @@
 """The compatibility matrix: fleet reports merged through DuckDB (``aggregate.sql``).
 
-``pip install 'qcom_ext[fleet]'`` adds DuckDB; it is imported on the first merge, so
-``qcom_ext`` and ``qcom-ext compat --help`` work without it, and a merge without it is a
-:class:`FleetUnavailable` naming the install command.
+``pip install 'qcom_ext[fleet]'`` adds DuckDB and orjson (the intake's parser); they are
+imported on the first merge, so ``qcom_ext`` and ``qcom-ext compat --help`` work without
+them, and a merge without them is a :class:`FleetUnavailable` naming the install command.
 
 :func:`merge` checks every input (:mod:`.intake`), writes the reports that pass to a
 temporary newline-delimited file and runs the statements of ``aggregate.sql`` over it;
@@ -61,8 +61,8 @@ class MergeError(QcomExtError):
 
 
 class FleetUnavailable(QcomExtError, ImportError):
-    """DuckDB, which ``qcom-ext compat`` merges with, is not installed:
-    ``pip install 'qcom_ext[fleet]'``."""
+    """DuckDB or orjson, which ``qcom-ext compat`` merges and reads with, is not
+    installed: ``pip install 'qcom_ext[fleet]'``."""
 
 
 @dataclass
@@ -93,11 +93,14 @@ class Merged:
 
 
 def _duckdb() -> Any:
+    """DuckDB, once orjson (the intake's parser) is known to be there too."""
     try:
         import duckdb
+        import orjson  # noqa: F401
     except ImportError as exc:
         raise FleetUnavailable(
-            f"qcom-ext compat merges reports with DuckDB ({exc}): pip install 'qcom_ext[fleet]'"
+            f"qcom-ext compat reads reports with orjson and merges them with DuckDB ({exc}): "
+            "pip install 'qcom_ext[fleet]'"
         ) from None
     return duckdb
 

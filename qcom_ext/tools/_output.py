@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "progress_bar",
     "stderr_progress",
     "terminal_safe",
+    "with_extension_progress",
     "write_text",
 ]
 
@@ -134,3 +135,20 @@ def stderr_progress(enabled: bool = True) -> Progress | None:
     ``enabled`` (a ``--json`` run) or when stderr is not a terminal (a pipe, a file, CI)."""
     err = console(stderr=True)
     return progress_bar(err) if enabled and err.is_terminal else None
+
+
+def with_extension_progress(run: Callable[..., Any], enabled: bool = True) -> Any:
+    """``run()``, or ``run(progress=advance)`` under a :func:`stderr_progress` bar that
+    ``advance(extension, done, total)`` moves on, an extension at a time (``qcom-ext
+    selftest``, ``qcom-ext report``); the bar is shown where :func:`stderr_progress` says."""
+    bar = stderr_progress(enabled)
+    if bar is None:
+        return run()
+    with bar:
+        task = bar.add_task("selftest", total=None)
+
+        def advance(extension: str, done: int, total: int) -> None:
+            name = extension.removeprefix("cl_qcom_")
+            bar.update(task, description=name, completed=done, total=total, refresh=True)
+
+        return run(progress=advance)

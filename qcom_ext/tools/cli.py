@@ -45,7 +45,7 @@ from qcom_ext.tools import doctor_cli as _doctor_cli
 from qcom_ext.tools import report_cli as _report_cli
 from qcom_ext.tools import tune_cli as _tune_cli
 from qcom_ext.tools._output import console as _console
-from qcom_ext.tools._output import stderr_progress, terminal_safe
+from qcom_ext.tools._output import terminal_safe, with_extension_progress
 from qcom_ext.tools._table import Column, Row, print_facts, print_table
 
 _ISOLATED_HINT = (
@@ -174,18 +174,10 @@ def _selftest_command(args: argparse.Namespace) -> int:
     from qcom_ext.tools.selftest._render import render
 
     options = dict(seed=args.seed, only=args.only, verify=args.verify, isolated=args.isolated)
-    bar = stderr_progress(enabled=not args.json)  # on a terminal's stderr only
-    if bar is None:
-        report = run_selftest(args.device, **options)
-    else:
-        with bar:
-            task = bar.add_task("selftest", total=None)
-
-            def advance(extension: str, done: int, total: int) -> None:
-                name = extension.removeprefix("cl_qcom_")
-                bar.update(task, description=name, completed=done, total=total, refresh=True)
-
-            report = run_selftest(args.device, progress=advance, **options)
+    report = with_extension_progress(  # on a terminal's stderr only
+        lambda **progress: run_selftest(args.device, **options, **progress),
+        enabled=not args.json,
+    )
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

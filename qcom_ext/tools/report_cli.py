@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
-from qcom_ext.tools._output import check_writable, stderr_progress
+from qcom_ext.tools._output import check_writable, with_extension_progress
 from qcom_ext.tools._output import console as _console
 
 __all__ = ["add_parser"]
@@ -84,18 +84,10 @@ def _report_command(args: argparse.Namespace) -> int:
         verify=args.verify,
         isolated=args.isolated,
     )
-    bar = stderr_progress()
-    if bar is None or args.no_selftest:
-        report = run_report(args.device, **options)
-    else:
-        with bar:
-            task = bar.add_task("selftest", total=None)
-
-            def advance(extension: str, done: int, total: int) -> None:
-                name = extension.removeprefix("cl_qcom_")
-                bar.update(task, description=name, completed=done, total=total, refresh=True)
-
-            report = run_report(args.device, progress=advance, **options)
+    report = with_extension_progress(
+        lambda **progress: run_report(args.device, **options, **progress),
+        enabled=not args.no_selftest,
+    )
     path = args.output or default_filename(report)
     if args.output is None:
         check_writable(path, "the report")

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 import warnings
 from pathlib import Path
@@ -58,6 +59,7 @@ def run(names: list[str], recorder: Recorder, device: Any, defects: set[str]) ->
                 os.environ.pop(variable, None)
         recorder.case = name
         before = len(recorder.launches)
+        started = time.perf_counter()
         trial = Trial(cl.Context([device]), None, device, recorder)
         trial.queue = cl.CommandQueue(trial.ctx)
         try:
@@ -69,7 +71,11 @@ def run(names: list[str], recorder: Recorder, device: Any, defects: set[str]) ->
             print(f"{name}: {verdict}\n{traceback.format_exc()}", flush=True)
         Kept.objects.clear()
         launched = len(recorder.launches) - before
-        print(f"{name}: {verdict} ({trial.checks} checks, {launched} launches)", flush=True)
+        seconds = time.perf_counter() - started
+        print(
+            f"{name}: {verdict} ({trial.checks} checks, {launched} launches, {seconds:.1f} s)",
+            flush=True,
+        )
         uninitialized = (
             "off: " + "; ".join(f"{d}: {_oclgrind.DEFECTS[d].description}" for d in blocking)
             if blocking
@@ -81,6 +87,7 @@ def run(names: list[str], recorder: Recorder, device: Any, defects: set[str]) ->
             "checks": trial.checks,
             "launches": launched,
             "uninitialized": uninitialized,
+            "seconds": round(seconds, 2),
         }
     return results
 

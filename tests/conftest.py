@@ -25,6 +25,12 @@ import os
 import sys
 from pathlib import Path
 
+# Under pytest-xdist (-n auto: a worker a CPU) one pocl thread a worker, set before any
+# OpenCL call: pocl's pthread device runs each kernel on every CPU, so two workers'
+# kernels oversubscribed two CPUs (an Oclgrind shard of 12 CPU-s took 31 s of wall time).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("POCL_MAX_PTHREAD_COUNT", "1")
+
 import pytest
 from hypothesis import settings
 

@@ -54,3 +54,31 @@ def hangs_at_exit(env) -> None:
     import threading
 
     threading.Thread(target=time.sleep, args=(15,)).start()
+
+
+def only_an_aborting_khr_trial(device_caps, monkeypatch, tmp_path) -> tuple[str, str]:
+    """Make cl_qcom_recordable_queues' only trial one that aborts the child on the native
+    and Khronos paths (every other case's trial dropped), with a fresh cache in
+    ``tmp_path``; the extension and its Khronos tier. Skips where the device does not
+    take that tier. The caller clears the probe's cache when done."""
+    import dataclasses
+
+    import pytest
+
+    from qcom_ext.device.probe import clear_cache
+    from qcom_ext.tools.selftest import _registry
+
+    extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
+    if device_caps.path(extension) != f"khr:{tier}":
+        pytest.skip(f"{device_caps.label}: {extension} does not take the {tier} tier")
+    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
+    cases = {
+        name: [dataclasses.replace(c, trial="") for c in found]
+        for name, found in _registry._CASES.items()
+    }
+    monkeypatch.setattr(_registry, "_CASES", cases)
+    _registry.case(extension, "stand-in", tiers=("native", "khr"), trial="the trial aborts")(
+        aborts
+    )
+    clear_cache()
+    return extension, tier

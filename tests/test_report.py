@@ -362,21 +362,8 @@ def test_a_trial_that_kills_its_child_is_a_crash_verdict(device_caps, tmp_path, 
     import _verify_trials
 
     from qcom_ext.device.probe import clear_cache
-    from qcom_ext.tools.selftest._registry import case
 
-    extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
-    if device_caps.path(extension) != f"khr:{tier}":
-        pytest.skip(f"{device_caps.label}: {extension} does not take the {tier} tier")
-    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
-    cases = {
-        name: [dataclasses.replace(c, trial="") for c in found]
-        for name, found in _registry._CASES.items()
-    }
-    monkeypatch.setattr(_registry, "_CASES", cases)
-    case(extension, "stand-in", tiers=("native", "khr"), trial="the trial aborts")(
-        _verify_trials.aborts
-    )
-    clear_cache()
+    extension, tier = _verify_trials.only_an_aborting_khr_trial(device_caps, monkeypatch, tmp_path)
     out = tmp_path / "r.json"
     try:
         argv = ["report", "--verify", "--only", extension, "--device", device_caps.label]

@@ -30,7 +30,6 @@ from qcom_ext.device.probe import disabling
 from qcom_ext.tools import cli
 from qcom_ext.tools.selftest import (
     SelftestReport,
-    _registry,
     checks_builtins,
     coverage,
     run_selftest,
@@ -627,20 +626,7 @@ def test_verify_runs_the_trials_first_and_the_report_carries_the_verdicts(
 
     from qcom_ext.device.probe import clear_cache
 
-    extension, tier = "cl_qcom_recordable_queues", "cl_khr_command_buffer"
-    if device_caps.path(extension) != f"khr:{tier}":
-        pytest.skip(f"{device_caps.label}: {extension} does not take the {tier} tier")
-    monkeypatch.setenv("QCOM_EXT_CACHE_DIR", str(tmp_path))
-    # only the stand-in trial, which crashes on the native and Khronos paths
-    cases = {
-        name: [dataclasses.replace(c, trial="") for c in found]
-        for name, found in _registry._CASES.items()
-    }
-    monkeypatch.setattr(_registry, "_CASES", cases)
-    case(extension, "stand-in", tiers=("native", "khr"), trial="the trial aborts")(
-        _verify_trials.aborts
-    )
-    clear_cache()
+    extension, tier = _verify_trials.only_an_aborting_khr_trial(device_caps, monkeypatch, tmp_path)
     try:
         report = run_selftest(device_caps.device_id, only=[extension], verify=True)
     finally:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from qcom_ext.tools._output import terminal_safe
+from qcom_ext.tools.fleet.matrix import MATRIX_COLUMNS
 
 __all__ = [
     "CONTRADICTION_HEADERS",
@@ -25,19 +26,9 @@ __all__ = [
     "summary",
 ]
 
-MATRIX_HEADERS = (
-    "model",
-    "driver",
-    "compiler",
-    "extension",
-    "path",
-    "identities",
-    "pass",
-    "fail",
-    "crash",
-    "skip",
-    "unchecked",
-)
+#: The matrix's columns as shown: the model (or device), driver and compiler, then the
+#: rest of :data:`~.matrix.MATRIX_COLUMNS` as they are.
+MATRIX_HEADERS = ("model", "driver", "compiler", *MATRIX_COLUMNS[4:])
 CONTRADICTION_HEADERS = ("device", "driver", "check", "verdicts", "reports")
 #: Reports a contradiction's cell names before "... and N more".
 SHOWN_REPORTS = 6
